@@ -1,0 +1,73 @@
+"""The detector contract.
+
+A detector is stateless itself; its per-run state lives in an object it creates with
+:meth:`Detector.new_state`, which the monitor keeps in the run. ``observe`` must be O(1)
+amortized over bounded state (rolling windows, counters, hashes): a run of 1,000,000 events
+costs the same per event as a run of 100. State must be exportable to a small JSON-able
+dict and restorable, so a reloaded conversation continues where it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Signal
+from otel_loopguard.events import Event
+
+
+@dataclass(slots=True)
+class RunCounters:
+    """Run-wide counters the monitor maintains before detectors see an event.
+
+    ``steps`` counts model turns (``llm_response`` events), ``tool_calls`` counts
+    ``tool_call`` events. ``cost`` is ``None`` once any model's price is unknown.
+    """
+
+    started_at: float = 0.0
+    last_seen: float = 0.0
+    now: float = 0.0
+    events: int = 0
+    steps: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@runtime_checkable
+class Detector(Protocol):
+    """One loop behaviour. ``name`` is the ``detector`` label on signals and metrics."""
+
+    name: str
+
+    def new_state(self) -> Any:
+        """Fresh, bounded per-run state."""
+        ...
+
+    def observe(self, event: Event, state: Any, counters: RunCounters) -> Signal | None:
+        """Update ``state`` with ``event``; return a signal when the behaviour is present."""
+        ...
+
+    def export_state(self, state: Any) -> dict[str, Any]:
+        """A small JSON-able form of ``state``."""
+        ...
+
+    def restore_state(self, data: dict[str, Any]) -> Any:
+        """Inverse of :meth:`export_state`; tolerate missing keys (older exports)."""
+        ...
+
+
+DetectorFactory = Any  # Callable[[LoopGuardConfig], Detector]; kept loose for user plug-ins
+
+
+def build_default_detectors(config: LoopGuardConfig) -> list[Detector]:
+    """Every built-in detector, configured; the monitor's default set."""
+    from otel_loopguard.detectors import DEFAULT_DETECTORS
+
+    return [factory(config) for factory in DEFAULT_DETECTORS]

@@ -1,0 +1,165 @@
+"""Events: the observations a run is made of.
+
+The core never sees a span. Adapters (the span processor, saved-trace replay, our
+framework wrappers, direct Python use) turn what they see into :class:`Event` objects and
+feed them to :class:`otel_loopguard.monitor.Monitor`. A tool call and its result are two
+events, so detectors can reason about "the same call again" separately from "the same
+output again".
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class EventKind(str, enum.Enum):
+    """What one observation in a run is."""
+
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    TOOL_ERROR = "tool_error"
+    LLM_RESPONSE = "llm_response"
+    HANDOFF = "handoff"
+    RUN_START = "run_start"
+    RUN_END = "run_end"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """A failed tool call, as much as the adapter could tell.
+
+    ``retryable`` is left ``None`` by adapters; the permanent-failure detector classifies
+    from type, status and message so every entry point classifies the same way.
+    """
+
+    type: str | None = None
+    message: str | None = None
+    status_code: int | None = None
+
+
+@dataclass(slots=True)
+class Event:
+    """One observation in a run.
+
+    ``signature`` is the canonical, hashed form of the call (``tool:search(query=pricing)``)
+    or of the output (``result:no results``); ``near_key`` is the cheap paraphrase-tolerant
+    key of the same thing. Both are computed by :mod:`otel_loopguard.signatures`; use the
+    constructors below (:func:`tool_call`, :func:`tool_result`, ...) rather than filling
+    them by hand.
+
+    ``arguments`` / ``output`` hold raw content only so that content capture can export it
+    when the user opted in; detectors must not copy them into signals unless
+    ``capture_content`` is on.
+    """
+
+    kind: EventKind
+    run_id: str
+    actor: str | None = None
+    tool_name: str | None = None
+    signature: str = ""
+    near_key: str = ""
+    call_id: str | None = None
+    # tool_error
+    error: ErrorInfo | None = None
+    # llm_response
+    model: str | None = None
+    finish_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    empty: bool = False
+    # signatures of the tool calls the model asked for in this turn (order-free set)
+    requested_tool_calls: tuple[str, ...] | None = None
+    # handoff
+    target_agent: str | None = None
+    # where it came from, for reports and span events (never a metric label)
+    trace_id: str | None = None
+    span_id: str | None = None
+    timestamp: float | None = None
+    # raw content, exported only with content capture on
+    arguments: Any = None
+    output: Any = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def tool_call(
+    run_id: str,
+    tool_name: str,
+    arguments: Any = None,
+    *,
+    actor: str | None = None,
+    call_id: str | None = None,
+    max_chars: int = 200,
+    **extra: Any,
+) -> Event:
+    """A tool invocation, with its call signature computed from name and arguments."""
+    from otel_loopguard.signatures import call_signature
+
+    exact, near = call_signature(tool_name, arguments, max_chars=max_chars)
+    return Event(
+        EventKind.TOOL_CALL,
+        run_id,
+        actor=actor,
+        tool_name=tool_name,
+        signature=exact,
+        near_key=near,
+        call_id=call_id,
+        arguments=arguments,
+        **extra,
+    )
+
+
+def tool_result(
+    run_id: str,
+    tool_name: str,
+    output: Any = None,
+    *,
+    actor: str | None = None,
+    call_id: str | None = None,
+    max_chars: int = 200,
+    **extra: Any,
+) -> Event:
+    """A tool's successful output, with its output signature."""
+    from otel_loopguard.signatures import output_signature
+
+    exact, near = output_signature(output, max_chars=max_chars)
+    return Event(
+        EventKind.TOOL_RESULT,
+        run_id,
+        actor=actor,
+        tool_name=tool_name,
+        signature=exact,
+        near_key=near,
+        call_id=call_id,
+        output=output,
+        **extra,
+    )
+
+
+def tool_error(
+    run_id: str,
+    tool_name: str,
+    error: ErrorInfo,
+    *,
+    actor: str | None = None,
+    call_id: str | None = None,
+    max_chars: int = 200,
+    **extra: Any,
+) -> Event:
+    """A failed tool call; the signature is that of the error text, masked like outputs."""
+    from otel_loopguard.signatures import output_signature
+
+    text = f"{error.type or ''}:{error.status_code or ''}:{error.message or ''}"
+    exact, near = output_signature(text, max_chars=max_chars)
+    return Event(
+        EventKind.TOOL_ERROR,
+        run_id,
+        actor=actor,
+        tool_name=tool_name,
+        signature=exact,
+        near_key=near,
+        call_id=call_id,
+        error=error,
+        **extra,
+    )

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""Run every test suite of the repository, each in its own virtual environment.
+
+Agent frameworks pin conflicting versions (CrewAI pins mcp 1.x while the MCP package is at
+2.x, for one), so, as opentelemetry-python-contrib does with tox, the core and each
+``instrumentation/<framework>/`` package are installed and tested in a separate venv under
+``.venvs/``. Suites are discovered: adding ``instrumentation/foo/pyproject.toml`` with a
+``test`` extra adds a suite, nothing else to edit.
+
+Usage: ``python scripts/run_tests.py [SUITE ...] [--jobs N] [-- PYTEST ARGS]``
+(``SUITE`` is ``core`` or a folder name under ``instrumentation/``).
+
+The last line is ``total: N passed, N failed, N skipped`` over all suites; the exit code is
+non-zero when any suite failed, did not install, or ran no test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENVS = ROOT / ".venvs"
+PYTHON = os.environ.get("LOOPGUARD_TEST_PYTHON", sys.executable)
+
+
+@dataclass
+class Suite:
+    name: str
+    project: Path  # the folder whose [test] extra is installed and whose tests/ runs
+    extra_installs: tuple[str, ...] = ()
+
+
+@dataclass
+class Outcome:
+    suite: str
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    status: str = "ok"
+    seconds: float = 0.0
+
+
+def discover() -> list[Suite]:
+    suites = [Suite("core", ROOT)]
+    instrumentation = ROOT / "instrumentation"
+    if instrumentation.is_dir():
+        for child in sorted(instrumentation.iterdir()):
+            if (child / "pyproject.toml").is_file() and (child / "tests").is_dir():
+                suites.append(Suite(child.name, child, extra_installs=(str(ROOT),)))
+    return suites
+
+
+def _uv() -> list[str]:
+    found = shutil.which("uv")
+    if found:
+        return [found]
+    return [PYTHON, "-m", "uv"]
+
+
+def _run(cmd: list[str], log: Path, cwd: Path, env: dict[str, str] | None = None) -> int:
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(f"\n$ {' '.join(cmd)}\n")
+        handle.flush()
+        return subprocess.call(cmd, cwd=cwd, stdout=handle, stderr=subprocess.STDOUT, env=env)
+
+
+def run_suite(suite: Suite, pytest_args: list[str]) -> Outcome:
+    start = time.monotonic()
+    outcome = Outcome(suite.name)
+    venv = VENVS / suite.name
+    log = VENVS / f"{suite.name}.log"
+    VENVS.mkdir(exist_ok=True)
+    log.write_text(f"suite {suite.name}\n", encoding="utf-8")
+    python = venv / "bin" / "python"
+    venv_cmd = [*_uv(), "venv", "--python", PYTHON, "--seed", str(venv)]
+    if not python.exists() and _run(venv_cmd, log, ROOT):
+        outcome.status = "venv failed"
+        return outcome
+    installs = [arg for path in suite.extra_installs for arg in ("-e", path)]
+    installs += ["-e", f"{suite.project}[test]"]
+    if _run([*_uv(), "pip", "install", "--python", str(python), *installs], log, ROOT):
+        outcome.status = "install failed"
+        outcome.seconds = time.monotonic() - start
+        return outcome
+    junit = VENVS / f"{suite.name}.junit.xml"
+    if junit.exists():
+        junit.unlink()
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    code = _run(
+        [
+            str(python),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={junit}",
+            "tests",
+            *pytest_args,
+        ],
+        log,
+        suite.project,
+        env,
+    )
+    if junit.exists():
+        root = ET.parse(junit).getroot()
+        for testsuite in root.iter("testsuite"):
+            tests = int(testsuite.get("tests", 0))
+            failures = int(testsuite.get("failures", 0)) + int(testsuite.get("errors", 0))
+            skipped = int(testsuite.get("skipped", 0))
+            outcome.failed += failures
+            outcome.skipped += skipped
+            outcome.passed += tests - failures - skipped
+    if code == 5:
+        outcome.status = "no tests ran"
+    elif code != 0:
+        outcome.status = "failed" if outcome.failed else f"pytest exit {code}"
+    outcome.seconds = time.monotonic() - start
+    return outcome
+
+
+def run_ruff(log_dir: Path) -> Outcome:
+    outcome = Outcome("ruff")
+    ruff = VENVS / "core" / "bin" / "ruff"
+    if not ruff.exists():
+        outcome.status = "ruff missing"
+        return outcome
+    log = log_dir / "ruff.log"
+    log.write_text("", encoding="utf-8")
+    if _run([str(ruff), "check", "."], log, ROOT):
+        outcome.status = "lint failed"
+        outcome.failed = 1
+    else:
+        outcome.passed = 1
+    return outcome
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pytest_args: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, pytest_args = argv[:cut], argv[cut + 1 :]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("suites", nargs="*", help="core or instrumentation folder names")
+    parser.add_argument("--jobs", type=int, default=2, help="suites run at once (default 2)")
+    args = parser.parse_args(argv)
+
+    suites = discover()
+    if args.suites:
+        unknown = set(args.suites) - {s.name for s in suites}
+        if unknown:
+            print(f"unknown suites: {', '.join(sorted(unknown))}", file=sys.stderr)
+            return 2
+        suites = [s for s in suites if s.name in args.suites]
+
+    # the core venv first: its ruff lints the whole tree, and others reuse its wheel cache
+    ordered = sorted(suites, key=lambda s: s.name != "core")
+    outcomes: list[Outcome] = []
+    if ordered and ordered[0].name == "core":
+        outcomes.append(run_suite(ordered.pop(0), pytest_args))
+        print(_line(outcomes[-1]), flush=True)
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for outcome in pool.map(lambda s: run_suite(s, pytest_args), ordered):
+            outcomes.append(outcome)
+            print(_line(outcome), flush=True)
+    if not args.suites or "core" in args.suites:
+        outcomes.append(run_ruff(VENVS))
+        print(_line(outcomes[-1]), flush=True)
+
+    bad = [o for o in outcomes if o.status != "ok"]
+    for outcome in bad:
+        print(f"see .venvs/{outcome.suite}.log for {outcome.suite}: {outcome.status}")
+    passed = sum(o.passed for o in outcomes)
+    failed = sum(o.failed for o in outcomes) + sum(1 for o in bad if o.failed == 0)
+    skipped = sum(o.skipped for o in outcomes)
+    print(f"total: {passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if bad else 0
+
+
+def _line(outcome: Outcome) -> str:
+    return (
+        f"{outcome.suite:<16} {outcome.status:<14} {outcome.passed:>5} passed "
+        f"{outcome.failed:>4} failed {outcome.skipped:>4} skipped  {outcome.seconds:6.1f}s"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

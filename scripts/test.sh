@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install what the tests need on a fresh machine and run every suite.
+# Usage: bash scripts/test.sh [SUITE ...] [-- PYTEST ARGS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# A real Prometheus scrapes the plugin in the end-to-end metrics test.
+if ! command -v prometheus >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian's prometheus (for the real-Prometheus test)..."
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
+  else
+    echo "note: prometheus not found; its test will be skipped (apt-get install prometheus)"
+  fi
+fi
+
+python3 -m pip install -q uv >/dev/null 2>&1 || python3 -m pip install uv
+exec python3 scripts/run_tests.py "$@"
