@@ -82,6 +82,8 @@ class Signal:
     score: float
     message: str
     evidence: dict[str, Any] = field(default_factory=dict)
+    # for guards that answer with `replan`: the message the application may inject
+    recommendation: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
