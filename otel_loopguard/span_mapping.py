@@ -1,0 +1,533 @@
+"""The one dialect mapping: which spans are tool calls, model calls, agents and handoffs.
+
+Users run many GenAI instrumentations; this module reads the ones they actually run and
+turns a :class:`~otel_loopguard.span_view.SpanView` into core events:
+
+* OpenTelemetry GenAI semantic conventions (``gen_ai.operation.name`` = ``execute_tool``,
+  ``invoke_agent``, ``invoke_workflow``, ``chat``, ``text_completion``,
+  ``generate_content``; ``gen_ai.tool.call.arguments`` / ``.result``; ``error.type``);
+* OpenInference (``openinference.span.kind`` TOOL / LLM / AGENT / CHAIN, ``tool.name``,
+  ``input.value`` / ``output.value``, ``llm.token_count.*``, ``llm.output_messages.*``);
+* OpenLLMetry (``traceloop.span.kind`` tool / agent / workflow / task,
+  ``traceloop.entity.*``, ``gen_ai.completion.N.*``, ``llm.request.type``);
+* pydantic-ai / Logfire (``running tool`` spans with ``tool_arguments`` /
+  ``tool_response`` in instrumentation version 1, ``execute_tool`` in later versions);
+* MCP (``mcp.method.name`` = ``tools/call``; a result with ``isError`` sets
+  ``error.type=tool_error``);
+* handoffs: ``transfer_to_<agent>`` / ``handoff_to_<agent>`` tool calls and the handoff
+  spans of agent SDKs (``handoff to X`` / ``Handoff: A → B``).
+
+Cost: attribute lookups only. Arguments and results are handed to
+:mod:`otel_loopguard.signatures` untouched (it caps its own cost); a JSON-looking string
+is decoded only when it is short. Only ``gen_ai.output.messages`` is parsed, and only when
+it is small enough and mentions a tool call.
+
+When a span does not record content (GenAI instrumentations leave arguments and results
+out unless the user opts in), the event's signature is made unique to the span: without the
+arguments we cannot claim that two calls were the same, and a false "loop" is worse than a
+missed one. ``details["content_recorded"]`` is then ``False``; counts, budgets, tool-name
+patterns and errors still work.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.events import ErrorInfo, Event, EventKind, tool_call, tool_error, tool_result
+from otel_loopguard.span_view import SpanView
+
+
+class SpanClass(str, enum.Enum):
+    """What a span describes, as far as loop detection cares."""
+
+    TOOL = "tool"
+    LLM = "llm"
+    AGENT = "agent"
+    WORKFLOW = "workflow"
+    HANDOFF = "handoff"
+    OTHER = "other"
+
+
+RUN_ROOT_CLASSES = frozenset({SpanClass.AGENT, SpanClass.WORKFLOW})
+
+_GENAI_OPERATIONS = {
+    "execute_tool": SpanClass.TOOL,
+    "invoke_agent": SpanClass.AGENT,
+    "invoke_workflow": SpanClass.WORKFLOW,
+    "chat": SpanClass.LLM,
+    "text_completion": SpanClass.LLM,
+    "generate_content": SpanClass.LLM,
+}
+_OPENINFERENCE_KINDS = {
+    "TOOL": SpanClass.TOOL,
+    "LLM": SpanClass.LLM,
+    "AGENT": SpanClass.AGENT,
+    "CHAIN": SpanClass.WORKFLOW,
+}
+_TRACELOOP_KINDS = {
+    "tool": SpanClass.TOOL,
+    "agent": SpanClass.AGENT,
+    "workflow": SpanClass.WORKFLOW,
+    "llm": SpanClass.LLM,
+}
+_HANDOFF_TOOL = re.compile(r"^(?:transfer|handoff)_to_(.+)$")
+_HANDOFF_SPAN = re.compile(
+    r"^handoff(?::\s*(?P<from>.+?)\s*(?:→|->)\s*(?P<to>.+)|\s+to\s+(?P<target>.+))$",
+    re.IGNORECASE,
+)
+
+# Above these sizes a string is not decoded: its signature is computed from the text.
+_JSON_DECODE_LIMIT = 16_384
+_OUTPUT_MESSAGES_LIMIT = 262_144
+# bounds on indexed attribute families (gen_ai.completion.N.tool_calls.M...)
+_MAX_INDEXED = 64
+
+
+def classify(view: SpanView) -> SpanClass:
+    """The class of a span; first matching dialect wins. Cheap: a handful of lookups."""
+    attrs = view.attributes
+    operation = attrs.get("gen_ai.operation.name")
+    if isinstance(operation, str):
+        found = _GENAI_OPERATIONS.get(operation)
+        if found is not None:
+            if found is SpanClass.TOOL and _handoff_target(tool_name(view)):
+                return SpanClass.HANDOFF
+            return found
+    kind = attrs.get("openinference.span.kind")
+    if isinstance(kind, str):
+        found = _OPENINFERENCE_KINDS.get(kind.upper())
+        if found is not None:
+            if found is SpanClass.TOOL and _handoff_target(tool_name(view)):
+                return SpanClass.HANDOFF
+            return found
+    kind = attrs.get("traceloop.span.kind")
+    if isinstance(kind, str):
+        found = _TRACELOOP_KINDS.get(kind.lower())
+        if found is not None:
+            if found is SpanClass.TOOL and _handoff_target(tool_name(view)):
+                return SpanClass.HANDOFF
+            return found
+    if attrs.get("mcp.method.name") == "tools/call":
+        return SpanClass.TOOL
+    name = view.name
+    if name.startswith(("running tool", "execute_tool")) and "gen_ai.tool.name" in attrs:
+        if _handoff_target(tool_name(view)):
+            return SpanClass.HANDOFF
+        return SpanClass.TOOL
+    if name.startswith("invoke_agent") or (name == "agent run" and "agent_name" in attrs):
+        return SpanClass.AGENT
+    if isinstance(attrs.get("llm.request.type"), str):
+        return SpanClass.LLM
+    if name[:7].lower() == "handoff" and _HANDOFF_SPAN.match(name):
+        return SpanClass.HANDOFF
+    return SpanClass.OTHER
+
+
+def tool_name(view: SpanView) -> str | None:
+    attrs = view.attributes
+    for key in ("gen_ai.tool.name", "tool.name", "traceloop.entity.name"):
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            return value
+    name = view.name
+    for prefix in ("execute_tool ", "tools/call ", "running tool: "):
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return name[len(prefix) :]
+    return None
+
+
+def agent_name(view: SpanView) -> str | None:
+    """The agent a span belongs to or describes, when the span says so."""
+    attrs = view.attributes
+    for key in ("gen_ai.agent.name", "agent_name", "agent.name"):
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            return value
+    if attrs.get("openinference.span.kind") == "AGENT" or attrs.get("traceloop.span.kind") in (
+        "agent",
+        "workflow",
+    ):
+        value = attrs.get("traceloop.entity.name")
+        if isinstance(value, str) and value:
+            return value
+        return view.name or None
+    name = view.name
+    if name.startswith("invoke_agent ") and len(name) > 13:
+        return name[13:]
+    return None
+
+
+_CONVERSATION_KEYS = (
+    "gen_ai.conversation.id",
+    "session.id",
+    "traceloop.association.properties.conversation_id",
+    "traceloop.association.properties.session_id",
+    "traceloop.association.properties.thread_id",
+    "traceloop.association.properties.chat_id",
+)
+
+
+def conversation_id(view: SpanView) -> str | None:
+    """``gen_ai.conversation.id``, OpenInference ``session.id`` or a traceloop association."""
+    attrs = view.attributes
+    for key in _CONVERSATION_KEYS:
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class RunIdentity:
+    """Which run a span belongs to, and what the run is keyed by."""
+
+    run_id: str
+    keyed_by: Literal["conversation", "root", "trace"]
+
+
+def run_identity(
+    trace_id: str,
+    *,
+    conversation: str | None = None,
+    root_span_id: str | None = None,
+) -> RunIdentity:
+    """Run identity, first match wins: conversation id, outermost agent/workflow span, trace.
+
+    ``root_span_id`` is the span id of the outermost agent/workflow span of the trace that
+    encloses the span (the on-line processor tracks open ones; replay knows the tree).
+    """
+    if conversation:
+        return RunIdentity(conversation, "conversation")
+    if root_span_id:
+        return RunIdentity(f"{trace_id}:{root_span_id}", "root")
+    return RunIdentity(trace_id, "trace")
+
+
+def span_to_events(
+    view: SpanView,
+    run_id: str,
+    config: LoopGuardConfig,
+    *,
+    actor: str | None = None,
+    span_class: SpanClass | None = None,
+) -> list[Event]:
+    """The core events a span stands for (empty for agents, workflows and other spans).
+
+    ``actor`` is the enclosing agent's name when the span does not carry one (tool spans
+    usually do not). Never raises for odd attribute values; unknown shapes are skipped.
+    """
+    cls = classify(view) if span_class is None else span_class
+    if cls is SpanClass.TOOL:
+        return _tool_events(view, run_id, config, actor)
+    if cls is SpanClass.LLM:
+        return [_llm_event(view, run_id, config, actor)]
+    if cls is SpanClass.HANDOFF:
+        event = _handoff_event(view, run_id, actor)
+        return [event] if event is not None else []
+    return []
+
+
+# -- tool spans ------------------------------------------------------------------------------
+
+_ARGUMENT_KEYS = ("gen_ai.tool.call.arguments", "tool_arguments", "traceloop.entity.input")
+_RESULT_KEYS = ("gen_ai.tool.call.result", "tool_response", "traceloop.entity.output")
+
+
+def tool_arguments(view: SpanView) -> Any:
+    attrs = view.attributes
+    for key in _ARGUMENT_KEYS:
+        if key in attrs:
+            return _decode(attrs[key])
+    if attrs.get("openinference.span.kind") == "TOOL" and "input.value" in attrs:
+        return _decode(attrs["input.value"])
+    return _MISSING
+
+
+def tool_output(view: SpanView) -> Any:
+    attrs = view.attributes
+    for key in _RESULT_KEYS:
+        if key in attrs:
+            return _decode(attrs[key])
+    if attrs.get("openinference.span.kind") == "TOOL" and "output.value" in attrs:
+        return _decode(attrs["output.value"])
+    return _MISSING
+
+
+def error_info(view: SpanView) -> ErrorInfo | None:
+    """The failure a span records: ``error.type``, status ERROR, ``exception`` events."""
+    attrs = view.attributes
+    error_type = attrs.get("error.type")
+    exc_type: str | None = None
+    exc_message: str | None = None
+    for event in view.events:
+        if event.name == "exception":
+            event_attrs = event.attributes
+            exc_type = _text(event_attrs.get("exception.type")) or exc_type
+            exc_message = _text(event_attrs.get("exception.message")) or exc_message
+    if error_type is None and not view.is_error and exc_type is None:
+        return None
+    status_code = None
+    for key in ("http.response.status_code", "http.status_code", "rpc.grpc.status_code"):
+        value = attrs.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            status_code = value
+            break
+    return ErrorInfo(
+        type=_text(error_type) or exc_type or ("error" if view.is_error else None),
+        message=exc_message or view.status_description,
+        status_code=status_code,
+    )
+
+
+def _tool_events(
+    view: SpanView, run_id: str, config: LoopGuardConfig, actor: str | None
+) -> list[Event]:
+    name = tool_name(view) or view.name or "unknown"
+    actor = agent_name(view) or actor
+    call_id = _text(view.attributes.get("gen_ai.tool.call.id")) or _text(
+        view.attributes.get("tool_call.id")
+    )
+    arguments = tool_arguments(view)
+    common = _origin(view)
+    max_chars = config.signature_max_chars
+    call = tool_call(
+        run_id,
+        name,
+        None if arguments is _MISSING else arguments,
+        actor=actor,
+        call_id=call_id,
+        max_chars=max_chars,
+        **common,
+    )
+    if arguments is _MISSING:
+        _make_unique(call, view)
+    error = error_info(view)
+    if error is not None:
+        outcome = tool_error(
+            run_id, name, error, actor=actor, call_id=call_id, max_chars=max_chars, **common
+        )
+    else:
+        output = tool_output(view)
+        outcome = tool_result(
+            run_id,
+            name,
+            None if output is _MISSING else output,
+            actor=actor,
+            call_id=call_id,
+            max_chars=max_chars,
+            **common,
+        )
+        if output is _MISSING:
+            _make_unique(outcome, view)
+    return [call, outcome]
+
+
+def _make_unique(event: Event, view: SpanView) -> None:
+    suffix = f"#unrecorded:{view.span_id}"
+    event.signature += suffix
+    event.near_key += suffix
+    event.details["content_recorded"] = False
+
+
+# -- handoffs --------------------------------------------------------------------------------
+
+
+def _handoff_target(name: str | None) -> str | None:
+    if not name:
+        return None
+    match = _HANDOFF_TOOL.match(name)
+    return match.group(1) if match else None
+
+
+def _handoff_event(view: SpanView, run_id: str, actor: str | None) -> Event | None:
+    attrs = view.attributes
+    source = _text(attrs.get("from_agent")) or _text(attrs.get("gen_ai.agent.name")) or actor
+    target = _text(attrs.get("to_agent")) or _handoff_target(tool_name(view))
+    if target is None:
+        match = _HANDOFF_SPAN.match(view.name)
+        if match is not None:
+            target = match.group("to") or match.group("target")
+            source = match.group("from") or source
+    if not target:
+        return None
+    return Event(
+        EventKind.HANDOFF,
+        run_id,
+        actor=source,
+        target_agent=target,
+        signature=f"handoff:{source or '?'}->{target}",
+        near_key=f"handoff:{source or '?'}->{target}",
+        call_id=_text(attrs.get("gen_ai.tool.call.id")),
+        **_origin(view),
+    )
+
+
+# -- model spans -----------------------------------------------------------------------------
+
+
+def _llm_event(view: SpanView, run_id: str, config: LoopGuardConfig, actor: str | None) -> Event:
+    attrs = view.attributes
+    requested, text_seen, text_empty = _requested_calls(attrs, config.signature_max_chars)
+    finish = _finish_reason(attrs)
+    event = Event(
+        EventKind.LLM_RESPONSE,
+        run_id,
+        actor=agent_name(view) or actor,
+        model=_text(attrs.get("gen_ai.response.model"))
+        or _text(attrs.get("gen_ai.request.model"))
+        or _text(attrs.get("llm.model_name")),
+        finish_reason=finish,
+        input_tokens=_int(attrs, "gen_ai.usage.input_tokens", "llm.token_count.prompt")
+        or _int(attrs, "gen_ai.usage.prompt_tokens"),
+        output_tokens=_int(attrs, "gen_ai.usage.output_tokens", "llm.token_count.completion")
+        or _int(attrs, "gen_ai.usage.completion_tokens"),
+        empty=bool(text_seen and text_empty and not requested),
+        requested_tool_calls=tuple(sorted(requested)) if requested else None,
+        **_origin(view),
+    )
+    error = error_info(view)
+    if error is not None:
+        event.error = error
+    return event
+
+
+def _finish_reason(attrs: Mapping[str, Any]) -> str | None:
+    reasons = attrs.get("gen_ai.response.finish_reasons")
+    if isinstance(reasons, str):
+        return reasons or None
+    if isinstance(reasons, (tuple, list)):
+        for reason in reasons:
+            if isinstance(reason, str) and reason:
+                return reason
+    return _text(attrs.get("gen_ai.completion.0.finish_reason")) or _text(
+        attrs.get("llm.response.finish_reason")
+    )
+
+
+def _requested_calls(attrs: Mapping[str, Any], max_chars: int) -> tuple[list[str], bool, bool]:
+    """Signatures of the tool calls a model turn asked for, and whether its text was empty.
+
+    Returns ``(signatures, text_seen, text_empty)``; ``text_seen`` is False when the span
+    records no output content at all (then emptiness is unknown, not true).
+    """
+    from otel_loopguard.signatures import call_signature
+
+    calls: list[tuple[str, Any]] = []
+    text_seen = False
+    text_parts: list[str] = []
+
+    messages = attrs.get("gen_ai.output.messages")
+    if isinstance(messages, str) and len(messages) <= _OUTPUT_MESSAGES_LIMIT:
+        text_seen = True
+        try:
+            parsed = json.loads(messages)
+        except ValueError:
+            parsed = None
+        for message in parsed if isinstance(parsed, list) else ():
+            parts = message.get("parts") if isinstance(message, dict) else None
+            for part in parts if isinstance(parts, list) else ():
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "tool_call" and isinstance(part.get("name"), str):
+                    calls.append((part["name"], part.get("arguments")))
+                elif part.get("type") == "text" and isinstance(part.get("content"), str):
+                    text_parts.append(part["content"])
+
+    # OpenInference: llm.output_messages.{i}.message.tool_calls.{j}.tool_call.function.*
+    for i in range(_MAX_INDEXED):
+        prefix = f"llm.output_messages.{i}.message."
+        content = attrs.get(prefix + "content")
+        role = attrs.get(prefix + "role")
+        if content is None and role is None:
+            break
+        text_seen = True
+        if isinstance(content, str):
+            text_parts.append(content)
+        for j in range(_MAX_INDEXED):
+            call_prefix = f"{prefix}tool_calls.{j}.tool_call.function."
+            name = attrs.get(call_prefix + "name")
+            if not isinstance(name, str):
+                break
+            calls.append((name, _decode(attrs.get(call_prefix + "arguments"))))
+
+    # OpenLLMetry: gen_ai.completion.{i}.content / .tool_calls.{j}.name / .arguments
+    for i in range(_MAX_INDEXED):
+        prefix = f"gen_ai.completion.{i}."
+        content = attrs.get(prefix + "content")
+        role = attrs.get(prefix + "role")
+        if content is None and role is None:
+            break
+        text_seen = True
+        if isinstance(content, str):
+            text_parts.append(content)
+        for j in range(_MAX_INDEXED):
+            name = attrs.get(f"{prefix}tool_calls.{j}.name")
+            if not isinstance(name, str):
+                break
+            calls.append((name, _decode(attrs.get(f"{prefix}tool_calls.{j}.arguments"))))
+
+    signatures = [call_signature(name, args, max_chars=max_chars)[0] for name, args in calls]
+    text_empty = not any(part.strip() for part in text_parts)
+    return signatures, text_seen, text_empty
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<not recorded>"
+
+
+_MISSING: Any = _Missing()
+
+
+def _origin(view: SpanView) -> dict[str, Any]:
+    end = view.end_time_unix_nano
+    return {
+        "trace_id": view.trace_id or None,
+        "span_id": view.span_id or None,
+        "timestamp": end / 1e9 if isinstance(end, int) else None,
+    }
+
+
+def _decode(value: Any) -> Any:
+    """Decode a short JSON object/array string; anything else is returned as it is."""
+    if isinstance(value, str) and 1 < len(value) <= _JSON_DECODE_LIMIT:
+        first = value.lstrip()[:1]
+        if first in ("{", "["):
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+    return value
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _int(attrs: Mapping[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        value = attrs.get(key)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value == value and abs(value) < 1e15:
+            return int(value)
+    return None
