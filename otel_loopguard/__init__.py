@@ -9,6 +9,8 @@ from otel_loopguard.decisions import (
     Signal,
 )
 from otel_loopguard.events import ErrorInfo, Event, EventKind
+from otel_loopguard.monitor import FirstDecision, Monitor, RunSummary
+from otel_loopguard.policy import Policy, PolicyInput, load_policy
 
 __version__ = "0.1.0"
 
@@ -18,9 +20,15 @@ __all__ = [
     "ErrorInfo",
     "Event",
     "EventKind",
+    "FirstDecision",
     "LoopGuardConfig",
     "LoopGuardInterrupt",
+    "Monitor",
+    "Policy",
+    "PolicyInput",
     "RunEndState",
+    "RunSummary",
     "Signal",
     "__version__",
+    "load_policy",
 ]

@@ -1,0 +1,27 @@
+"""User policies loaded by import path in tests (``policies_for_tests:...``)."""
+
+from __future__ import annotations
+
+from otel_loopguard.decisions import Action, Decision
+from otel_loopguard.policy import PolicyInput
+
+NOT_CALLABLE = 42
+
+
+def pause_on_any_signal(policy_input: PolicyInput) -> Decision:
+    """Pause whenever a detector reports anything; otherwise continue."""
+    if policy_input.new_signals:
+        return Decision(Action.PAUSE, risk=0.5, reasons=policy_input.new_signals)
+    return Decision(Action.CONTINUE)
+
+
+class Namespace:
+    @staticmethod
+    def stop_after_five_events(policy_input: PolicyInput) -> Decision:
+        if policy_input.counters.events >= 5:
+            return Decision(Action.STOP, risk=1.0)
+        return Decision(Action.CONTINUE)
+
+
+def broken(policy_input: PolicyInput) -> Decision:
+    raise RuntimeError("user policy bug")

@@ -1,0 +1,273 @@
+"""Policies: presets decide from evidence, user policies load by import path."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from monitor_doubles import FakeClock, SignatureTrigger, call
+
+from otel_loopguard import Monitor
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import CONTINUE, Action, RunEndState, Signal
+from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.events import Event, EventKind
+from otel_loopguard.policy import (
+    PolicyInput,
+    default,
+    load_policy,
+    observe,
+    risk_score,
+    strict,
+)
+from otel_loopguard.policy import (
+    strict as strict_preset,
+)
+
+CONFIG = LoopGuardConfig()
+EVENT = Event(EventKind.TOOL_CALL, "r", tool_name="search", signature="tool:search(q=x)")
+
+
+def signal(detector: str, kind: str | None = None, score: float = 0.8, **extra) -> Signal:
+    return Signal(detector, kind or detector, score, f"{detector}/{kind or detector}", **extra)
+
+
+def decide(policy, new: list[Signal], earlier: list[Signal] = ()):
+    window = (*earlier, *new)
+    return policy(PolicyInput("r", EVENT, tuple(new), window, RunCounters(), CONFIG))
+
+
+def test_no_new_signal_continues_without_work() -> None:
+    for policy in (default, strict, observe):
+        assert decide(policy, [], [signal("repetition", "exact")]) is CONTINUE
+
+
+@pytest.mark.parametrize("loop", ["repetition", "action_cycle", "repeated_tool_steps"])
+def test_default_warns_on_a_loop_signal_alone(loop: str) -> None:
+    decision = decide(default, [signal(loop)])
+    assert decision.action is Action.WARN and decision.end_state is None
+    assert decision.detectors == (loop,)
+
+
+@pytest.mark.parametrize("loop", ["repetition", "action_cycle", "repeated_tool_steps"])
+def test_default_stops_a_loop_with_no_progress_evidence_in_either_order(loop: str) -> None:
+    no_progress = signal("no_progress")
+    loop_first = decide(default, [no_progress], [signal(loop), signal("budget_proximity")])
+    progress_first = decide(default, [signal(loop)], [no_progress])
+    for decision in (loop_first, progress_first):
+        assert decision.action is Action.STOP
+        assert decision.end_state is RunEndState.STOPPED
+        assert set(decision.detectors) == {loop, "no_progress"}  # the evidence, nothing else
+
+
+def test_no_progress_alone_warns() -> None:
+    assert decide(default, [signal("no_progress")]).action is Action.WARN
+
+
+@pytest.mark.parametrize(
+    ("new", "action", "end_state"),
+    [
+        (signal("permanent_failure", "permanent"), Action.STOP, RunEndState.STOPPED),
+        (signal("permanent_failure", "retryable"), Action.PAUSE, None),
+        (signal("handoff_cycle"), Action.STOP, RunEndState.STOPPED),
+        (signal("budget", "steps"), Action.STOP, RunEndState.MAX_STEPS),
+        (signal("budget", "tool_calls"), Action.STOP, RunEndState.MAX_STEPS),
+        (signal("budget", "time"), Action.STOP, RunEndState.TIMED_OUT),
+        (signal("budget", "tokens"), Action.STOP, RunEndState.BUDGET_EXCEEDED),
+        (signal("budget", "cost"), Action.STOP, RunEndState.BUDGET_EXCEEDED),
+        (signal("budget_proximity", "tokens"), Action.WARN, None),
+        (signal("truncation", "exhausted"), Action.STOP, RunEndState.STOPPED),
+        (signal("premature_end", "exhausted"), Action.STOP, RunEndState.STOPPED),
+        (signal("some_plugin"), Action.WARN, None),
+    ],
+)
+def test_default_actions(new: Signal, action: Action, end_state) -> None:
+    decision = decide(default, [new])
+    assert (decision.action, decision.end_state) == (action, end_state)
+    assert decision.reasons == (new,)
+
+
+@pytest.mark.parametrize(
+    ("detector", "kind"),
+    [
+        ("read_only_loop", None),
+        ("shell_failure", None),
+        ("truncation", "recovery"),
+        ("premature_end", "recovery"),
+    ],
+)
+def test_default_replans_with_the_signal_recommendation(detector: str, kind) -> None:
+    decision = decide(default, [signal(detector, kind, recommendation=f"try {detector}")])
+    assert decision.action is Action.REPLAN
+    assert decision.recommendation == f"try {detector}"
+
+
+def test_the_most_severe_signal_wins_and_only_its_evidence_is_given() -> None:
+    stop = signal("handoff_cycle")
+    decision = decide(
+        default,
+        [signal("read_only_loop", recommendation="nudge"), stop, signal("budget_proximity")],
+    )
+    assert decision.action is Action.STOP and decision.reasons == (stop,)
+    assert decision.recommendation is None
+
+
+def test_risk_combines_fresh_evidence_and_fades_old() -> None:
+    one = risk_score((signal("x", score=0.5),))
+    two = risk_score((signal("x", score=0.5), signal("y", score=0.5)))
+    assert one == pytest.approx(0.5)
+    assert one < two < 1.0
+    faded = risk_score((signal("x", score=0.5), *[signal("z", score=0.0)] * 10))
+    assert faded < 0.1
+    assert risk_score((signal("x", score=3.0),)) == 1.0
+    for decision in (
+        decide(default, [signal("repetition", score=0.6)]),
+        decide(default, [signal("no_progress", score=0.9)], [signal("repetition", score=0.6)]),
+    ):
+        assert 0.0 <= decision.risk <= 1.0
+    assert decide(default, [signal("handoff_cycle", score=0.95)]).risk >= 0.95
+
+
+@pytest.mark.parametrize("loop", ["repetition", "action_cycle", "repeated_tool_steps"])
+def test_strict_stops_loops_regardless_of_output(loop: str) -> None:
+    decision = decide(strict_preset, [signal(loop)])
+    assert decision.action is Action.STOP and decision.end_state is RunEndState.STOPPED
+
+
+def test_strict_stops_whatever_default_stops() -> None:
+    for new in (
+        signal("handoff_cycle"),
+        signal("budget", "steps"),
+        signal("truncation", "exhausted"),
+    ):
+        assert decide(strict_preset, [new]) == decide(default, [new])
+    assert decide(strict_preset, [signal("no_progress")]).action is Action.WARN
+
+
+def test_observe_never_goes_above_warn_but_keeps_the_evidence() -> None:
+    for new, earlier in [
+        ([signal("handoff_cycle")], []),
+        ([signal("budget", "time")], []),
+        ([signal("read_only_loop", recommendation="nudge")], []),
+        ([signal("no_progress")], [signal("repetition")]),
+    ]:
+        decision = decide(observe, new, earlier)
+        reference = decide(default, new, earlier)
+        assert reference.action > Action.WARN
+        assert decision.action is Action.WARN and decision.end_state is None
+        assert decision.reasons == reference.reasons and decision.risk == reference.risk
+
+
+# ---------------------------------------------------------------- through the monitor
+
+
+def monitor_with(policy_name: str) -> Monitor:
+    config = LoopGuardConfig(policy=policy_name)
+    detectors = [
+        SignatureTrigger("tool:poll()", "repetition", "exact"),
+        SignatureTrigger("result:same", "no_progress"),
+        SignatureTrigger("tool:stuck()", "handoff_cycle"),
+    ]
+    return Monitor(config, detectors=detectors, clock=FakeClock())
+
+
+def test_monitor_uses_the_configured_preset() -> None:
+    for name, expected in [
+        ("default", Action.WARN),
+        ("strict", Action.STOP),
+        ("observe", Action.WARN),
+    ]:
+        monitor = monitor_with(name)
+        assert monitor.observe(call("r", "tool:poll()")).action is expected, name
+    monitor = monitor_with("observe")
+    for _ in range(3):
+        monitor.observe(call("r", "tool:poll()"))
+        monitor.observe(Event(EventKind.TOOL_RESULT, "r", signature="result:same"))
+        assert monitor.observe(call("r", "tool:stuck()")).action is Action.WARN
+    assert not monitor.run_snapshot("r").stopped
+
+
+def test_default_through_the_monitor_stops_only_with_unchanged_output() -> None:
+    polling = monitor_with("default")
+    for i in range(5):
+        assert polling.observe(call("r", "tool:poll()")).action is Action.WARN
+        polling.observe(Event(EventKind.TOOL_RESULT, "r", signature=f"result:{i}"))
+    assert not polling.run_snapshot("r").stopped
+
+    stuck = monitor_with("default")
+    stuck.observe(call("r", "tool:poll()"))
+    decision = stuck.observe(Event(EventKind.TOOL_RESULT, "r", signature="result:same"))
+    assert decision.action is Action.STOP
+    assert set(decision.detectors) == {"repetition", "no_progress"}
+
+
+# ---------------------------------------------------------------- loading
+
+
+@pytest.mark.parametrize("name", ["default", "strict", "observe", " Strict "])
+def test_presets_load_by_name(name: str) -> None:
+    assert (
+        load_policy(name)
+        is {"default": default, "strict": strict, "observe": observe}[name.strip().lower()]
+    )
+
+
+def test_none_and_empty_load_the_default() -> None:
+    assert load_policy(None) is default and load_policy("") is default
+
+
+def test_user_policy_loads_by_import_path() -> None:
+    policy = load_policy("policies_for_tests:pause_on_any_signal")
+    monitor = Monitor(
+        LoopGuardConfig(),
+        detectors=[SignatureTrigger("tool:x()", "repetition")],
+        policy=policy,
+        clock=FakeClock(),
+    )
+    assert monitor.observe(call("r", "tool:y()")).action is Action.CONTINUE
+    assert monitor.observe(call("r", "tool:x()")).action is Action.PAUSE
+
+
+def test_user_policy_from_the_environment_and_nested_attribute() -> None:
+    config = LoopGuardConfig.from_env(
+        {"OTEL_LOOPGUARD_POLICY": "policies_for_tests:Namespace.stop_after_five_events"}
+    )
+    monitor = Monitor(config, detectors=[], clock=FakeClock())
+    actions = [monitor.observe(call("r")).action for _ in range(6)]
+    assert actions == [Action.CONTINUE] * 4 + [Action.STOP] * 2
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "no_such_module_for_loopguard:policy",
+        "policies_for_tests:missing",
+        "policies_for_tests:NOT_CALLABLE",
+        "policies_for_tests",
+        "lenient",
+        "policies_for_tests:",
+    ],
+)
+def test_bad_policy_path_warns_once_and_uses_default(
+    spec: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.policy"):
+        assert load_policy(spec) is default
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 1
+    message = messages[0]
+    assert "OTEL_LOOPGUARD_POLICY" in message and repr(spec) in message
+    assert "default, strict, observe or package.module:callable" in message
+
+
+def test_user_policy_that_raises_continues_counted_and_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monitor = Monitor(
+        LoopGuardConfig(policy="policies_for_tests:broken"), detectors=[], clock=FakeClock()
+    )
+    with caplog.at_level(logging.WARNING):
+        actions = [monitor.observe(call("r")).action for _ in range(4)]
+    assert actions == [Action.CONTINUE] * 4
+    assert monitor.internal_errors == 4
+    assert sum("user policy bug" in r.getMessage() for r in caplog.records) == 1
