@@ -6,7 +6,20 @@ from collections.abc import Callable
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.detectors.base import Detector, RunCounters
+from otel_loopguard.detectors.budget import BudgetDetector
+from otel_loopguard.detectors.budget_proximity import BudgetProximityDetector
+from otel_loopguard.detectors.premature_end import PrematureEndDetector
+from otel_loopguard.detectors.read_only_loop import ReadOnlyLoopDetector
+from otel_loopguard.detectors.shell_failure import ShellFailureDetector
+from otel_loopguard.detectors.truncation import TruncationDetector
 
-DEFAULT_DETECTORS: list[Callable[[LoopGuardConfig], Detector]] = []
+DEFAULT_DETECTORS: list[Callable[[LoopGuardConfig], Detector]] = [
+    BudgetDetector,
+    BudgetProximityDetector,
+    TruncationDetector,
+    PrematureEndDetector,
+    ReadOnlyLoopDetector,
+    ShellFailureDetector,
+]
 
 __all__ = ["DEFAULT_DETECTORS", "Detector", "RunCounters"]

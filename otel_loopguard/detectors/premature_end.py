@@ -1,0 +1,158 @@
+"""An empty end-of-turn right after failing tools: the agent gave up without saying so.
+
+A model that ends its turn with nothing to say (no text, no tool call, a stop-like finish
+reason) while its last tool calls failed has silently abandoned the task. The repair is to
+prompt it to continue or explain; a model that keeps doing it is stuck. Each such end is a
+``recovery`` signal with that prompt in :attr:`Signal.recommendation`, up to
+``max_premature_end_recoveries``; the next is ``exhausted``.
+
+"The last tool calls" are the results and errors since the model turn before them (a
+batch, possibly parallel calls), remembered until the next batch starts. A batch fails
+when it has a ``tool_error`` or a shell result classified as an environmental failure
+(:mod:`otel_loopguard.detectors.shell_failure`). An empty end after a batch that succeeded
+is a normal end, not a premature one.
+
+The recovery count resets when the agent shows progress: a batch of tool calls that all
+succeeded, or a non-empty final answer (it explained itself, which the prompt asks for).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Signal
+from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.shell_failure import HINTS, classify_shell_failure
+from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
+from otel_loopguard.detectors.tool_names import ToolNameSet
+from otel_loopguard.events import Event, EventKind
+
+NAME = "premature_end"
+
+MAX_FAILURES_KEPT = 4
+STOP_REASONS = frozenset(
+    {"stop", "end_turn", "stop_sequence", "end", "complete", "completed", "finished", "eos"}
+)
+
+
+def is_stop_like(finish_reason: str | None) -> bool:
+    """A finish that means "the model chose to end" (unknown counts: most spans omit it)."""
+    return finish_reason is None or finish_reason.strip().lower() in STOP_REASONS
+
+
+@dataclass(slots=True)
+class PrematureEndState:
+    """The latest tool batch (its failures, summarised) and premature ends in a row."""
+
+    batch_tools: int = 0
+    batch_failures: tuple[str, ...] = ()
+    batch_closed: bool = True  # a model turn came after it; the next tool event starts anew
+    consecutive: int = 0
+
+
+class PrematureEndDetector:
+    """``recovery`` for empty end-turns after failing tools, then ``exhausted``."""
+
+    name = NAME
+    event_kinds = frozenset({EventKind.TOOL_RESULT, EventKind.TOOL_ERROR, EventKind.LLM_RESPONSE})
+
+    def __init__(self, config: LoopGuardConfig) -> None:
+        self._recoveries = config.max_premature_end_recoveries
+        self._shell_tools = ToolNameSet(config.shell_tools)
+
+    def new_state(self) -> PrematureEndState:
+        return PrematureEndState()
+
+    def observe(
+        self, event: Event, state: PrematureEndState, counters: RunCounters
+    ) -> Signal | None:
+        kind = event.kind
+        if kind is EventKind.TOOL_RESULT or kind is EventKind.TOOL_ERROR:
+            self._record_tool_outcome(event, state)
+            return None
+        if kind is not EventKind.LLM_RESPONSE:
+            return None
+        if state.batch_tools and not state.batch_failures:
+            state.consecutive = 0  # the last batch succeeded: progress
+        state.batch_closed = True
+        ends_turn = not event.requested_tool_calls and is_stop_like(event.finish_reason)
+        if not ends_turn:
+            return None
+        if not event.empty:
+            state.consecutive = 0  # a final answer: the model explained itself
+            return None
+        if not state.batch_failures:
+            return None
+        state.consecutive += 1
+        return self._signal(state)
+
+    def _record_tool_outcome(self, event: Event, state: PrematureEndState) -> None:
+        if state.batch_closed:
+            state.batch_closed = False
+            state.batch_tools = 0
+            state.batch_failures = ()
+        state.batch_tools += 1
+        failure = _describe_failure(event, self._shell_tools)
+        if failure is not None and len(state.batch_failures) < MAX_FAILURES_KEPT:
+            state.batch_failures = (*state.batch_failures, failure)
+
+    def _signal(self, state: PrematureEndState) -> Signal:
+        failed = ", ".join(state.batch_failures)
+        evidence = {
+            "failed_tools": list(state.batch_failures),
+            "premature_ends": state.consecutive,
+            "max_recoveries": self._recoveries,
+        }
+        if state.consecutive <= self._recoveries:
+            return Signal(
+                detector=NAME,
+                kind="recovery",
+                score=0.5,
+                message=(
+                    f"model ended its turn empty after failing tool calls ({failed}) "
+                    f"(recovery {state.consecutive} of {self._recoveries})"
+                ),
+                evidence=evidence,
+                recommendation=(
+                    "You ended your turn without completing the task while the last tool "
+                    f"calls failed: {failed}. Continue with the task (fix the cause or try "
+                    "another approach), or explain why it cannot be completed."
+                ),
+            )
+        return Signal(
+            detector=NAME,
+            kind="exhausted",
+            score=0.95,
+            message=(
+                f"model ended its turn empty after failing tool calls {state.consecutive} "
+                f"times in a row; the {self._recoveries} re-prompt(s) allowed are used up"
+            ),
+            evidence=evidence,
+        )
+
+    def export_state(self, state: PrematureEndState) -> dict[str, Any]:
+        return export_dataclass(state)
+
+    def restore_state(self, data: dict[str, Any]) -> PrematureEndState:
+        state = restore_dataclass(PrematureEndState, data)
+        state.batch_failures = tuple(f[:100] for f in state.batch_failures[:MAX_FAILURES_KEPT])
+        return state
+
+
+def _describe_failure(event: Event, shell_tools: ToolNameSet) -> str | None:
+    """``tool: what went wrong`` without raw content (error type, status, failure class)."""
+    tool = (event.tool_name or "tool")[:60]
+    if event.kind is EventKind.TOOL_ERROR:
+        error = event.error
+        if error is not None and error.type:
+            return f"{tool}: {error.type[:40]}"
+        if error is not None and error.status_code is not None:
+            return f"{tool}: status {error.status_code}"
+        return f"{tool}: error"
+    if event.tool_name in shell_tools:
+        failure = classify_shell_failure(event)
+        if failure is not None:
+            return f"{tool}: {HINTS[failure.failure_class][0]}"
+    return None

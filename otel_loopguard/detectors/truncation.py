@@ -1,0 +1,124 @@
+"""Model output cut off at the token limit, answered with a continuation up to a limit.
+
+A model that stops for ``length`` / ``max_tokens`` left its answer unfinished. The usual
+repair is to ask it to continue, but a model that runs into the limit again and again is
+stuck (it keeps rewriting the same long output). Each truncation is a ``recovery`` signal
+carrying the continuation prompt in :attr:`Signal.recommendation`, until
+``max_tokens_recoveries`` continuations were used; the next truncation is ``exhausted``
+and the policy stops.
+
+Counting is **consecutive**: any model response that finished for another reason resets
+it, because a continuation that let the model finish was a successful recovery, and a
+later, unrelated truncation deserves its own continuations.
+
+Finish reasons are compared case-insensitively across providers (OpenAI ``length``,
+Anthropic ``max_tokens``, Gemini ``MAX_TOKENS``, ...); a comma-separated list (several
+choices) counts when any entry is a truncation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Signal
+from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
+from otel_loopguard.events import Event, EventKind
+
+NAME = "truncation"
+
+TRUNCATION_REASONS = frozenset(
+    {
+        "length",
+        "max_tokens",
+        "max_output_tokens",
+        "max_completion_tokens",
+        "max_tokens_reached",
+        "token_limit",
+        "model_length",
+        "model_context_window_exceeded",
+    }
+)
+
+CONTINUATION_PROMPT = (
+    "Your previous response was cut off at the output token limit. Continue exactly where "
+    "you stopped; do not repeat what you already wrote. If the rest is long, finish it in "
+    "smaller parts."
+)
+
+
+def is_truncation(finish_reason: str | None) -> bool:
+    """Whether a finish reason (any provider's spelling) means "stopped for max tokens"."""
+    if not finish_reason:
+        return False
+    reason = finish_reason.strip().lower()
+    if reason in TRUNCATION_REASONS:
+        return True
+    if "," in reason:
+        return any(part.strip() in TRUNCATION_REASONS for part in reason.split(","))
+    return False
+
+
+@dataclass(slots=True)
+class TruncationState:
+    """Truncations in a row (reset by any other finish)."""
+
+    consecutive: int = 0
+
+
+class TruncationDetector:
+    """``recovery`` for each truncation up to ``max_tokens_recoveries``, then ``exhausted``."""
+
+    name = NAME
+    event_kinds = frozenset({EventKind.LLM_RESPONSE})
+
+    def __init__(self, config: LoopGuardConfig) -> None:
+        self._recoveries = config.max_tokens_recoveries
+
+    def new_state(self) -> TruncationState:
+        return TruncationState()
+
+    def observe(self, event: Event, state: TruncationState, counters: RunCounters) -> Signal | None:
+        if event.kind is not EventKind.LLM_RESPONSE:
+            return None
+        if not is_truncation(event.finish_reason):
+            state.consecutive = 0
+            return None
+        state.consecutive += 1
+        evidence = {
+            "finish_reason": (event.finish_reason or "")[:40],
+            "truncations": state.consecutive,
+            "max_recoveries": self._recoveries,
+        }
+        if event.output_tokens is not None:
+            evidence["output_tokens"] = event.output_tokens
+        if state.consecutive <= self._recoveries:
+            return Signal(
+                detector=NAME,
+                kind="recovery",
+                score=0.5,
+                message=(
+                    f"model output was cut off at the token limit "
+                    f"(recovery {state.consecutive} of {self._recoveries})"
+                ),
+                evidence=evidence,
+                recommendation=CONTINUATION_PROMPT,
+            )
+        return Signal(
+            detector=NAME,
+            kind="exhausted",
+            score=0.95,
+            message=(
+                f"model output was cut off at the token limit {state.consecutive} times in a "
+                f"row; the {self._recoveries} continuation(s) allowed are used up"
+            ),
+            evidence=evidence,
+        )
+
+    def export_state(self, state: TruncationState) -> dict[str, Any]:
+        return export_dataclass(state)
+
+    def restore_state(self, data: dict[str, Any]) -> TruncationState:
+        return restore_dataclass(TruncationState, data)

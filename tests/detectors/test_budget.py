@@ -1,0 +1,153 @@
+"""Budget detector and pre-flight: a limit of N allows N; 0 turns a limit off."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.detectors import DEFAULT_DETECTORS
+from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.budget import BudgetDetector, budget_exceeded
+from otel_loopguard.events import Event, EventKind
+
+LLM = Event(EventKind.LLM_RESPONSE, "run-1", model="m", finish_reason="stop")
+
+
+def test_registered_under_its_module_name() -> None:
+    names = [factory(LoopGuardConfig()).name for factory in DEFAULT_DETECTORS]
+    assert "budget" in names
+    assert BudgetDetector.__module__.rsplit(".", 1)[1] == BudgetDetector.name
+
+
+def test_every_limit_off_by_default() -> None:
+    config = LoopGuardConfig()
+    detector = BudgetDetector(config)
+    state = detector.new_state()
+    huge = RunCounters(
+        started_at=1.0,
+        now=1e9,
+        steps=10**6,
+        tool_calls=10**6,
+        input_tokens=10**9,
+        output_tokens=10**9,
+        cost=1e6,
+    )
+    assert detector.observe(LLM, state, huge) is None
+    assert budget_exceeded(huge, config, "llm_call", expected_tokens=10**6) is None
+    assert budget_exceeded(huge, config, "tool_call") is None
+
+
+def test_max_steps_allows_exactly_n_model_turns() -> None:
+    config = LoopGuardConfig(max_steps=3)
+    detector = BudgetDetector(config)
+    state = detector.new_state()
+    signals = [detector.observe(LLM, state, RunCounters(steps=n)) for n in range(1, 6)]
+    assert signals[:3] == [None, None, None]
+    fired = signals[3]
+    assert fired is not None and fired.kind == "steps" and fired.score == 1.0
+    assert fired.evidence["limit"] == 3 and fired.evidence["used"] == 4
+    assert "OTEL_LOOPGUARD_MAX_STEPS" in fired.message
+    assert signals[4] is None  # reported once per run
+
+
+def test_preflight_vetoes_the_call_after_the_limit() -> None:
+    config = LoopGuardConfig(max_steps=3, max_tool_calls=2)
+    assert budget_exceeded(RunCounters(steps=2), config, "llm_call") is None
+    veto = budget_exceeded(RunCounters(steps=3), config, "llm_call")
+    assert veto is not None and veto.kind == "steps" and veto.evidence["preflight"] is True
+    # a tool call does not use a model turn
+    assert budget_exceeded(RunCounters(steps=3), config, "tool_call") is None
+    assert budget_exceeded(RunCounters(tool_calls=1), config, "tool_call") is None
+    veto = budget_exceeded(RunCounters(tool_calls=2), config, "tool_call")
+    assert veto is not None and veto.kind == "tool_calls"
+    assert budget_exceeded(RunCounters(tool_calls=2), config, "llm_call") is None
+
+
+def test_tool_call_limit_fires_after_the_nth_call() -> None:
+    detector = BudgetDetector(LoopGuardConfig(max_tool_calls=2))
+    state = detector.new_state()
+    call = Event(EventKind.TOOL_CALL, "run-1", tool_name="search")
+    assert detector.observe(call, state, RunCounters(tool_calls=2)) is None
+    fired = detector.observe(call, state, RunCounters(tool_calls=3))
+    assert fired is not None and fired.kind == "tool_calls"
+
+
+def test_token_budget_exactly_used_is_allowed_but_blocks_the_next_model_call() -> None:
+    config = LoopGuardConfig(token_budget=1000)
+    detector = BudgetDetector(config)
+    state = detector.new_state()
+    at_limit = RunCounters(input_tokens=600, output_tokens=400)
+    assert detector.observe(LLM, state, at_limit) is None
+    veto = budget_exceeded(at_limit, config, "llm_call")
+    assert veto is not None and veto.kind == "tokens"
+    # tools spend no tokens: an exactly used budget does not stop them, an exceeded one does
+    assert budget_exceeded(at_limit, config, "tool_call") is None
+    over = RunCounters(input_tokens=600, output_tokens=401)
+    assert budget_exceeded(over, config, "tool_call") is not None
+    fired = detector.observe(LLM, state, over)
+    assert fired is not None and fired.kind == "tokens" and fired.evidence["used"] == 1001
+
+
+def test_expected_tokens_veto_a_call_that_would_overrun() -> None:
+    config = LoopGuardConfig(token_budget=1000)
+    counters = RunCounters(input_tokens=900)
+    assert budget_exceeded(counters, config, "llm_call", expected_tokens=100) is None
+    veto = budget_exceeded(counters, config, "llm_call", expected_tokens=101)
+    assert veto is not None and veto.kind == "tokens"
+
+
+def test_cost_limit_needs_a_known_cost() -> None:
+    config = LoopGuardConfig(cost_limit=0.5)
+    detector = BudgetDetector(config)
+    state = detector.new_state()
+    unknown = RunCounters(input_tokens=10**9, cost=None)
+    assert detector.observe(LLM, state, unknown) is None
+    assert budget_exceeded(unknown, config, "llm_call") is None
+    assert detector.observe(LLM, state, RunCounters(cost=0.5)) is None
+    assert budget_exceeded(RunCounters(cost=0.5), config, "llm_call") is not None
+    fired = detector.observe(LLM, state, RunCounters(cost=0.75))
+    assert fired is not None and fired.kind == "cost" and fired.evidence["used"] == 0.75
+
+
+def test_timeout_counts_wall_time_since_the_run_started() -> None:
+    config = LoopGuardConfig(timeout=5)
+    detector = BudgetDetector(config)
+    state = detector.new_state()
+    call = Event(EventKind.TOOL_CALL, "run-1", tool_name="search")
+    assert detector.observe(call, state, RunCounters(started_at=100.0, now=104.9)) is None
+    assert budget_exceeded(RunCounters(started_at=100.0, now=104.9), config, "tool_call") is None
+    at_limit = RunCounters(started_at=100.0, now=105.0)
+    assert detector.observe(call, state, at_limit) is None
+    for kind in ("tool_call", "llm_call"):
+        veto = budget_exceeded(at_limit, config, kind)  # type: ignore[arg-type]
+        assert veto is not None and veto.kind == "time"
+    fired = detector.observe(call, state, RunCounters(started_at=100.0, now=105.5))
+    assert fired is not None and fired.kind == "time"
+
+
+def test_each_exceeded_limit_is_reported_once() -> None:
+    detector = BudgetDetector(LoopGuardConfig(max_steps=1, token_budget=10))
+    state = detector.new_state()
+    both = RunCounters(steps=2, input_tokens=50)
+    kinds = [detector.observe(LLM, state, both) for _ in range(4)]
+    assert [s.kind for s in kinds if s] == ["steps", "tokens"]
+
+
+def test_export_restore_keeps_what_was_reported() -> None:
+    detector = BudgetDetector(LoopGuardConfig(max_steps=1, token_budget=10))
+    state = detector.new_state()
+    assert detector.observe(LLM, state, RunCounters(steps=2)) is not None
+    restored = detector.restore_state(json.loads(json.dumps(detector.export_state(state))))
+    assert detector.observe(LLM, restored, RunCounters(steps=3)) is None
+    fired = detector.observe(LLM, restored, RunCounters(steps=3, output_tokens=11))
+    assert fired is not None and fired.kind == "tokens"
+
+
+@pytest.mark.parametrize("data", [{}, {"fired": "steps"}, {"fired": [1, 2]}, {"fired": ["x"]}])
+def test_restore_tolerates_bad_exports(data: dict) -> None:
+    detector = BudgetDetector(LoopGuardConfig(max_steps=1))
+    state = detector.restore_state(data)
+    fired = detector.observe(LLM, state, RunCounters(steps=2))
+    assert fired is not None and fired.kind == "steps"

@@ -1,0 +1,166 @@
+"""Premature end: an empty end-of-turn right after failing tools, re-prompted up to a limit."""
+
+from __future__ import annotations
+
+import json
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.detectors import DEFAULT_DETECTORS
+from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.premature_end import PrematureEndDetector
+from otel_loopguard.events import ErrorInfo, Event, EventKind, tool_call, tool_error, tool_result
+
+RUN = "run-1"
+SECRET = "token=sk-do-not-export-4242"
+
+
+def _turn(*, empty: bool = False, finish: str | None = "stop", tools: tuple = ()) -> Event:
+    return Event(
+        EventKind.LLM_RESPONSE,
+        RUN,
+        model="m",
+        finish_reason=finish,
+        empty=empty,
+        requested_tool_calls=tools,
+    )
+
+
+def _failing_fetch() -> list[Event]:
+    return [
+        _turn(finish="tool_calls", tools=("fetch",)),
+        tool_call(RUN, "fetch", {"url": "https://example.invalid/x"}),
+        tool_error(RUN, "fetch", ErrorInfo("HTTPError", f"404 for {SECRET}", 404)),
+    ]
+
+
+def _successful_read() -> list[Event]:
+    return [
+        _turn(finish="tool_calls", tools=("read_file",)),
+        tool_call(RUN, "read_file", {"path": "a.txt"}),
+        tool_result(RUN, "read_file", "contents"),
+    ]
+
+
+def _signals(detector: PrematureEndDetector, state: object, events: list[Event]) -> list:
+    return [s for s in (detector.observe(e, state, RunCounters()) for e in events) if s]
+
+
+def test_registered_under_its_module_name() -> None:
+    assert "premature_end" in [f(LoopGuardConfig()).name for f in DEFAULT_DETECTORS]
+
+
+def test_empty_end_after_a_failing_tool_is_a_recovery_with_a_prompt() -> None:
+    detector = PrematureEndDetector(LoopGuardConfig())
+    signals = _signals(detector, detector.new_state(), [*_failing_fetch(), _turn(empty=True)])
+    assert len(signals) == 1
+    signal = signals[0]
+    assert signal.kind == "recovery" and signal.detector == "premature_end"
+    assert signal.recommendation is not None
+    assert "without completing the task" in signal.recommendation
+    assert "fetch: HTTPError" in signal.recommendation
+    assert SECRET not in repr(signal)  # the error message is raw content
+
+
+def test_recoveries_run_out_then_exhausted() -> None:
+    detector = PrematureEndDetector(LoopGuardConfig())
+    state = detector.new_state()
+    kinds = []
+    for _ in range(3):
+        kinds += [s.kind for s in _signals(detector, state, [*_failing_fetch(), _turn(empty=True)])]
+    assert kinds == ["recovery", "recovery", "exhausted"]
+    # re-prompted with no new tool call: the same failed batch is still the last one
+    state = detector.new_state()
+    events = [*_failing_fetch(), _turn(empty=True), _turn(empty=True), _turn(empty=True)]
+    assert [s.kind for s in _signals(detector, state, events)] == [
+        "recovery",
+        "recovery",
+        "exhausted",
+    ]
+
+
+def test_empty_end_after_successful_tools_is_not_premature() -> None:
+    detector = PrematureEndDetector(LoopGuardConfig())
+    events = [*_successful_read(), _turn(empty=True)]
+    assert _signals(detector, detector.new_state(), events) == []
+
+
+def test_retry_then_success_is_not_premature() -> None:
+    detector = PrematureEndDetector(LoopGuardConfig())
+    events = [*_failing_fetch(), *_successful_read(), _turn(empty=True)]
+    assert _signals(detector, detector.new_state(), events) == []
+
+
+def test_not_an_end_turn_is_not_premature() -> None:
+    detector = PrematureEndDetector(LoopGuardConfig())
+    state = detector.new_state()
+    events = [
+        *_failing_fetch(),
+        _turn(empty=True, finish="length"),  # truncation's business
+        _turn(empty=True, finish="tool_calls", tools=("fetch",)),  # asked for a tool
+        _turn(empty=False),  # answered: explained itself
+    ]
+    assert _signals(detector, state, events) == []
+
+
+def test_unknown_finish_reason_counts_as_an_end() -> None:
+    detector = PrematureEndDetector(LoopGuardConfig())
+    events = [*_failing_fetch(), _turn(empty=True, finish=None)]
+    assert [s.kind for s in _signals(detector, detector.new_state(), events)] == ["recovery"]
+
+
+def test_progress_resets_the_count() -> None:
+    detector = PrematureEndDetector(LoopGuardConfig(max_premature_end_recoveries=1))
+    state = detector.new_state()
+    first = _signals(detector, state, [*_failing_fetch(), _turn(empty=True)])
+    # a successful batch in between: the next premature end starts counting again
+    second = _signals(detector, state, [*_successful_read(), *_failing_fetch(), _turn(empty=True)])
+    # a non-empty answer in between resets too
+    third = _signals(detector, state, [_turn(), *_failing_fetch(), _turn(empty=True)])
+    fourth = _signals(detector, state, [*_failing_fetch(), _turn(empty=True)])
+    assert [s.kind for s in first + second + third + fourth] == [
+        "recovery",
+        "recovery",
+        "recovery",
+        "exhausted",
+    ]
+
+
+def test_shell_result_showing_a_failure_counts_as_failed() -> None:
+    detector = PrematureEndDetector(LoopGuardConfig())
+    events = [
+        _turn(finish="tool_calls", tools=("bash",)),
+        tool_call(RUN, "bash", {"command": "python app.py"}),
+        tool_result(
+            RUN,
+            "bash",
+            'Traceback (most recent call last):\nModuleNotFoundError: No module named "yaml"',
+        ),
+        _turn(empty=True, finish="end_turn"),
+    ]
+    signals = _signals(detector, detector.new_state(), events)
+    assert len(signals) == 1 and "bash: ModuleNotFoundError" in signals[0].message
+
+
+def test_threshold_from_config() -> None:
+    detector = PrematureEndDetector(LoopGuardConfig(max_premature_end_recoveries=0))
+    events = [*_failing_fetch(), _turn(empty=True)]
+    assert [s.kind for s in _signals(detector, detector.new_state(), events)] == ["exhausted"]
+
+
+def test_export_restore_mid_run() -> None:
+    detector = PrematureEndDetector(LoopGuardConfig())
+    state = detector.new_state()
+    _signals(detector, state, [*_failing_fetch(), _turn(empty=True), _turn(empty=True)])
+    data = json.loads(json.dumps(detector.export_state(state)))
+    assert SECRET not in json.dumps(data)
+    restored = detector.restore_state(data)
+    assert [s.kind for s in _signals(detector, restored, [_turn(empty=True)])] == ["exhausted"]
+
+
+def test_failures_kept_are_bounded() -> None:
+    detector = PrematureEndDetector(LoopGuardConfig())
+    state = detector.new_state()
+    events = [_turn(finish="tool_calls")]
+    events += [tool_error(RUN, f"tool{i}", ErrorInfo("ValueError")) for i in range(1000)]
+    _signals(detector, state, events)
+    assert len(state.batch_failures) <= 4 and state.batch_tools == 1000

@@ -1,0 +1,170 @@
+"""Shell failure: consecutive environmental shell failures get a hint."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.detectors import DEFAULT_DETECTORS
+from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.shell_failure import ShellFailureDetector, classify_shell_failure
+from otel_loopguard.events import ErrorInfo, Event, tool_error, tool_result
+
+RUN = "run-1"
+NOT_FOUND = "bash: line 1: rg: command not found"
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/app/main.py", line 1, in <module>\n'
+    "    import yaml\n"
+    "ModuleNotFoundError: No module named 'yaml'\n"
+)
+
+
+def _kinds(detector: ShellFailureDetector, state: object, events: list[Event]) -> list:
+    signals = [detector.observe(e, state, RunCounters()) for e in events]
+    return [s.detector if s else None for s in signals]
+
+
+def test_registered_under_its_module_name() -> None:
+    assert "shell_failure" in [f(LoopGuardConfig()).name for f in DEFAULT_DETECTORS]
+
+
+def test_second_consecutive_failure_fires_with_a_hint() -> None:
+    detector = ShellFailureDetector(LoopGuardConfig())
+    state = detector.new_state()
+    assert detector.observe(tool_result(RUN, "bash", TRACEBACK), state, RunCounters()) is None
+    signal = detector.observe(tool_result(RUN, "bash", TRACEBACK), state, RunCounters())
+    assert signal is not None and signal.kind == "shell_failure"
+    assert signal.evidence["failures"] == 2
+    assert signal.evidence["failure_class"] == "module_not_found"
+    assert signal.recommendation is not None
+    assert "ModuleNotFoundError" in signal.recommendation
+    assert "install the missing module" in signal.recommendation.lower()
+    assert "yaml" not in repr(signal)  # no raw output without content capture
+
+
+def test_success_resets() -> None:
+    detector = ShellFailureDetector(LoopGuardConfig())
+    events = [
+        tool_result(RUN, "bash", NOT_FOUND),
+        tool_result(RUN, "bash", "ok"),
+        tool_result(RUN, "bash", NOT_FOUND),
+        tool_result(RUN, "bash", "3 passed in 0.2s"),
+        tool_result(RUN, "bash", NOT_FOUND),
+    ]
+    assert _kinds(detector, detector.new_state(), events) == [None] * 5
+
+
+def test_failing_tests_are_iteration_not_a_shell_failure() -> None:
+    detector = ShellFailureDetector(LoopGuardConfig())
+    output = {"stdout": "FAILED tests/test_x.py::test_y - assert 1 == 2", "exit_code": 1}
+    events = [tool_result(RUN, "bash", output)] * 4
+    assert _kinds(detector, detector.new_state(), events) == [None] * 4
+
+
+def test_grep_output_mentioning_errors_is_not_a_failure() -> None:
+    output = "app/io.py:12:    except ImportError:\napp/io.py:40:    raise SyntaxError(msg)\n"
+    assert classify_shell_failure(tool_result(RUN, "bash", output)) is None
+
+
+def test_other_tools_are_ignored() -> None:
+    detector = ShellFailureDetector(LoopGuardConfig())
+    events = [tool_result(RUN, "python_repl", TRACEBACK)] * 3
+    assert _kinds(detector, detector.new_state(), events) == [None] * 3
+    # ... and do not break a streak of shell failures
+    state = detector.new_state()
+    events = [
+        tool_result(RUN, "bash", NOT_FOUND),
+        tool_result(RUN, "read_file", "text"),
+        tool_result(RUN, "bash", NOT_FOUND),
+    ]
+    assert _kinds(detector, state, events) == [None, None, "shell_failure"]
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ("zsh: command not found: rg", "command_not_found"),
+        ("sh: 1: jq: not found", "command_not_found"),
+        ("'rg' is not recognized as an internal or external command,", "command_not_found"),
+        ({"stdout": "", "stderr": "", "returncode": 127}, "command_not_found"),
+        ("Command failed. Exit code: 127", "command_not_found"),
+        ("ImportError: cannot import name 'x' from 'y'", "import_error"),
+        ("/usr/bin/python3: No module named pytest", "module_not_found"),
+        ("cat: notes.txt: No such file or directory", "no_such_file"),
+        ('  File "a.py", line 1\n    def (\nSyntaxError: invalid syntax', "syntax_error"),
+        ("bash: -c: line 1: syntax error near unexpected token `)'", "syntax_error"),
+        ("touch: cannot touch '/etc/x': Permission denied", "permission_denied"),
+        (b"bash: foo: command not found\n", "command_not_found"),
+        ([{"type": "text", "text": TRACEBACK}], "module_not_found"),
+    ],
+)
+def test_classifies_common_shapes(output: object, expected: str) -> None:
+    failure = classify_shell_failure(tool_result(RUN, "bash", output))
+    assert failure is not None and failure.failure_class == expected
+
+
+def test_tool_errors_are_classified_from_type_and_message() -> None:
+    by_type = tool_error(RUN, "bash", ErrorInfo("ModuleNotFoundError", "No module named 'yaml'"))
+    failure = classify_shell_failure(by_type)
+    assert failure is not None and failure.failure_class == "module_not_found"
+    by_message = tool_error(
+        RUN, "run_command", ErrorInfo("CalledProcessError", "returned non-zero exit status 127.")
+    )
+    failure = classify_shell_failure(by_message)
+    assert failure is not None and failure.failure_class == "command_not_found"
+    timeout = tool_error(RUN, "bash", ErrorInfo("TimeoutExpired", "timed out after 30s"))
+    assert classify_shell_failure(timeout) is None
+
+
+def test_huge_output_is_classified_from_its_head_and_tail() -> None:
+    middle = "x" * 10_000_000
+    assert classify_shell_failure(tool_result(RUN, "bash", middle + "\n" + TRACEBACK))
+    assert classify_shell_failure(tool_result(RUN, "bash", NOT_FOUND + "\n" + middle))
+    # beyond the scanned head and tail: not looked at (cost stays O(cap))
+    buried = "y" * 100_000 + NOT_FOUND + "y" * 100_000
+    assert classify_shell_failure(tool_result(RUN, "bash", buried)) is None
+
+
+def test_mcp_prefixed_shell_tool_names_count() -> None:
+    detector = ShellFailureDetector(LoopGuardConfig())
+    events = [tool_result(RUN, "terminal__run_shell_command", NOT_FOUND)] * 2
+    assert _kinds(detector, detector.new_state(), events) == [None, "shell_failure"]
+
+
+def test_content_capture_adds_only_the_matching_line() -> None:
+    detector = ShellFailureDetector(LoopGuardConfig(capture_content=True))
+    state = detector.new_state()
+    events = [tool_result(RUN, "bash", TRACEBACK)] * 2
+    signal = [detector.observe(e, state, RunCounters()) for e in events][-1]
+    assert signal is not None
+    assert signal.evidence["line"] == "ModuleNotFoundError: No module named 'yaml'"
+
+
+def test_threshold_from_config_and_repeats_at_multiples() -> None:
+    detector = ShellFailureDetector(LoopGuardConfig(shell_failure_threshold=3))
+    state = detector.new_state()
+    kinds = _kinds(detector, state, [tool_result(RUN, "shell", NOT_FOUND)] * 6)
+    assert kinds == [None, None, "shell_failure", None, None, "shell_failure"]
+
+
+def test_custom_shell_tools() -> None:
+    config = LoopGuardConfig.from_env({"OTEL_LOOPGUARD_SHELL_TOOLS": "sandbox_exec"})
+    detector = ShellFailureDetector(config)
+    events = [tool_result(RUN, "sandbox_exec", NOT_FOUND)] * 2
+    assert _kinds(detector, detector.new_state(), events) == [None, "shell_failure"]
+    events = [tool_result(RUN, "bash", NOT_FOUND)] * 2
+    assert _kinds(detector, detector.new_state(), events) == [None, None]
+
+
+def test_export_restore_mid_run() -> None:
+    detector = ShellFailureDetector(LoopGuardConfig())
+    state = detector.new_state()
+    _kinds(detector, state, [tool_result(RUN, "bash", NOT_FOUND)])
+    data = json.loads(json.dumps(detector.export_state(state)))
+    restored = detector.restore_state(data)
+    assert _kinds(detector, restored, [tool_result(RUN, "bash", NOT_FOUND)]) == ["shell_failure"]
+    broken = detector.restore_state({"consecutive": -5, "failure_class": "bogus"})
+    assert broken.consecutive == 0 and broken.failure_class == ""

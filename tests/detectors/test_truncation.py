@@ -1,0 +1,93 @@
+"""Truncation: continuation prompts up to the recovery limit, then exhausted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.detectors import DEFAULT_DETECTORS
+from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.truncation import TruncationDetector, is_truncation
+from otel_loopguard.events import Event, EventKind, tool_call, tool_result
+
+
+def _response(finish_reason: str | None) -> Event:
+    return Event(
+        EventKind.LLM_RESPONSE, "run-1", model="m", finish_reason=finish_reason, output_tokens=4096
+    )
+
+
+def _kinds(detector: TruncationDetector, state: object, events: list[Event]) -> list:
+    signals = [detector.observe(e, state, RunCounters()) for e in events]
+    return [s.kind if s else None for s in signals]
+
+
+def test_registered_under_its_module_name() -> None:
+    assert "truncation" in [f(LoopGuardConfig()).name for f in DEFAULT_DETECTORS]
+
+
+@pytest.mark.parametrize(
+    "reason",
+    ["length", "max_tokens", "MAX_TOKENS", "max_output_tokens", " Length ", "stop,length"],
+)
+def test_provider_spellings_of_max_tokens(reason: str) -> None:
+    assert is_truncation(reason)
+
+
+@pytest.mark.parametrize("reason", [None, "", "stop", "end_turn", "tool_calls", "content_filter"])
+def test_other_finishes_are_not_truncations(reason: str | None) -> None:
+    detector = TruncationDetector(LoopGuardConfig())
+    assert _kinds(detector, detector.new_state(), [_response(reason)] * 4) == [None] * 4
+
+
+def test_two_continuations_then_exhausted() -> None:
+    detector = TruncationDetector(LoopGuardConfig())
+    state = detector.new_state()
+    signals = [detector.observe(_response("length"), state, RunCounters()) for _ in range(3)]
+    first, second, third = signals
+    assert first and second and third
+    assert (first.kind, second.kind, third.kind) == ("recovery", "recovery", "exhausted")
+    assert first.recommendation and "cut off" in first.recommendation
+    assert "Continue exactly where you stopped" in first.recommendation
+    assert "recovery 2 of 2" in second.message
+    assert third.recommendation is None and third.score > second.score
+    assert third.evidence["truncations"] == 3 and third.evidence["output_tokens"] == 4096
+
+
+def test_normal_finish_resets_the_consecutive_count() -> None:
+    detector = TruncationDetector(LoopGuardConfig())
+    state = detector.new_state()
+    events = [_response("length"), _response("length"), _response("stop"), _response("length")]
+    assert _kinds(detector, state, events) == ["recovery", "recovery", None, "recovery"]
+
+
+def test_tool_events_between_truncations_do_not_reset() -> None:
+    detector = TruncationDetector(LoopGuardConfig())
+    state = detector.new_state()
+    events = [
+        _response("length"),
+        tool_call("run-1", "write_file", {"path": "a.py"}),
+        tool_result("run-1", "write_file", "ok"),
+        _response("max_tokens"),
+        _response("MAX_TOKENS"),
+    ]
+    assert _kinds(detector, state, events) == ["recovery", None, None, "recovery", "exhausted"]
+
+
+def test_threshold_from_config() -> None:
+    detector = TruncationDetector(LoopGuardConfig(max_tokens_recoveries=0))
+    assert _kinds(detector, detector.new_state(), [_response("length")]) == ["exhausted"]
+    detector = TruncationDetector(LoopGuardConfig(max_tokens_recoveries=4))
+    kinds = _kinds(detector, detector.new_state(), [_response("length")] * 5)
+    assert kinds == ["recovery"] * 4 + ["exhausted"]
+
+
+def test_export_restore_mid_run() -> None:
+    detector = TruncationDetector(LoopGuardConfig())
+    state = detector.new_state()
+    _kinds(detector, state, [_response("length")] * 2)
+    restored = detector.restore_state(json.loads(json.dumps(detector.export_state(state))))
+    assert _kinds(detector, restored, [_response("length")]) == ["exhausted"]
+    assert detector.restore_state({"consecutive": "two"}).consecutive == 0
