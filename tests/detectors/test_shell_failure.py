@@ -12,6 +12,9 @@ from otel_loopguard.detectors.base import RunCounters
 from otel_loopguard.detectors.shell_failure import ShellFailureDetector, classify_shell_failure
 from otel_loopguard.events import ErrorInfo, Event, tool_error, tool_result
 
+# the event builders compute signatures, which land with the other detectors
+pytest.importorskip("otel_loopguard.signatures", reason="signatures land with the detectors")
+
 RUN = "run-1"
 NOT_FOUND = "bash: line 1: rg: command not found"
 TRACEBACK = (
