@@ -1,0 +1,264 @@
+"""``LoopGuardSpanProcessor``: any GenAI span in, decisions out.
+
+Add it to a tracer provider (``provider.add_span_processor(LoopGuardSpanProcessor())``)
+or let ``opentelemetry-instrument`` do it through the ``loopguard`` instrumentor.
+
+* ``on_start`` keeps, per trace, what is open: the local root span, agent and workflow
+  spans (the outermost one keys the run; the innermost one receives decision events),
+  tool spans, and the conversation id. Bounded: at most ``max(OTEL_LOOPGUARD_MAX_RUNS,
+  1000)`` traces, least recently used dropped first.
+* ``on_end`` classifies the span (several instrumentations set attributes late, so not at
+  start), maps it to events with :mod:`otel_loopguard.span_mapping` and feeds the monitor.
+  A non-continue decision made just now becomes a ``loopguard.decision`` event on the
+  run's still-open agent span (innermost first); when none is open, a zero-duration
+  ``loopguard.decision`` span in the same trace, child of the span that caused it.
+* When the outermost agent/workflow span of a run keyed by it ends, the run is ended. That
+  span has already ended when a processor sees it, so it cannot take attributes any more:
+  its ``loopguard.run.state`` goes on a zero-duration ``loopguard.run`` child span (spans
+  made by our own ``agent_run`` carry the attribute themselves). A run keyed by the trace
+  ends with the trace's local root; a conversation outlives its traces until its idle TTL.
+* A tool span whose direct child tool span was already fed describes the same call twice
+  (a framework span around an MCP client span, say): the inner one counts.
+* Spans our gate made and fed itself (``enforcement``) are skipped.
+
+No hook raises: every error is caught, counted in ``loopguard.internal_errors`` and logged
+once per kind. ``LoopGuardInterrupt`` is never raised here: a processor cannot interrupt;
+the gate in :mod:`otel_loopguard.enforcement` does, using the monitor this processor feeds.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from otel_loopguard.decisions import Decision, RunEndState
+from otel_loopguard.enforcement import LoopGuard, OpenAgent, TraceState, get_guard
+from otel_loopguard.events import Event
+from otel_loopguard.span_mapping import (
+    RUN_ROOT_CLASSES,
+    SpanClass,
+    agent_name,
+    classify,
+    conversation_id,
+    run_identity,
+    span_to_events,
+)
+from otel_loopguard.span_view import SpanView, from_readable_span
+from otel_loopguard.telemetry import DECISION_SPAN, RUN_SPAN, SCOPE_NAME
+
+_OWN_SPANS = frozenset({DECISION_SPAN, RUN_SPAN})
+
+
+class LoopGuardSpanProcessor(SpanProcessor):
+    """Feeds ended GenAI spans to the loop monitor and exports its decisions.
+
+    ``guard`` defaults to the process-wide :func:`~otel_loopguard.enforcement.get_guard`,
+    shared with framework wrappers. ``tracer_provider`` is where zero-duration
+    ``loopguard.decision`` / ``loopguard.run`` spans go; by default the global provider
+    (pass it when you attach the processor to a provider that is not the global one).
+    """
+
+    def __init__(self, guard: LoopGuard | None = None, *, tracer_provider: Any = None) -> None:
+        self.guard = guard if guard is not None else get_guard()
+        if tracer_provider is not None and self.guard.tracer_provider is None:
+            self.guard.tracer_provider = tracer_provider
+
+    # -- on_start ----------------------------------------------------------------------------
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        try:
+            self._on_start(span)
+        except Exception as exc:
+            self.guard.telemetry.internal_error("on_start", exc)
+
+    def _on_start(self, span: Span) -> None:
+        guard = self.guard
+        if not guard.config.enabled:
+            return
+        context = span.context
+        if context is None:
+            return
+        name = span.name or ""
+        if name in _OWN_SPANS and _scope_name(span) == SCOPE_NAME:
+            return
+        parent = span.parent
+        attributes = span.attributes if span.attributes is not None else {}
+        view = SpanView(name, "", "", attributes=attributes)
+        span_class = classify(view)
+        tracker = guard.tracker
+        with tracker.lock:
+            if parent is None or parent.is_remote:
+                state = tracker.get_or_create(context.trace_id)
+                if state.local_root is None:
+                    state.local_root = context.span_id
+            elif span_class is SpanClass.OTHER:
+                return
+            else:
+                state = tracker.get_or_create(context.trace_id)
+            conversation = conversation_id(view)
+            if conversation and state.conversation is None:
+                state.conversation = conversation
+            if span_class is SpanClass.TOOL or span_class is SpanClass.HANDOFF:
+                state.tool_spans.add(context.span_id)
+            elif span_class in RUN_ROOT_CLASSES:
+                managed = guard.is_managed(context.span_id)
+                outermost = not state.agents
+                state.agents.append(OpenAgent(context.span_id, agent_name(view), span, managed))
+            else:
+                return
+        if span_class in RUN_ROOT_CLASSES and outermost and not managed:
+            identity = run_identity(
+                format(context.trace_id, "032x"),
+                conversation=state.conversation,
+                root_span_id=format(context.span_id, "016x"),
+            )
+            guard.monitor.start_run(
+                identity.run_id, agent=agent_name(view), keyed_by=identity.keyed_by
+            )
+
+    # -- on_end ------------------------------------------------------------------------------
+
+    def on_end(self, span: ReadableSpan) -> None:
+        try:
+            self._on_end(span)
+        except Exception as exc:
+            self.guard.telemetry.internal_error("on_end", exc)
+
+    def _on_end(self, span: ReadableSpan) -> None:
+        guard = self.guard
+        if not guard.config.enabled:
+            return
+        context = span.context
+        if context is None:
+            return
+        name = span.name or ""
+        if name in _OWN_SPANS and _scope_name(span) == SCOPE_NAME:
+            return
+        started = time.perf_counter()
+        trace_id = context.trace_id
+        span_id = context.span_id
+        managed = guard.is_managed(span_id)
+        tracker = guard.tracker
+        view = from_readable_span(span)
+        span_class = classify(view)
+        parent = span.parent
+        with tracker.lock:
+            state = tracker.get(trace_id)
+            if state is None and span_class is SpanClass.OTHER:
+                return
+            if state is None:
+                state = TraceState()  # evicted or started before us: work on a scratch state
+            duplicate = False
+            if span_class is SpanClass.TOOL or span_class is SpanClass.HANDOFF:
+                state.tool_spans.discard(span_id)
+                duplicate = span_id in state.fed_tool_parents
+                if parent is not None and not parent.is_remote:
+                    state.fed_tool_parents.add(parent.span_id)
+            state.fed_tool_parents.discard(span_id)
+            conversation = conversation_id(view) or state.conversation
+            root = state.root_agent()
+            ending_agent: OpenAgent | None = None
+            if span_class in RUN_ROOT_CLASSES:
+                for index, agent in enumerate(state.agents):
+                    if agent.span_id == span_id:
+                        ending_agent = state.agents.pop(index)
+                        break
+            innermost = state.innermost_agent()
+            actor = innermost.name if innermost is not None else None
+            is_local_root = state.local_root == span_id
+            if is_local_root:
+                tracker.drop(trace_id)
+        hex_trace = view.trace_id
+        identity = run_identity(
+            hex_trace,
+            conversation=conversation,
+            root_span_id=format(root.span_id, "016x") if root is not None else None,
+        )
+
+        if not managed and not duplicate and span_class not in RUN_ROOT_CLASSES:
+            events = span_to_events(
+                view, identity.run_id, guard.config, actor=actor, span_class=span_class
+            )
+            if events:
+                if identity.keyed_by == "trace":
+                    state.trace_run_used = True
+                self._feed(events, view, span, innermost)
+        if ending_agent is not None and root is ending_agent:
+            self._end_agent_run(view, span, identity, ending_agent)
+        if is_local_root and state.trace_run_used:
+            summary = guard.monitor.end_run(hex_trace)
+            if summary is not None:
+                guard.telemetry.record_run_end(_end_state(view, summary))
+        if span_class is not SpanClass.OTHER:
+            guard.telemetry.record_processing(time.perf_counter() - started, span_class.value)
+
+    def _feed(
+        self, events: list[Event], view: SpanView, span: ReadableSpan, agent: OpenAgent | None
+    ) -> None:
+        guard = self.guard
+        for event in events:
+            decision, fresh = guard.observe(event)
+            if fresh:
+                self._export(decision, event, view, span, agent)
+
+    def _export(
+        self,
+        decision: Decision,
+        event: Event,
+        view: SpanView,
+        span: ReadableSpan,
+        agent: OpenAgent | None,
+    ) -> None:
+        guard = self.guard
+        telemetry = guard.telemetry
+        context = trace.set_span_in_context(trace.NonRecordingSpan(span.context))
+        telemetry.record_decision(decision, event, context)
+        if agent is not None and telemetry.add_decision_event(agent.span, decision, event):
+            return
+        telemetry.emit_decision_span(
+            guard.tracer(), decision, event, span.context, view.end_time_unix_nano
+        )
+
+    def _end_agent_run(
+        self, view: SpanView, span: ReadableSpan, identity: Any, agent: OpenAgent
+    ) -> None:
+        """The outermost agent span of a run ended: end a root-keyed run, export its state."""
+        if agent.managed:
+            return  # our agent_run ends its run and sets loopguard.run.state itself
+        guard = self.guard
+        if identity.keyed_by == "root":
+            summary = guard.monitor.end_run(identity.run_id)
+        else:
+            summary = guard.monitor.run_snapshot(identity.run_id)
+        state = _end_state(view, summary)
+        context = trace.set_span_in_context(trace.NonRecordingSpan(span.context))
+        if identity.keyed_by == "root":
+            guard.telemetry.record_run_end(state, context)
+        guard.telemetry.emit_run_span(
+            guard.tracer(), identity.run_id, state, span.context, view.end_time_unix_nano, summary
+        )
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def _scope_name(span: Any) -> str | None:
+    scope = span.instrumentation_scope
+    return scope.name if scope is not None else None
+
+
+def _end_state(view: SpanView, summary: Any) -> RunEndState:
+    """A stopped run's stop state wins; else an error status is ``error``; else completed."""
+    if summary is not None and summary.stopped:
+        stop = summary.first_stop.decision if summary.first_stop is not None else None
+        return (stop.end_state if stop is not None else None) or RunEndState.STOPPED
+    return RunEndState.ERROR if view.is_error else RunEndState.COMPLETED

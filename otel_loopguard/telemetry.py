@@ -1,0 +1,291 @@
+"""What leaves the process: ``loopguard.decision`` span events, decision spans, metrics.
+
+Span events carry ``loopguard.*`` attributes plus the GenAI guardrail attributes that fit a
+loop guard (``gen_ai.guardrail.component.name``, ``.policy.id``, ``.policy.rule.id``,
+``.result.type`` = ``action``, ``.result.value`` = the action, ``.risk.score``,
+``.source``, ``.result.reason``; names from the GenAI semantic conventions' guardrail
+page, development status). ``gen_ai.guardrail.risk.score`` keeps our own 0..1 scale.
+
+Metrics use units, explicit histogram buckets that fit their values, and low-cardinality
+labels only: never a run id, a signature or an argument value. Counts are recorded inside
+the span context of the span that caused them, so the SDK's default trace-based exemplar
+filter links them to traces.
+
+Internal errors of any hook are counted in ``loopguard.internal_errors`` and logged once
+per kind (a broken span must not flood the log of the program we watch).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from opentelemetry import metrics, trace
+from opentelemetry.context import Context
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Decision, RunEndState
+from otel_loopguard.events import Event
+
+logger = logging.getLogger("otel_loopguard")
+
+SCOPE_NAME = "otel_loopguard"
+DECISION_EVENT = "loopguard.decision"
+DECISION_SPAN = "loopguard.decision"
+RUN_SPAN = "loopguard.run"
+RUN_STATE_ATTRIBUTE = "loopguard.run.state"
+RUN_ID_ATTRIBUTE = "loopguard.run.id"
+
+RISK_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+DURATION_BUCKETS = (
+    0.000005,
+    0.00001,
+    0.000025,
+    0.00005,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+)
+_EVIDENCE_MAX_CHARS = 2_000
+_CONTENT_MAX_CHARS = 4_096
+
+
+def _version() -> str:
+    from otel_loopguard import __version__
+
+    return __version__
+
+
+class Telemetry:
+    """Instruments and span-event helpers, bound to one meter provider.
+
+    ``meter_provider=None`` uses the global one: the API's proxy forwards to the real
+    provider once ``opentelemetry-instrument`` or the application sets it.
+    """
+
+    def __init__(
+        self,
+        config: LoopGuardConfig,
+        meter_provider: metrics.MeterProvider | None = None,
+        active_runs: Callable[[], int] | None = None,
+    ) -> None:
+        self.config = config
+        meter = metrics.get_meter(SCOPE_NAME, _version(), meter_provider=meter_provider)
+        self._active_runs = active_runs
+        self.decisions = meter.create_counter(
+            "loopguard.decisions", unit="{decision}", description="Non-continue decisions"
+        )
+        self.signals = meter.create_counter(
+            "loopguard.signals", unit="{signal}", description="Detector signals behind decisions"
+        )
+        self.interrupts = meter.create_counter(
+            "loopguard.interrupts",
+            unit="{interrupt}",
+            description="Agent runs interrupted by enforcement (LoopGuardInterrupt raised)",
+        )
+        self.runs = meter.create_counter(
+            "loopguard.runs", unit="{run}", description="Runs ended, by end state"
+        )
+        self.internal_errors = meter.create_counter(
+            "loopguard.internal_errors",
+            unit="{error}",
+            description="Errors caught inside otel-loopguard; the host program went on",
+        )
+        self.risk_score = meter.create_histogram(
+            "loopguard.risk_score",
+            unit="1",
+            description="Risk score of non-continue decisions (0..1)",
+            explicit_bucket_boundaries_advisory=list(RISK_BUCKETS),
+        )
+        self.processing_duration = meter.create_histogram(
+            "loopguard.processing.duration",
+            unit="s",
+            description="Time otel-loopguard spent on one span or tool call",
+            explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+        )
+        meter.create_observable_up_down_counter(
+            "loopguard.active_runs",
+            callbacks=[self._observe_active_runs],
+            unit="{run}",
+            description="Runs currently tracked",
+        )
+        self._logged: set[str] = set()
+        self._logged_lock = threading.Lock()
+
+    # -- metrics ---------------------------------------------------------------------------
+
+    def _observe_active_runs(self, _options: Any) -> Iterable[metrics.Observation]:
+        if self._active_runs is None:
+            return []
+        try:
+            return [metrics.Observation(self._active_runs())]
+        except Exception as exc:
+            self.internal_error("active_runs", exc)
+            return []
+
+    def record_decision(
+        self, decision: Decision, event: Event | None, context: Context | None = None
+    ) -> None:
+        detectors = decision.detectors
+        labels = {
+            "action": decision.action.value,
+            "detector": detectors[0] if detectors else "none",
+        }
+        if event is not None:
+            if event.actor:
+                labels["gen_ai.agent.name"] = event.actor
+            if event.tool_name:
+                labels["gen_ai.tool.name"] = event.tool_name
+        self.decisions.add(1, labels, context=context)
+        self.risk_score.record(decision.risk, {"action": decision.action.value}, context=context)
+        for detector in detectors:
+            self.signals.add(1, {"detector": detector}, context=context)
+
+    def record_interrupt(self, decision: Decision, context: Context | None = None) -> None:
+        detectors = decision.detectors
+        self.interrupts.add(1, {"detector": detectors[0] if detectors else "none"}, context=context)
+
+    def record_run_end(self, state: RunEndState | str, context: Context | None = None) -> None:
+        value = state.value if isinstance(state, RunEndState) else str(state)
+        self.runs.add(1, {"state": value}, context=context)
+
+    def record_processing(self, seconds: float, span_class: str) -> None:
+        self.processing_duration.record(seconds, {"span.class": span_class})
+
+    def internal_error(self, kind: str, exc: BaseException) -> None:
+        """Count and log (once per kind) an error caught inside otel-loopguard."""
+        try:
+            self.internal_errors.add(1, {"error.type": type(exc).__name__, "where": kind})
+            with self._logged_lock:
+                first = kind not in self._logged
+                if first:
+                    self._logged.add(kind)
+            if first:
+                logger.warning(
+                    "otel-loopguard: internal error in %s (%s: %s); the program goes on, "
+                    "later errors of this kind are only counted in loopguard.internal_errors",
+                    kind,
+                    type(exc).__name__,
+                    exc,
+                    exc_info=exc,
+                )
+        except Exception:  # pragma: no cover - the last line of defence
+            pass
+
+    # -- span events -----------------------------------------------------------------------
+
+    def decision_attributes(self, decision: Decision, event: Event | None) -> dict[str, Any]:
+        detectors = decision.detectors
+        reason = decision.reason
+        attrs: dict[str, Any] = {
+            "loopguard.action": decision.action.value,
+            "loopguard.risk_score": float(decision.risk),
+            "loopguard.detectors": list(detectors),
+            "loopguard.reason": reason or decision.action.value,
+            "gen_ai.guardrail.component.name": "otel-loopguard",
+            "gen_ai.guardrail.policy.id": self.config.policy,
+            "gen_ai.guardrail.result.type": "action",
+            "gen_ai.guardrail.result.value": decision.action.value,
+            "gen_ai.guardrail.risk.score": float(decision.risk),
+        }
+        if decision.run_id:
+            attrs[RUN_ID_ATTRIBUTE] = decision.run_id
+        if detectors:
+            attrs["gen_ai.guardrail.policy.rule.id"] = detectors[0]
+            attrs["gen_ai.guardrail.result.reason"] = ", ".join(detectors)
+        if decision.recommendation:
+            attrs["loopguard.recommendation"] = decision.recommendation
+        if decision.end_state is not None:
+            attrs[RUN_STATE_ATTRIBUTE] = decision.end_state.value
+        if decision.reasons:
+            evidence = [
+                {"detector": s.detector, "kind": s.kind, "score": s.score, **s.evidence}
+                for s in decision.reasons
+            ]
+            attrs["loopguard.evidence"] = _json(evidence, _EVIDENCE_MAX_CHARS)
+        if event is not None:
+            attrs["gen_ai.guardrail.source"] = event.kind.value
+            attrs["loopguard.event.kind"] = event.kind.value
+            if event.tool_name:
+                attrs["gen_ai.tool.name"] = event.tool_name
+            if event.actor:
+                attrs["gen_ai.agent.name"] = event.actor
+            if event.call_id:
+                attrs["gen_ai.tool.call.id"] = event.call_id
+            if self.config.capture_content:
+                if event.arguments is not None:
+                    attrs["loopguard.content.arguments"] = _json(
+                        event.arguments, _CONTENT_MAX_CHARS
+                    )
+                if event.output is not None:
+                    attrs["loopguard.content.output"] = _json(event.output, _CONTENT_MAX_CHARS)
+                if event.signature:
+                    attrs["loopguard.signature"] = event.signature
+        return attrs
+
+    def add_decision_event(self, span: Any, decision: Decision, event: Event | None) -> bool:
+        """Add ``loopguard.decision`` to a still-recording span; False if it has ended."""
+        if span is None or not span.is_recording():
+            return False
+        span.add_event(DECISION_EVENT, self.decision_attributes(decision, event))
+        return True
+
+    def emit_decision_span(
+        self,
+        tracer: trace.Tracer,
+        decision: Decision,
+        event: Event | None,
+        parent: trace.SpanContext,
+        timestamp_ns: int | None,
+    ) -> None:
+        """A zero-duration ``loopguard.decision`` span in the same trace, with the event."""
+        context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
+        span = tracer.start_span(DECISION_SPAN, context=context, start_time=timestamp_ns)
+        attrs = self.decision_attributes(decision, event)
+        span.set_attributes(attrs)
+        span.add_event(DECISION_EVENT, attrs, timestamp=timestamp_ns)
+        span.end(end_time=timestamp_ns)
+
+    def emit_run_span(
+        self,
+        tracer: trace.Tracer,
+        run_id: str,
+        state: RunEndState,
+        parent: trace.SpanContext,
+        timestamp_ns: int | None,
+        summary: Any = None,
+    ) -> None:
+        """A zero-duration ``loopguard.run`` child of an agent span we did not create.
+
+        A span processor only sees a foreign agent span after it has ended, when it can no
+        longer take attributes; this child carries its ``loopguard.run.state`` instead.
+        """
+        context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
+        attrs: dict[str, Any] = {RUN_ID_ATTRIBUTE: run_id, RUN_STATE_ATTRIBUTE: state.value}
+        if summary is not None:
+            counters = summary.counters
+            attrs["loopguard.run.tool_calls"] = counters.tool_calls
+            attrs["loopguard.run.steps"] = counters.steps
+            attrs["loopguard.run.max_risk"] = float(summary.max_risk)
+            attrs["loopguard.run.final_action"] = summary.final_action.value
+        span = tracer.start_span(
+            RUN_SPAN, context=context, start_time=timestamp_ns, attributes=attrs
+        )
+        span.end(end_time=timestamp_ns)
+
+
+def _json(value: Any, limit: int) -> str:
+    try:
+        text = json.dumps(value, default=repr, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

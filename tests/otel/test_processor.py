@@ -1,0 +1,132 @@
+"""The processor on a real SDK provider: foreign GenAI spans in, decisions out."""
+
+from __future__ import annotations
+
+import json
+
+from opentelemetry.trace import Status, StatusCode
+
+from .helpers import Stack, make_stack, requires_detectors
+
+pytestmark = requires_detectors
+
+
+def looping_agent(stack: Stack, *, conversation: str | None = None, calls: int = 5) -> None:
+    """An agent instrumented by someone else (GenAI semconv spans), stuck on one search."""
+    tracer = stack.tracer
+    attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "researcher"}
+    if conversation:
+        attrs["gen_ai.conversation.id"] = conversation
+    with tracer.start_as_current_span("invoke_agent researcher", attributes=attrs):
+        for i in range(calls):
+            with tracer.start_as_current_span(
+                "execute_tool search",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "search",
+                    "gen_ai.tool.call.id": f"call_{i}",
+                    "gen_ai.tool.call.arguments": json.dumps({"query": "pricing"}),
+                    "gen_ai.tool.call.result": "no results",
+                },
+            ):
+                pass
+
+
+def test_loop_in_foreign_spans_puts_decisions_on_the_open_agent_span(stack: Stack) -> None:
+    looping_agent(stack)
+    (agent,) = stack.spans("invoke_agent researcher")
+    decisions = [e for e in agent.events if e.name == "loopguard.decision"]
+    actions = [e.attributes["loopguard.action"] for e in decisions]
+    assert actions[0] == "warn" and actions[-1] == "stop"
+    assert actions.count("stop") == 1  # a stopped run is reported once, not on every span
+    stop = decisions[-1].attributes
+    run_id = f"{agent.context.trace_id:032x}:{agent.context.span_id:016x}"
+    assert stop["loopguard.run.id"] == run_id
+    assert "repetition" in stop["loopguard.detectors"]
+    assert 0 < stop["loopguard.risk_score"] <= 1
+    assert stop["gen_ai.guardrail.result.value"] == "stop"
+    assert stop["gen_ai.tool.name"] == "search" and stop["gen_ai.agent.name"] == "researcher"
+    # the run ended with its agent span; the state is on a loopguard.run child span
+    (run,) = stack.spans("loopguard.run")
+    assert run.parent.span_id == agent.context.span_id
+    assert run.attributes["loopguard.run.state"] == "stopped"
+    assert run.attributes["loopguard.run.tool_calls"] == 5
+    assert stack.guard.monitor.active_runs == 0
+    assert stack.metric_total("loopguard.runs", state="stopped") == 1
+    assert stack.metric_total("loopguard.decisions", action="stop", detector="repetition") == 1
+
+
+def test_without_agent_span_the_decision_is_a_zero_duration_span_in_the_trace(
+    stack: Stack,
+) -> None:
+    tracer = stack.tracer
+    with tracer.start_as_current_span("request"):
+        for _ in range(4):
+            with tracer.start_as_current_span(
+                "search",
+                attributes={
+                    "openinference.span.kind": "TOOL",
+                    "tool.name": "search",
+                    "input.value": '{"q": "x"}',
+                    "output.value": "[]",
+                },
+            ):
+                pass
+    request = stack.spans("request")[0]
+    spans = stack.spans("loopguard.decision")
+    assert spans, "expected zero-duration decision spans"
+    for span in spans:
+        assert span.context.trace_id == request.context.trace_id
+        assert span.start_time == span.end_time
+        assert span.events[0].name == "loopguard.decision"
+    assert spans[-1].attributes["loopguard.action"] == "stop"
+    # the trace-keyed run ended with the trace's local root
+    assert stack.guard.monitor.active_runs == 0
+
+
+def test_conversation_runs_outlive_their_traces(stack: Stack) -> None:
+    looping_agent(stack, conversation="conv-7", calls=2)
+    assert stack.guard.monitor.run_snapshot("conv-7") is not None
+    assert not stack.decision_events()
+    looping_agent(stack, conversation="conv-7", calls=2)  # a new trace, same conversation
+    actions = [e.attributes["loopguard.action"] for _, e in stack.decision_events()]
+    assert "stop" in actions
+    snapshot = stack.guard.monitor.run_snapshot("conv-7")
+    assert snapshot is not None and snapshot.counters.tool_calls == 4
+
+
+def test_a_tool_span_around_an_mcp_client_span_counts_once(stack: Stack) -> None:
+    tracer = stack.tracer
+    with tracer.start_as_current_span(
+        "agent", attributes={"gen_ai.operation.name": "invoke_agent"}
+    ):
+        for _ in range(2):
+            with (
+                tracer.start_as_current_span(
+                    "running tool",
+                    attributes={"gen_ai.tool.name": "read", "tool_arguments": '{"p": "a"}'},
+                ),
+                tracer.start_as_current_span(
+                    "tools/call read",
+                    attributes={"mcp.method.name": "tools/call", "gen_ai.tool.name": "read"},
+                ),
+            ):
+                pass
+    (run,) = stack.spans("loopguard.run")
+    assert run.attributes["loopguard.run.tool_calls"] == 2
+
+
+def test_error_status_of_a_clean_agent_ends_the_run_as_error(stack: Stack) -> None:
+    tracer = stack.tracer
+    with tracer.start_as_current_span(
+        "agent", attributes={"gen_ai.operation.name": "invoke_agent"}
+    ) as span:
+        span.set_status(Status(StatusCode.ERROR))
+    (run,) = stack.spans("loopguard.run")
+    assert run.attributes["loopguard.run.state"] == "error"
+
+
+def test_disabled_guard_does_nothing() -> None:
+    disabled = make_stack(enabled=False)
+    looping_agent(disabled)
+    assert not disabled.decision_events() and not disabled.spans("loopguard.run")
