@@ -13,7 +13,7 @@ import pytest
 from otel_loopguard.decisions import Action, LoopGuardInterrupt
 from otel_loopguard.tool_decorator import agent_run, loopguard_tool, tool_span
 
-from .helpers import Stack, make_stack, requires_detectors
+from .helpers import Stack, make_stack, requires_detectors, requires_signatures
 
 
 def _framework_loop(search, times: int) -> list[str]:
@@ -83,6 +83,7 @@ def test_pre_call_veto_keeps_the_tool_from_running(enforcing: Stack) -> None:
     assert vetoed and all(s.status.status_code.name == "ERROR" for s in vetoed)
 
 
+@requires_signatures
 def test_preflight_limit_vetoes_the_third_tool_call() -> None:
     stack = make_stack(mode="enforce", max_tool_calls=2)
     executed = []
@@ -175,6 +176,7 @@ def test_threads_with_propagated_context_share_the_run(stack: Stack) -> None:
         assert snapshot is not None and snapshot.counters.tool_calls == 4
 
 
+@requires_signatures
 def test_every_span_ends_exactly_once_and_odd_arguments_never_raise(
     stack: Stack, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -203,6 +205,7 @@ def test_every_span_ends_exactly_once_and_odd_arguments_never_raise(
     assert stack.metric_total("loopguard.internal_errors") == 0
 
 
+@requires_signatures
 def test_content_capture_puts_arguments_and_result_on_the_span() -> None:
     private = make_stack()
     captured = make_stack(capture_content=True)
