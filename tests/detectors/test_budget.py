@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Action, RunEndState
 from otel_loopguard.detectors import DEFAULT_DETECTORS
 from otel_loopguard.detectors.base import RunCounters
 from otel_loopguard.detectors.budget import BudgetDetector, budget_exceeded
 from otel_loopguard.events import Event, EventKind
+from otel_loopguard.monitor import Monitor
 
 LLM = Event(EventKind.LLM_RESPONSE, "run-1", model="m", finish_reason="stop")
 
@@ -151,3 +154,69 @@ def test_restore_tolerates_bad_exports(data: dict) -> None:
     state = detector.restore_state(data)
     fired = detector.observe(LLM, state, RunCounters(steps=2))
     assert fired is not None and fired.kind == "steps"
+
+
+# ---------------------------------------------------------------- through the monitor
+
+
+class FakeClock:
+    """A settable clock, so wall-time limits are tested without sleeping."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_monitor_stops_the_turn_after_max_steps() -> None:
+    monitor = Monitor(LoopGuardConfig(max_steps=2))
+    decisions = [monitor.observe(LLM) for _ in range(3)]
+    assert [d.action for d in decisions] == [Action.CONTINUE, Action.CONTINUE, Action.STOP]
+    stop = decisions[2]
+    assert stop.end_state is RunEndState.MAX_STEPS
+    assert [(s.detector, s.kind) for s in stop.reasons] == [("budget", "steps")]
+
+
+def test_monitor_times_a_run_out_on_any_event() -> None:
+    clock = FakeClock()
+    monitor = Monitor(LoopGuardConfig(timeout=10), clock=clock)
+    result = Event(EventKind.TOOL_RESULT, "run-1", tool_name="search")
+    assert monitor.observe(result).action is Action.CONTINUE
+    clock.now += 10
+    assert monitor.observe(result).action is Action.CONTINUE  # 10 s allows 10 s
+    clock.now += 0.5
+    decision = monitor.observe(result)
+    assert decision.action is Action.STOP and decision.end_state is RunEndState.TIMED_OUT
+
+
+def test_monitor_enforces_a_cost_limit_from_the_price_table(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"gpt-4o": {"input": 2.5, "output": 10}}), encoding="utf-8")
+    monitor = Monitor(LoopGuardConfig(cost_limit=0.05, prices=str(prices)))
+
+    def turn(model: str, run_id: str) -> Event:  # 0.01 + 0.01 = 0.02 per turn for gpt-4o
+        return Event(
+            EventKind.LLM_RESPONSE, run_id, model=model, input_tokens=4000, output_tokens=1000
+        )
+
+    actions = [monitor.observe(turn("gpt-4o-2024-08-06", "priced")).action for _ in range(3)]
+    assert actions == [Action.CONTINUE, Action.CONTINUE, Action.STOP]
+    summary = monitor.end_run("priced")
+    assert summary is not None and summary.end_state is RunEndState.BUDGET_EXCEEDED
+    assert summary.counters.cost == pytest.approx(0.06)
+    # a model without a price: cost unknown, the limit is not applied (nothing is guessed)
+    actions = [monitor.observe(turn("mystery-model", "unpriced")).action for _ in range(5)]
+    assert set(actions) == {Action.CONTINUE}
+
+
+def test_monitor_export_restore_keeps_the_limit_reported_once() -> None:
+    config = LoopGuardConfig(max_steps=2, policy="observe")
+    first = Monitor(config)
+    for _ in range(3):
+        first.observe(LLM)
+    data = json.loads(json.dumps(first.export_run("run-1")))
+    second = Monitor(config)
+    second.restore_run(data)
+    decision = second.observe(LLM)
+    assert not any(s.detector == "budget" for s in decision.reasons)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Action
 from otel_loopguard.detectors import DEFAULT_DETECTORS
 from otel_loopguard.detectors.base import RunCounters
 from otel_loopguard.detectors.budget_proximity import BudgetProximityDetector
 from otel_loopguard.events import Event, EventKind
+from otel_loopguard.monitor import Monitor
 
 LLM = Event(EventKind.LLM_RESPONSE, "run-1", model="m", finish_reason="stop")
 
@@ -78,3 +80,20 @@ def test_export_restore_does_not_warn_twice_and_rearms_under_a_larger_budget() -
         None,
         "tokens",
     ]
+
+
+def test_monitor_warns_once_then_the_budget_stops() -> None:
+    monitor = Monitor(LoopGuardConfig(token_budget=1000, reserve_tokens=100))
+
+    def turn(tokens: int) -> Event:
+        return Event(EventKind.LLM_RESPONSE, "run-1", model="m", output_tokens=tokens)
+
+    decisions = [monitor.observe(turn(n)) for n in (800, 100, 50, 100)]
+    assert [d.action for d in decisions] == [
+        Action.CONTINUE,
+        Action.WARN,
+        Action.CONTINUE,
+        Action.STOP,
+    ]
+    assert decisions[1].detectors == ("budget_proximity",)
+    assert decisions[3].detectors == ("budget",)

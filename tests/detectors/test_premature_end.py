@@ -7,10 +7,12 @@ import json
 import pytest
 
 from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Action
 from otel_loopguard.detectors import DEFAULT_DETECTORS
 from otel_loopguard.detectors.base import RunCounters
 from otel_loopguard.detectors.premature_end import PrematureEndDetector
 from otel_loopguard.events import ErrorInfo, Event, EventKind, tool_call, tool_error, tool_result
+from otel_loopguard.monitor import Monitor
 
 # the event builders compute signatures, which land with the other detectors
 pytest.importorskip("otel_loopguard.signatures", reason="signatures land with the detectors")
@@ -169,3 +171,14 @@ def test_failures_kept_are_bounded() -> None:
     events += [tool_error(RUN, f"tool{i}", ErrorInfo("ValueError")) for i in range(1000)]
     _signals(detector, state, events)
     assert len(state.batch_failures) <= 4 and state.batch_tools == 1000
+
+
+def test_monitor_replans_with_the_prompt_and_leaves_successful_runs_alone() -> None:
+    monitor = Monitor(LoopGuardConfig())
+    decisions = [monitor.observe(e) for e in [*_failing_fetch(), _turn(empty=True)]]
+    replan = decisions[-1]
+    assert replan.action is Action.REPLAN and replan.detectors == ("premature_end",)
+    assert replan.recommendation and "without completing the task" in replan.recommendation
+    quiet = Monitor(LoopGuardConfig())
+    events = [*_successful_read(), _turn(empty=True)]
+    assert {quiet.observe(e).action for e in events} == {Action.CONTINUE}

@@ -7,11 +7,13 @@ import json
 import pytest
 
 from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Action
 from otel_loopguard.detectors import DEFAULT_DETECTORS
 from otel_loopguard.detectors.base import RunCounters
 from otel_loopguard.detectors.read_only_loop import ReadOnlyLoopDetector
 from otel_loopguard.detectors.tool_names import ToolNameSet
 from otel_loopguard.events import Event, EventKind, tool_call, tool_result
+from otel_loopguard.monitor import Monitor
 
 # the event builders compute signatures, which land with the other detectors
 pytest.importorskip("otel_loopguard.signatures", reason="signatures land with the detectors")
@@ -164,3 +166,13 @@ def test_export_restore_mid_run() -> None:
     restored = detector.restore_state(json.loads(json.dumps(detector.export_state(state))))
     steps = [_step("read_file", index=7), _step("read_file", index=8)]
     assert _fired_at(detector, restored, steps) == [1]
+
+
+def test_monitor_replans_with_the_nudge() -> None:
+    monitor = Monitor(LoopGuardConfig())
+    steps = [_step("read_file", "grep", index=i) for i in range(9)]
+    decisions = [monitor.observe(event) for step in steps for event in step]
+    replans = [d for d in decisions if d.action is Action.REPLAN]
+    assert len(replans) == 1 and replans[0].detectors == ("read_only_loop",)
+    assert replans[0].recommendation and "Act on what you found" in replans[0].recommendation
+    assert all(d.action in (Action.CONTINUE, Action.REPLAN) for d in decisions)

@@ -7,10 +7,12 @@ import json
 import pytest
 
 from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Action
 from otel_loopguard.detectors import DEFAULT_DETECTORS
 from otel_loopguard.detectors.base import RunCounters
 from otel_loopguard.detectors.shell_failure import ShellFailureDetector, classify_shell_failure
-from otel_loopguard.events import ErrorInfo, Event, tool_error, tool_result
+from otel_loopguard.events import ErrorInfo, Event, tool_call, tool_error, tool_result
+from otel_loopguard.monitor import Monitor
 
 # the event builders compute signatures, which land with the other detectors
 pytest.importorskip("otel_loopguard.signatures", reason="signatures land with the detectors")
@@ -171,3 +173,17 @@ def test_export_restore_mid_run() -> None:
     assert _kinds(detector, restored, [tool_result(RUN, "bash", NOT_FOUND)]) == ["shell_failure"]
     broken = detector.restore_state({"consecutive": -5, "failure_class": "bogus"})
     assert broken.consecutive == 0 and broken.failure_class == ""
+
+
+def test_monitor_replans_with_the_hint() -> None:
+    monitor = Monitor(LoopGuardConfig())
+    events = [
+        tool_call(RUN, "bash", {"command": "rg TODO"}),
+        tool_result(RUN, "bash", NOT_FOUND),
+        tool_call(RUN, "bash", {"command": "rg -n TODO"}),
+        tool_result(RUN, "bash", NOT_FOUND),
+    ]
+    decisions = [monitor.observe(event) for event in events]
+    assert [d.action for d in decisions[:3]] == [Action.CONTINUE] * 3
+    assert decisions[3].action is Action.REPLAN
+    assert decisions[3].recommendation and "command not found" in decisions[3].recommendation

@@ -7,10 +7,16 @@ import json
 import pytest
 
 from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Action, RunEndState
 from otel_loopguard.detectors import DEFAULT_DETECTORS
 from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.truncation import TruncationDetector, is_truncation
+from otel_loopguard.detectors.truncation import (
+    CONTINUATION_PROMPT,
+    TruncationDetector,
+    is_truncation,
+)
 from otel_loopguard.events import Event, EventKind, tool_call, tool_result
+from otel_loopguard.monitor import Monitor
 
 # the event builders compute signatures, which land with the other detectors
 pytest.importorskip("otel_loopguard.signatures", reason="signatures land with the detectors")
@@ -94,3 +100,12 @@ def test_export_restore_mid_run() -> None:
     restored = detector.restore_state(json.loads(json.dumps(detector.export_state(state))))
     assert _kinds(detector, restored, [_response("length")]) == ["exhausted"]
     assert detector.restore_state({"consecutive": "two"}).consecutive == 0
+
+
+def test_monitor_replans_with_the_continuation_prompt_then_stops() -> None:
+    monitor = Monitor(LoopGuardConfig())
+    decisions = [monitor.observe(_response("length")) for _ in range(3)]
+    assert [d.action for d in decisions] == [Action.REPLAN, Action.REPLAN, Action.STOP]
+    assert decisions[0].recommendation == CONTINUATION_PROMPT
+    assert decisions[2].end_state is RunEndState.STOPPED
+    assert decisions[2].detectors == ("truncation",)
