@@ -220,3 +220,54 @@ def test_monitor_export_restore_keeps_the_limit_reported_once() -> None:
     second.restore_run(data)
     decision = second.observe(LLM)
     assert not any(s.detector == "budget" for s in decision.reasons)
+
+
+@pytest.mark.parametrize("kind", ["llm_call", "tool_call"])
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {},
+        {"steps": 2},
+        {"steps": 3},
+        {"tool_calls": 1},
+        {"tool_calls": 2},
+        {"input_tokens": 999},
+        {"input_tokens": 1000},
+        {"input_tokens": 1001},
+        {"input_tokens": 900, "expected": 100},
+        {"input_tokens": 900, "expected": 101},
+        {"cost": 0.99},
+        {"cost": 1.0},
+        {"cost": 1.01},
+        {"cost": None, "input_tokens": 10},
+        {"elapsed": 9.5},
+        {"elapsed": 10.0},
+    ],
+)
+def test_monitor_preflight_follows_the_same_limit_semantics(kind: str, usage: dict) -> None:
+    """README promises "a limit of N allows N"; the monitor's veto must agree with ours."""
+    config = LoopGuardConfig(
+        max_steps=3, max_tool_calls=2, token_budget=1000, cost_limit=1.0, timeout=10
+    )
+    clock = FakeClock()
+    monitor = Monitor(config, clock=clock)
+    counters = {k: v for k, v in usage.items() if k != "expected"}
+    monitor.restore_run({"run_id": "r", "counters": counters})
+    expected_tokens = usage.get("expected", 0)
+    ours = budget_exceeded(
+        RunCounters(
+            started_at=clock.now - usage.get("elapsed", 0.0),
+            now=clock.now,
+            steps=usage.get("steps", 0),
+            tool_calls=usage.get("tool_calls", 0),
+            input_tokens=usage.get("input_tokens", 0),
+            cost=usage.get("cost", 0.0),
+        ),
+        config,
+        kind,  # type: ignore[arg-type]
+        expected_tokens=expected_tokens,
+    )
+    decision = monitor.preflight("r", kind, expected_tokens=expected_tokens)  # type: ignore[arg-type]
+    assert (decision.action is Action.STOP) == (ours is not None)
+    if ours is not None:
+        assert [s.kind for s in decision.reasons] == [ours.kind]
