@@ -1,0 +1,186 @@
+"""``otel-loopguard analyze FILE…``: where would otel-loopguard have stopped these runs?
+
+Exit codes: 0 when no run reached the ``--fail-on`` action, 1 when one did, 2 when an input
+is unusable (missing, unreadable, empty, not JSON, not traces, truncated, a broken .gz),
+with one line on stderr and no traceback. An empty input (no bytes, or whitespace only) is
+unusable: a CI job pointed at a file the collector never wrote must not pass silently. A
+valid export that holds no spans is fine (0 runs, exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Action
+
+_FAIL_ON_CHOICES = ("warn", "replan", "pause", "stop", "never")
+_PRESETS = ("default", "strict", "observe")
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "analyze",
+        help="replay exported traces and report where each run would have stopped",
+        description=(
+            "Replay exported traces (OTLP JSON, Collector JSON lines, Jaeger JSON; .gz or "
+            "'-' for stdin) through the same detectors and policy as on-line use, and "
+            "report, per run, the decisions and where STOP would have fired. Settings come "
+            "from the OTEL_LOOPGUARD_* variables; flags override them."
+        ),
+        epilog="exit status: 0 no run reached --fail-on, 1 one did, 2 unusable input",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="trace export, or - for stdin")
+    parser.add_argument(
+        "--format", choices=("text", "json"), default="text", help="report format (text)"
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=_FAIL_ON_CHOICES,
+        default="stop",
+        help="exit 1 when a run reaches this action or a more severe one (stop); never: "
+        "always exit 0 for usable input",
+    )
+    parser.add_argument(
+        "--mode", choices=("observe", "enforce"), help="overrides OTEL_LOOPGUARD_MODE"
+    )
+    parser.add_argument(
+        "--policy",
+        metavar="NAME",
+        help="default, strict, observe or package.module:callable; overrides OTEL_LOOPGUARD_POLICY",
+    )
+    parser.add_argument(
+        "--buffer-spans",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="spans held while waiting for a trace to complete (100000)",
+    )
+    progress = parser.add_mutually_exclusive_group()
+    progress.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="always show progress on stderr",
+    )
+    progress.add_argument(
+        "--no-progress", dest="progress", action="store_false", help="never show progress"
+    )
+    parser.set_defaults(handler=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+class UsageError(Exception):
+    """A flag value that cannot be used; exit 2 with this line."""
+
+
+def _config(args: argparse.Namespace) -> LoopGuardConfig:
+    overrides: dict[str, Any] = {}
+    if args.mode:
+        overrides["mode"] = args.mode
+    if args.policy:
+        _check_policy(args.policy)
+        overrides["policy"] = args.policy
+    return LoopGuardConfig.from_env(**overrides)
+
+
+def _check_policy(spec: str) -> None:
+    """An explicit ``--policy`` that cannot be loaded is an error, not a silent default."""
+    if spec.strip().lower() in _PRESETS:
+        return
+    import importlib
+
+    module_name, sep, attribute = spec.strip().partition(":")
+    if not sep or not module_name or not attribute:
+        raise UsageError(
+            f"--policy {spec!r}: expected default, strict, observe or package.module:callable"
+        )
+    try:
+        target: object = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+    except Exception as exc:  # any import can fail in any way
+        raise UsageError(f"--policy {spec!r}: {type(exc).__name__}: {exc}") from None
+    if not callable(target):
+        raise UsageError(f"--policy {spec!r}: not callable")
+
+
+def run(args: argparse.Namespace) -> int:
+    from otel_loopguard.analyze.progress import Progress
+    from otel_loopguard.analyze.readers import ReadStats, read_spans
+    from otel_loopguard.analyze.replay import DEFAULT_BUFFER_SPANS, Replayer
+    from otel_loopguard.analyze.report import JsonReport, ReportContext, TextReport
+    from otel_loopguard.analyze.sources import InputError
+
+    _quiet_library_logs()
+    try:
+        config = _config(args)
+    except UsageError as exc:
+        return _fail(str(exc))
+    fail_on = None if args.fail_on == "never" else Action(args.fail_on)
+    context = ReportContext(
+        inputs=list(args.files),
+        mode=config.mode,
+        policy=config.policy,
+        fail_on=fail_on,
+        capture_content=config.capture_content,
+        prices_configured=bool(config.prices),
+    )
+    out = sys.stdout
+    report = (JsonReport if args.format == "json" else TextReport)(out, context)
+    stats = ReadStats()
+    replayer = Replayer(config, report.run, buffer_spans=args.buffer_spans or DEFAULT_BUFFER_SPANS)
+    progress = Progress(sys.stderr, list(args.files), force=args.progress)
+
+    def on_position(path: str, position: int) -> None:
+        progress.update(path, position, stats.spans, replayer.runs_finished)
+
+    try:
+        replayer.feed(read_spans(args.files, stats, on_position))
+        replayer.finish()
+        report.end(stats.spans, stats.skipped_spans)
+        out.flush()
+    except InputError as exc:
+        progress.close()
+        return _fail(str(exc))
+    except BrokenPipeError:  # `| head`: the reader went away; not an error of ours
+        _silence_stdout()
+        return 0
+    progress.close()
+    if report.totals.failing:
+        return 1
+    return 0
+
+
+def _fail(message: str) -> int:
+    sys.stdout.flush()
+    print(f"otel-loopguard analyze: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _quiet_library_logs() -> None:
+    """Configuration warnings still reach stderr (one line each), without logging setup."""
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,397 @@
+"""Replay saved spans through the monitor, as the on-line span processor would have seen them.
+
+Exporters write a trace's spans as they end, in batches, so a trace's spans arrive close
+together but not in order, and several traces interleave. :class:`TraceBuffer` holds the
+spans of each trace only until the trace can be replayed:
+
+* when its root span (no parent) has arrived and a span of another trace follows (a root
+  ends last, and a batch or a Jaeger trace holds a trace's spans together), or
+* when the buffer's span cap is reached (the trace buffered longest goes first), or
+* at the end of the input.
+
+A flushed trace is replayed in end-time order. Each span gets its run identity exactly as
+on-line (:func:`otel_loopguard.span_mapping.run_identity`): its conversation id (the span's
+own or its nearest ancestor's), else the outermost agent/workflow span enclosing it, else
+the trace id. Its events (:func:`~otel_loopguard.span_mapping.span_to_events`, the one
+dialect mapping) go to :meth:`Monitor.observe`, whose clock is the span's end time, so
+timeouts and the run TTL are measured in trace time.
+
+A run keyed by its root span ends when that span is replayed; one keyed by its trace when
+the trace has been replayed; one keyed by a conversation when it has been idle (in trace
+time) for ``OTEL_LOOPGUARD_RUN_TTL`` or at the end of the input. Finished runs are handed
+to ``on_run`` and forgotten, so memory follows the live runs and the buffered traces, not
+the input size. Spans of a trace that arrive after it was replayed are replayed as a late
+part of it (on-line they would also have found the run's root gone).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Action, Decision
+from otel_loopguard.events import Event, EventKind
+from otel_loopguard.monitor import Monitor, RunSummary
+from otel_loopguard.span_mapping import (
+    RUN_ROOT_CLASSES,
+    SpanClass,
+    agent_name,
+    classify,
+    conversation_id,
+    run_identity,
+    span_to_events,
+)
+from otel_loopguard.span_view import SpanView
+
+#: spans held while waiting for their traces to complete (about 1-2 kB each)
+DEFAULT_BUFFER_SPANS = 100_000
+#: decisions kept per run for the report; later ones are counted, not kept
+MAX_DECISIONS_PER_RUN = 200
+#: trace ids kept per run (a long conversation can span many)
+MAX_TRACE_IDS_PER_RUN = 10_000
+
+
+@dataclass(slots=True)
+class DecisionRecord:
+    """One non-continue decision, where it happened in the run."""
+
+    action: Action
+    risk: float
+    tool_call_index: int
+    trace_id: str | None
+    span_id: str | None
+    detectors: tuple[str, ...]
+    reasons: tuple[str, ...]
+    recommendation: str | None = None
+    event_kind: str | None = None
+    tool_name: str | None = None
+    arguments: Any = None  # raw content: reported only with content capture on
+    output: Any = None
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """What the report says about one run; filled while the run is replayed."""
+
+    run_id: str
+    keyed_by: str
+    agent: str | None = None
+    trace_ids: dict[str, None] = field(default_factory=dict)  # ordered set
+    tool_calls: int = 0
+    events: int = 0
+    spans: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    max_risk: float = 0.0
+    final_action: Action = Action.CONTINUE
+    decisions: list[DecisionRecord] = field(default_factory=list)
+    decisions_dropped: int = 0
+    first_stop: DecisionRecord | None = None
+    # what the run did after STOP would have fired: what enforcing it would have saved
+    after_stop_tool_calls: int = 0
+    after_stop_llm_calls: int = 0
+    after_stop_tokens: int = 0
+    after_stop_cost: float | None = None
+    cost: float | None = None
+    end_state: str | None = None
+    started_ns: int | None = None
+    ended_ns: int | None = None
+    last_seen_ns: int = 0
+    _cost_at_stop: float | None = None
+
+    @property
+    def stopped(self) -> bool:
+        return self.first_stop is not None
+
+
+RunSink = Callable[[RunRecord], None]
+
+
+class TraceBuffer:
+    """Spans per trace until the trace can be replayed; see the module docstring."""
+
+    def __init__(self, max_spans: int = DEFAULT_BUFFER_SPANS) -> None:
+        self.max_spans = max(1, max_spans)
+        self._traces: OrderedDict[str, list[SpanView]] = OrderedDict()
+        self._rooted: dict[str, None] = {}  # traces whose root arrived, oldest first
+        self._last_trace: str | None = None
+        self.buffered = 0
+        self.peak_buffered = 0
+
+    def add(self, view: SpanView) -> list[list[SpanView]]:
+        """Buffer ``view``; return the traces that are now complete."""
+        ready: list[list[SpanView]] = []
+        trace_id = view.trace_id
+        if trace_id != self._last_trace and self._rooted:
+            for rooted in list(self._rooted):
+                if rooted != trace_id:
+                    ready.append(self._pop(rooted))
+        self._last_trace = trace_id
+        spans = self._traces.get(trace_id)
+        if spans is None:
+            spans = self._traces[trace_id] = []
+        spans.append(view)
+        self.buffered += 1
+        if self.buffered > self.peak_buffered:
+            self.peak_buffered = self.buffered
+        if view.parent_span_id is None:
+            self._rooted[trace_id] = None
+        while self.buffered > self.max_spans and self._traces:
+            ready.append(self._pop(next(iter(self._traces))))
+        return ready
+
+    def drain(self) -> list[list[SpanView]]:
+        """Every trace still buffered, oldest first (end of input)."""
+        return [self._pop(trace_id) for trace_id in list(self._traces)]
+
+    def _pop(self, trace_id: str) -> list[SpanView]:
+        spans = self._traces.pop(trace_id)
+        self._rooted.pop(trace_id, None)
+        if self._last_trace == trace_id:
+            self._last_trace = None
+        self.buffered -= len(spans)
+        return spans
+
+
+@dataclass(slots=True)
+class _Placement:
+    """Where one span sits in its trace: run root, conversation, enclosing agent name."""
+
+    root_span_id: str | None
+    conversation: str | None
+    agent: str | None
+
+
+class Replayer:
+    """Feeds spans to a :class:`Monitor` trace by trace and reports finished runs."""
+
+    def __init__(
+        self,
+        config: LoopGuardConfig,
+        on_run: RunSink,
+        *,
+        monitor: Monitor | None = None,
+        buffer_spans: int = DEFAULT_BUFFER_SPANS,
+    ) -> None:
+        self.config = config
+        self._now = 0.0
+        self.monitor = monitor if monitor is not None else Monitor(config, clock=self._clock)
+        self._on_run = on_run
+        self.buffer = TraceBuffer(buffer_spans)
+        self._runs: OrderedDict[str, RunRecord] = OrderedDict()  # last-touched order
+        self._ttl_ns = int(config.run_ttl * 1e9)
+        self._watermark_ns = 0
+        self.spans = 0
+        self.runs_finished = 0
+        self.peak_live_runs = 0
+
+    def _clock(self) -> float:
+        return self._now
+
+    @property
+    def live_runs(self) -> int:
+        return len(self._runs)
+
+    # -- input -------------------------------------------------------------------------------
+
+    def feed(self, views: Iterable[SpanView]) -> None:
+        for view in views:
+            self.spans += 1
+            for trace in self.buffer.add(view):
+                self._replay_trace(trace)
+
+    def finish(self) -> None:
+        """End of input: replay what is buffered, end every run still open."""
+        for trace in self.buffer.drain():
+            self._replay_trace(trace)
+        for run_id in list(self._runs):
+            self._finish_run(run_id)
+
+    # -- one trace ---------------------------------------------------------------------------
+
+    def _replay_trace(self, spans: list[SpanView]) -> None:
+        spans.sort(key=_end_key)
+        by_id = {view.span_id: view for view in spans}
+        classes: dict[str, SpanClass] = {}
+        placements: dict[str, _Placement] = {}
+        trace_runs: dict[str, None] = {}
+        for view in spans:
+            self._replay_span(view, by_id, classes, placements, trace_runs)
+        # a run keyed by its trace ends with the trace
+        for run_id in trace_runs:
+            record = self._runs.get(run_id)
+            if record is not None and record.keyed_by == "trace":
+                self._finish_run(run_id)
+        self._expire_idle_runs()
+
+    def _span_class(self, view: SpanView, classes: dict[str, SpanClass]) -> SpanClass:
+        cls = classes.get(view.span_id)
+        if cls is None:
+            cls = classes[view.span_id] = classify(view)
+        return cls
+
+    def _place(
+        self,
+        view: SpanView,
+        by_id: dict[str, SpanView],
+        classes: dict[str, SpanClass],
+        placements: dict[str, _Placement],
+    ) -> _Placement:
+        """Run root, conversation and agent of ``view`` from its ancestors (memoized)."""
+        known = placements.get(view.span_id)
+        if known is not None:
+            return known
+        # walk up to the first placed ancestor (or the top), then fill the path downwards
+        path: list[SpanView] = []
+        node: SpanView | None = view
+        seen: set[str] = set()
+        while node is not None and node.span_id not in placements and node.span_id not in seen:
+            seen.add(node.span_id)
+            path.append(node)
+            parent_id = node.parent_span_id
+            node = by_id.get(parent_id) if parent_id else None
+        above = placements.get(node.span_id) if node is not None else None
+        root, conversation, agent = (
+            (above.root_span_id, above.conversation, above.agent) if above else (None, None, None)
+        )
+        for current in reversed(path):
+            cls = self._span_class(current, classes)
+            if cls in RUN_ROOT_CLASSES:
+                if root is None:
+                    root = current.span_id
+                agent = agent_name(current) or agent
+            conversation = conversation_id(current) or conversation
+            placements[current.span_id] = _Placement(root, conversation, agent)
+        return placements[view.span_id]
+
+    def _replay_span(
+        self,
+        view: SpanView,
+        by_id: dict[str, SpanView],
+        classes: dict[str, SpanClass],
+        placements: dict[str, _Placement],
+        trace_runs: dict[str, None],
+    ) -> None:
+        place = self._place(view, by_id, classes, placements)
+        identity = run_identity(
+            view.trace_id, conversation=place.conversation, root_span_id=place.root_span_id
+        )
+        run_id = identity.run_id
+        end_ns = view.end_time_unix_nano or view.start_time_unix_nano or 0
+        self._now = end_ns / 1e9
+        if end_ns > self._watermark_ns:
+            self._watermark_ns = end_ns
+        record = self._runs.get(run_id)
+        if record is None:
+            record = self._runs[run_id] = RunRecord(run_id, identity.keyed_by)
+            record.started_ns = view.start_time_unix_nano
+            self.monitor.start_run(run_id, agent=place.agent, keyed_by=identity.keyed_by)
+            if len(self._runs) > self.peak_live_runs:
+                self.peak_live_runs = len(self._runs)
+        else:
+            self._runs.move_to_end(run_id)
+        trace_runs[run_id] = None
+        record.spans += 1
+        record.last_seen_ns = max(record.last_seen_ns, end_ns)
+        record.ended_ns = record.last_seen_ns
+        if record.agent is None and place.agent:
+            record.agent = place.agent
+        if len(record.trace_ids) < MAX_TRACE_IDS_PER_RUN:
+            record.trace_ids[view.trace_id] = None
+        cls = self._span_class(view, classes)
+        for event in span_to_events(view, run_id, self.config, actor=place.agent, span_class=cls):
+            self._observe(record, event)
+        if identity.keyed_by == "root" and view.span_id == place.root_span_id:
+            self._finish_run(run_id)
+
+    def _observe(self, record: RunRecord, event: Event) -> None:
+        record.events += 1
+        kind = event.kind
+        stopped = record.first_stop is not None
+        if kind is EventKind.TOOL_CALL:
+            record.tool_calls += 1
+            if stopped:
+                record.after_stop_tool_calls += 1
+        elif kind is EventKind.LLM_RESPONSE:
+            tokens = (event.input_tokens or 0) + (event.output_tokens or 0)
+            record.input_tokens += event.input_tokens or 0
+            record.output_tokens += event.output_tokens or 0
+            if stopped:
+                record.after_stop_llm_calls += 1
+                record.after_stop_tokens += tokens
+        if record.agent is None and event.actor:
+            record.agent = event.actor
+        decision = self.monitor.observe(event)
+        if decision.action is Action.CONTINUE:
+            return
+        if stopped and decision.action is Action.STOP:
+            return  # the run's standing STOP, repeated for every later event
+        self._record_decision(record, decision, event)
+
+    def _record_decision(self, record: RunRecord, decision: Decision, event: Event) -> None:
+        item = DecisionRecord(
+            action=decision.action,
+            risk=float(decision.risk),
+            tool_call_index=record.tool_calls,
+            trace_id=event.trace_id,
+            span_id=event.span_id,
+            detectors=decision.detectors,
+            reasons=tuple(signal.message for signal in decision.reasons),
+            recommendation=decision.recommendation,
+            event_kind=event.kind.value,
+            tool_name=event.tool_name,
+            arguments=event.arguments if self.config.capture_content else None,
+            output=event.output if self.config.capture_content else None,
+        )
+        if decision.risk > record.max_risk:
+            record.max_risk = float(decision.risk)
+        if decision.action > record.final_action:
+            record.final_action = decision.action
+        if len(record.decisions) < MAX_DECISIONS_PER_RUN:
+            record.decisions.append(item)
+        else:
+            record.decisions_dropped += 1
+        if decision.action is Action.STOP and record.first_stop is None:
+            record.first_stop = item
+            snapshot = self.monitor.run_snapshot(record.run_id)
+            record._cost_at_stop = snapshot.counters.cost if snapshot is not None else None
+
+    # -- run ends ----------------------------------------------------------------------------
+
+    def _expire_idle_runs(self) -> None:
+        """Finish conversation runs idle (in trace time) past the TTL, oldest first."""
+        deadline = self._watermark_ns - self._ttl_ns
+        while self._runs:
+            run_id, record = next(iter(self._runs.items()))
+            if record.last_seen_ns >= deadline:
+                break
+            self._finish_run(run_id)
+
+    def _finish_run(self, run_id: str) -> None:
+        record = self._runs.pop(run_id, None)
+        if record is None:
+            return
+        summary = self.monitor.end_run(run_id)
+        if summary is not None:
+            _merge_summary(record, summary)
+        self.runs_finished += 1
+        self._on_run(record)
+
+
+def _merge_summary(record: RunRecord, summary: RunSummary) -> None:
+    """Take what only the monitor knows: cost (from the price table), end state, agent."""
+    record.cost = summary.counters.cost
+    record.end_state = summary.end_state.value if summary.end_state is not None else None
+    if record.agent is None:
+        record.agent = summary.agent
+    if record.first_stop is not None and record.cost is not None:
+        at_stop = record._cost_at_stop
+        if at_stop is not None:
+            record.after_stop_cost = max(record.cost - at_stop, 0.0)
+
+
+def _end_key(view: SpanView) -> int:
+    return view.end_time_unix_nano or view.start_time_unix_nano or 0
