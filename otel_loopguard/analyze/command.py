@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `| head`: the reader went away; not an error of ours
         _silence_stdout()
         return 0
-    progress.close()
+    progress.close(stats.spans, replayer.runs_finished)
     if report.totals.failing:
         return 1
     return 0

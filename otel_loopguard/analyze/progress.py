@@ -15,7 +15,7 @@ from typing import TextIO
 LARGE_INPUT_BYTES = 256 << 20
 
 
-def total_size(paths: list[str]) -> int | None:
+def _total_size(paths: list[str]) -> int | None:
     """Bytes of all inputs (compressed size for .gz); ``None`` when unknown (stdin)."""
     total = 0
     for path in paths:
@@ -33,7 +33,7 @@ class Progress:
         self._stream = stream
         self._tty = _isatty(stream)
         self._sizes = {path: _size(path) for path in paths}
-        total = total_size(paths)
+        total = _total_size(paths)
         if force is None:
             self.enabled = self._tty or (total is not None and total >= LARGE_INPUT_BYTES)
         else:
@@ -50,10 +50,9 @@ class Progress:
         if now - self._last < self._interval:
             return
         self._last = now
-        elapsed = max(now - self._started, 1e-9)
         size = self._sizes.get(path)
         where = f" {100 * position / size:4.1f}% of {path}" if size and position >= 0 else ""
-        line = f"analyze: {spans:,} spans ({spans / elapsed:,.0f}/s), {runs:,} runs finished{where}"
+        line = self._line(now, spans, runs) + where
         if self._tty:
             self._stream.write("\r\x1b[2K" + line)
             self._drawn = True
@@ -61,10 +60,20 @@ class Progress:
             self._stream.write(line + "\n")
         self._stream.flush()
 
-    def close(self) -> None:
+    def _line(self, now: float, spans: int, runs: int) -> str:
+        elapsed = max(now - self._started, 1e-9)
+        return f"analyze: {spans:,} spans ({spans / elapsed:,.0f}/s), {runs:,} runs finished"
+
+    def close(self, spans: int | None = None, runs: int | None = None) -> None:
+        """Clear the progress line; with counts, end with a last line saying the totals."""
+        if not self.enabled:
+            return
         if self._drawn:
             self._stream.write("\r\x1b[2K")
-            self._stream.flush()
+        if spans is not None and runs is not None:
+            now = time.monotonic()
+            self._stream.write(f"{self._line(now, spans, runs)} in {now - self._started:.1f}s\n")
+        self._stream.flush()
 
 
 def _isatty(stream: TextIO) -> bool:

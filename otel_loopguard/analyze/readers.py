@@ -208,7 +208,9 @@ _SCOPE_KEYS = ("scope", "instrumentationLibrary")
 
 def otlp_request_spans(document: dict[str, Any], stats: ReadStats) -> Iterator[SpanView]:
     """Spans of one parsed ``ExportTraceServiceRequest``."""
-    resource_spans = _get(document, "resourceSpans", "resource_spans") or ()
+    resource_spans = _get(document, "resourceSpans", "resource_spans")
+    if resource_spans is None:
+        return
     if not isinstance(resource_spans, list):
         raise InputError("resourceSpans is not a list")
     for block in resource_spans:

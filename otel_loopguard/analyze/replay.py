@@ -33,8 +33,10 @@ from typing import Any
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Action, Decision
+from otel_loopguard.detectors.base import Detector
 from otel_loopguard.events import Event, EventKind
 from otel_loopguard.monitor import Monitor, RunSummary
+from otel_loopguard.policy import Policy
 from otel_loopguard.span_mapping import (
     RUN_ROOT_CLASSES,
     SpanClass,
@@ -173,12 +175,14 @@ class Replayer:
         config: LoopGuardConfig,
         on_run: RunSink,
         *,
-        monitor: Monitor | None = None,
+        policy: Policy | None = None,
+        detectors: Iterable[Detector] | None = None,
         buffer_spans: int = DEFAULT_BUFFER_SPANS,
     ) -> None:
         self.config = config
         self._now = 0.0
-        self.monitor = monitor if monitor is not None else Monitor(config, clock=self._clock)
+        # the monitor's clock is trace time: the end time of the span being replayed
+        self.monitor = Monitor(config, detectors=detectors, policy=policy, clock=self._clock)
         self._on_run = on_run
         self.buffer = TraceBuffer(buffer_spans)
         self._runs: OrderedDict[str, RunRecord] = OrderedDict()  # last-touched order
