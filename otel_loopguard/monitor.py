@@ -49,9 +49,12 @@ DecisionListener = Callable[[Decision, Event], None]
 KeyedBy = Literal["conversation", "root", "trace"]
 
 EXPORT_VERSION = 1
-#: idle runs looked at per call; the table is in last-touched order, so this is enough to
-#: keep up with any arrival rate (each run is created once and dropped once)
-_SWEEP_PER_CALL = 4
+#: The run table is in last-touched order, so idle runs are at its front. Creating a run
+#: sweeps up to _SWEEP_ON_CREATE of them and every (_SWEEP_EVERY + 1)-th touch up to
+#: _SWEEP_EVERY + 1: amortized O(1) per event, a short pause, and idle runs never pile up
+#: faster than they are dropped.
+_SWEEP_ON_CREATE = 4
+_SWEEP_EVERY = 63
 _ALL_KINDS = tuple(EventKind)
 
 try:  # pricing lands separately; without it cost is unknown, never an error
@@ -156,6 +159,10 @@ class Monitor:
         self._ttl = self.config.run_ttl
         self._window_size = self.config.signal_window
         self._runs: OrderedDict[str, _Run] = OrderedDict()
+        self._newest: _Run | None = None  # the last run in LRU order
+        self._touches = 0
+        # presets answer `continue` to an event without signals: skip calling them then
+        self._policy_skips_quiet_events = bool(getattr(self.policy, "only_on_signals", False))
         self._table_lock = threading.Lock()
         self._listeners: list[DecisionListener] = []
         self._errors_lock = threading.Lock()
@@ -200,8 +207,57 @@ class Monitor:
 
     def observe(self, event: Event) -> Decision:
         """Count ``event``, run the detectors and the policy; never raises."""
-        try:
-            return self._observe(event)
+        try:  # the hot path: one function, locals, no allocation unless a signal fires
+            run_id = event.run_id
+            now = self._clock()
+            run = self._touch(run_id, now)
+            with run.lock:
+                counters = run.counters
+                counters.events += 1
+                counters.now = now
+                counters.last_seen = now
+                kind = event.kind
+                if kind is EventKind.TOOL_CALL:
+                    counters.tool_calls += 1
+                elif kind is EventKind.LLM_RESPONSE:
+                    counters.steps += 1
+                    if event.input_tokens or event.output_tokens:
+                        self._count_tokens(event, counters)
+                if run.agent is None and event.actor:
+                    run.agent = event.actor
+                if run.stop is not None:
+                    return run.stop
+
+                new_signals: list[Signal] | None = None
+                states = run.states
+                for index, detector_observe in self._dispatch[kind]:
+                    try:
+                        signal = detector_observe(event, states[index], counters)
+                    except Exception as exc:
+                        self._internal_error(f"detector {self.detectors[index].name}", exc)
+                        continue
+                    if signal is not None:
+                        if new_signals is None:
+                            new_signals = [signal]
+                        else:
+                            new_signals.append(signal)
+                if new_signals is None:
+                    if self._policy_skips_quiet_events:
+                        run.last_decision = run.continue_decision
+                        return run.continue_decision
+                    fresh: tuple[Signal, ...] = ()
+                else:
+                    fresh = tuple(new_signals)
+                    run.signals.extend(fresh)
+                    run.window = tuple(run.signals)
+                    run.signal_count += len(fresh)
+                decision = self._decide(run, event, fresh)
+                if decision.action is Action.CONTINUE:
+                    run.last_decision = decision
+                    return decision
+                self._record(run, decision, event)
+            self._announce(decision, event)
+            return decision
         except Exception as exc:  # never break the host program
             self._internal_error("observe", exc)
             return CONTINUE
@@ -245,6 +301,8 @@ class Monitor:
         """
         with self._table_lock:
             run = self._runs.pop(run_id, None)
+            if run is not None and run is self._newest:
+                self._newest = None
         if run is None:
             return None
         with run.lock:
@@ -350,54 +408,6 @@ class Monitor:
             self._insert(run_id, run, now)
 
     # ------------------------------------------------------------------ internals
-
-    def _observe(self, event: Event) -> Decision:
-        run_id = event.run_id
-        now = self._clock()
-        run = self._touch(run_id, now)
-        with run.lock:
-            counters = run.counters
-            counters.events += 1
-            counters.now = now
-            counters.last_seen = now
-            kind = event.kind
-            if kind is EventKind.TOOL_CALL:
-                counters.tool_calls += 1
-            elif kind is EventKind.LLM_RESPONSE:
-                counters.steps += 1
-                self._count_tokens(event, counters)
-            if run.agent is None and event.actor:
-                run.agent = event.actor
-            if run.stop is not None:
-                return run.stop
-
-            new_signals: list[Signal] | None = None
-            states = run.states
-            for index, observe in self._dispatch[kind]:
-                try:
-                    signal = observe(event, states[index], counters)
-                except Exception as exc:
-                    self._internal_error(f"detector {self.detectors[index].name}", exc)
-                    continue
-                if signal is not None:
-                    if new_signals is None:
-                        new_signals = [signal]
-                    else:
-                        new_signals.append(signal)
-            if new_signals is None:
-                fresh: tuple[Signal, ...] = ()
-            else:
-                fresh = tuple(new_signals)
-                run.signals.extend(fresh)
-                run.window = tuple(run.signals)
-                run.signal_count += len(fresh)
-            decision = self._decide(run, event, fresh)
-            if decision.action is Action.CONTINUE:
-                run.last_decision = decision
-                return decision
-            self._record(run, decision, event)
-        self._announce(decision, event)
-        return decision
 
     def _decide(self, run: _Run, event: Event, fresh: tuple[Signal, ...]) -> Decision:
         """Ask the policy; contain its errors; give the decision this run's id."""
@@ -543,18 +553,32 @@ class Monitor:
     def _touch(self, run_id: str, now: float) -> _Run:
         """Get or create the run and mark it most recently used; sweep a few idle runs."""
         runs = self._runs
+        newest = self._newest
+        if newest is not None and newest.run_id == run_id and now - newest.last_seen <= self._ttl:
+            # the same run as the last event (one agent at a time): it is already last in
+            # LRU order, so the table lock is not needed; a racing eviction is harmless
+            # (the event counts in the run object it found, as if it came just before)
+            newest.last_seen = now
+            self._touches += 1
+            if not self._touches & _SWEEP_EVERY:
+                with self._table_lock:
+                    self._sweep(now, _SWEEP_EVERY + 1)
+            return newest
         with self._table_lock:
             run = runs.get(run_id)
             if run is not None and now - run.last_seen <= self._ttl:
-                runs.move_to_end(run_id)
+                if run is not self._newest:  # already last in LRU order: nothing to move
+                    runs.move_to_end(run_id)
+                    self._newest = run
                 run.last_seen = now
-                if runs and next(iter(runs.values())).last_seen < now - self._ttl:
-                    self._sweep(now, _SWEEP_PER_CALL)
+                self._touches += 1
+                if not self._touches & _SWEEP_EVERY:
+                    self._sweep(now, _SWEEP_EVERY + 1)
                 return run
             if run is not None:  # idle past the TTL: its events start a fresh run
                 del runs[run_id]
                 self._evicted += 1
-            self._sweep(now, _SWEEP_PER_CALL)
+            self._sweep(now, _SWEEP_ON_CREATE)
             run = _Run(run_id, now, self._new_states(), self._window_size)
             self._insert(run_id, run, now)
             return run
@@ -563,6 +587,7 @@ class Monitor:
         """Add a run under the table lock, evicting the least recently used over the cap."""
         run.last_seen = now
         self._runs[run_id] = run
+        self._newest = run
         while len(self._runs) > self._max_runs:
             self._runs.popitem(last=False)
             self._evicted += 1
@@ -576,7 +601,8 @@ class Monitor:
             oldest = next(iter(runs.values()))
             if oldest.last_seen >= deadline:
                 break
-            runs.popitem(last=False)
+            if runs.popitem(last=False)[1] is self._newest:
+                self._newest = None
             self._evicted += 1
             dropped += 1
 

@@ -207,6 +207,12 @@ def observe(policy_input: PolicyInput) -> Decision:
     )
 
 
+# The presets answer the shared CONTINUE to an event that brought no signal; saying so
+# lets the monitor skip the call (and the PolicyInput) on the hot path. A user policy may
+# set the same attribute.
+for _preset in (default, strict, observe):
+    _preset.only_on_signals = True  # type: ignore[attr-defined]
+
 PRESETS: dict[str, Policy] = {"default": default, "strict": strict, "observe": observe}
 
 

@@ -89,6 +89,8 @@ def test_observing_other_runs_sweeps_expired_ones() -> None:
     for n in range(20):
         monitor.observe(call(f"old-{n}"))
     clock.advance(11)
-    for _ in range(10):  # each call sweeps a few of the oldest
+    monitor.observe(call("new"))  # creating a run sweeps a few of the oldest
+    assert 0 < monitor.evicted_runs < 20
+    for _ in range(64):  # and so does every 64th event
         monitor.observe(call("new"))
     assert len(monitor._runs) == 1 and monitor.evicted_runs == 20
