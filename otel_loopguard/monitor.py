@@ -40,8 +40,10 @@ from typing import Any, Literal
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import CONTINUE, Action, Decision, RunEndState, Signal
 from otel_loopguard.detectors.base import Detector, RunCounters, build_default_detectors
+from otel_loopguard.detectors.budget import budget_exceeded
 from otel_loopguard.events import Event, EventKind
 from otel_loopguard.policy import Policy, PolicyInput, load_policy
+from otel_loopguard.pricing import PriceTable
 
 logger = logging.getLogger("otel_loopguard.monitor")
 
@@ -57,10 +59,6 @@ _SWEEP_ON_CREATE = 4
 _SWEEP_EVERY = 63
 _ALL_KINDS = tuple(EventKind)
 
-try:  # pricing lands separately; without it cost is unknown, never an error
-    from otel_loopguard.pricing import PriceTable as _PriceTable
-except ImportError:  # pragma: no cover - depends on what is installed
-    _PriceTable = None  # type: ignore[assignment,misc]
 
 
 @dataclass(frozen=True, slots=True)
@@ -461,7 +459,14 @@ class Monitor:
         with run.lock:
             if run.stop is not None:
                 return run.stop
-            signal = self._limit_signal(run.counters, now, kind, expected_tokens)
+            counters = run.counters
+            counters.now = now
+            signal = budget_exceeded(
+                counters,
+                self.config,
+                "llm_call" if kind == "llm_call" else "tool_call",
+                expected_tokens=expected_tokens,
+            )
             if signal is None:
                 return run.continue_decision
             run.signals.append(signal)
@@ -480,43 +485,6 @@ class Monitor:
         self._announce(decision, event)
         return decision
 
-    def _limit_signal(
-        self, counters: RunCounters, now: float, kind: str, expected_tokens: int
-    ) -> Signal | None:
-        """The first limit the next call of ``kind`` would pass, as a ``budget`` signal."""
-        config = self.config
-        model_call = kind == "llm_call"
-        checks: list[tuple[str, float, float]] = []  # (kind, would-be value, limit)
-        if config.timeout:
-            checks.append(("time", now - counters.started_at, config.timeout))
-        if model_call and config.max_steps:
-            checks.append(("steps", counters.steps + 1, config.max_steps))
-        if not model_call and config.max_tool_calls:
-            checks.append(("tool_calls", counters.tool_calls + 1, config.max_tool_calls))
-        if config.token_budget:
-            used = counters.total_tokens
-            if model_call:
-                # a model call always spends tokens: no headroom left is a veto too
-                checks.append(("tokens", used + max(expected_tokens, 1), config.token_budget))
-            else:
-                checks.append(("tokens", used, config.token_budget))
-        if config.cost_limit and counters.cost is not None:
-            cost = counters.cost
-            # a model call always costs something: no headroom left is a veto too
-            checks.append(("cost", cost + (1e-12 if model_call else 0.0), config.cost_limit))
-        for limit_kind, value, limit in checks:
-            over = value >= limit if limit_kind == "time" else value > limit
-            if over:
-                return Signal(
-                    "budget",
-                    limit_kind,
-                    1.0,
-                    f"pre-flight: the next {kind.replace('_', ' ')} would pass the "
-                    f"{limit_kind.replace('_', ' ')} limit ({limit:g})",
-                    evidence={"preflight": True, "limit": limit, "value": round(value, 6)},
-                )
-        return None
-
     def _count_tokens(self, event: Event, counters: RunCounters) -> None:
         in_tokens = event.input_tokens or 0
         out_tokens = event.output_tokens or 0
@@ -531,11 +499,9 @@ class Monitor:
             cost = self._prices.cost(event.model, in_tokens, out_tokens)
         counters.cost = None if cost is None else counters.cost + cost
 
-    def _load_prices(self) -> Any:
-        if _PriceTable is None:
-            return None
+    def _load_prices(self) -> PriceTable | None:
         try:
-            return _PriceTable.from_config(self.config)
+            return PriceTable.from_config(self.config)
         except Exception as exc:
             self._internal_error("price table", exc)
             return None

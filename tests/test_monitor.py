@@ -362,3 +362,37 @@ def test_restore_tolerates_missing_keys_and_bad_detector_state() -> None:
     monitor.observe(call("r"))
     assert monitor.internal_errors == 1
     assert monitor.run_snapshot("r").counters.events == 1
+
+
+# ---------------------------------------------------------------- cost
+
+
+def priced(tmp_path, **settings) -> Monitor:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"gpt-4o": {"input": 2.5, "output": 10.0}}))
+    return make(prices=str(prices), **settings)
+
+
+def test_cost_is_counted_from_the_price_table(tmp_path) -> None:
+    monitor = priced(tmp_path)
+    monitor.observe(llm("r", input_tokens=1_000_000, output_tokens=0, model="gpt-4o"))
+    monitor.observe(llm("r", input_tokens=0, output_tokens=100_000, model="gpt-4o-2024-08-06"))
+    assert monitor.run_snapshot("r").counters.cost == pytest.approx(3.5)
+
+
+def test_an_unknown_model_makes_cost_unknown_for_the_run(tmp_path) -> None:
+    monitor = priced(tmp_path, cost_limit=1.0)
+    monitor.observe(llm("r", input_tokens=10, model="gpt-4o"))
+    monitor.observe(llm("r", input_tokens=10, model="mystery-model"))
+    monitor.observe(llm("r", input_tokens=10, model="gpt-4o"))
+    assert monitor.run_snapshot("r").counters.cost is None
+    assert monitor.preflight("r", "llm_call").action is Action.CONTINUE
+
+
+def test_preflight_cost_limit_from_real_usage(tmp_path) -> None:
+    monitor = priced(tmp_path, cost_limit=1.0)
+    monitor.observe(llm("r", input_tokens=200_000, model="gpt-4o"))  # 0.5
+    assert monitor.preflight("r", "llm_call").action is Action.CONTINUE
+    monitor.observe(llm("r", input_tokens=200_000, model="gpt-4o"))  # 1.0: no headroom left
+    veto = monitor.preflight("r", "llm_call")
+    assert veto.action is Action.STOP and veto.end_state is RunEndState.BUDGET_EXCEEDED

@@ -271,3 +271,57 @@ def test_user_policy_that_raises_continues_counted_and_logged_once(
     assert actions == [Action.CONTINUE] * 4
     assert monitor.internal_errors == 4
     assert sum("user policy bug" in r.getMessage() for r in caplog.records) == 1
+
+
+# ---------------------------------------------------------------- real detectors, default set
+
+
+def default_monitor(**settings) -> Monitor:
+    return Monitor(LoopGuardConfig(**settings), clock=FakeClock())
+
+
+def model_turn(run_id: str, finish: str = "tool_calls", tools: tuple[str, ...] = ("c",)) -> Event:
+    return Event(
+        EventKind.LLM_RESPONSE,
+        run_id,
+        model="m",
+        finish_reason=finish,
+        input_tokens=10,
+        output_tokens=10,
+        requested_tool_calls=tools,
+    )
+
+
+def test_default_stops_a_run_over_max_steps_as_max_steps() -> None:
+    monitor = default_monitor(max_steps=3)
+    actions = [monitor.observe(model_turn("r")).action for _ in range(4)]
+    assert actions == [Action.CONTINUE] * 3 + [Action.STOP]
+    assert monitor.end_run("r").end_state is RunEndState.MAX_STEPS
+
+
+def test_default_replans_truncations_then_stops_when_recoveries_are_used_up() -> None:
+    monitor = default_monitor(max_tokens_recoveries=2)
+    decisions = [monitor.observe(model_turn("r", finish="length")) for _ in range(3)]
+    assert [d.action for d in decisions] == [Action.REPLAN, Action.REPLAN, Action.STOP]
+    assert decisions[0].recommendation and decisions[0].detectors == ("truncation",)
+    assert decisions[2].end_state is RunEndState.STOPPED
+
+
+def test_default_nudges_a_read_only_loop_with_replan() -> None:
+    monitor = default_monitor(read_only_loop_threshold=3)
+    decisions = []
+    for n in range(4):
+        decisions.append(monitor.observe(model_turn("r")))
+        monitor.observe(
+            Event(EventKind.TOOL_CALL, "r", tool_name="read_file", signature=f"read {n}")
+        )
+    replans = [d for d in decisions if d.action is Action.REPLAN]
+    assert len(replans) == 1 and replans[0].detectors == ("read_only_loop",)
+    assert "read-only" in replans[0].reason and replans[0].recommendation
+
+
+def test_observe_policy_with_real_detectors_never_stops() -> None:
+    monitor = default_monitor(max_steps=1, policy="observe")
+    actions = {monitor.observe(model_turn("r", finish="length")).action for _ in range(6)}
+    assert Action.WARN in actions and max(actions) is Action.WARN
+    assert not monitor.run_snapshot("r").stopped

@@ -1,0 +1,336 @@
+"""Throughput and memory of the monitor with every default detector.
+
+Usage::
+
+    python benchmarks/monitor_throughput.py [--events N] [--runs R] [--repeats K]
+
+Prints, for a realistic event mix (an agent's model turns asking for one or two tool
+calls, their results, some repeated calls and outputs, errors, handoffs):
+
+1. events/s through ``Monitor.observe`` on ONE run of N events (default 1,000,000), and on
+   R (default 10,000) interleaved runs sharing N events;
+2. the per-event cost early in a run (blocks of 1,000 events from event 1,000 on) and at
+   the end of the N-event run, and their ratio: it must stay ≤ 1.2, i.e. the cost of an
+   event does not grow with the length of the run;
+3. memory per active run (``tracemalloc``) after the N-event run, and per run with R runs;
+4. a baseline measured in the same process: the same loop building the same events and
+   doing a dict lookup per event, so the figures are also ratios (the machine this runs on
+   may be shared and slow; ratios travel better than absolute numbers).
+
+Timings are CPU time of the benchmark thread (``time.thread_time``), so the time spent
+waiting for a core while neighbours run is not counted, and each figure is the median over
+blocks of 1,000 events, so a burst of cache pressure moves a few blocks, not the figure.
+The wall-clock rate over the whole run is printed as well.
+
+The benchmark uses the ``observe`` policy (the ``default`` verdict capped at ``warn``) so
+that the run is never stopped: a stopped run skips its detectors, which would make the
+figures meaningless. Exit status 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.events import ErrorInfo, Event, EventKind
+from otel_loopguard.monitor import Monitor
+
+BLOCK = 1_000
+#: CPU time of this thread: on a shared machine, time spent descheduled while neighbours
+#: run is not the monitor's cost (wall-clock rates are printed too)
+CLOCK = getattr(time, "thread_time", time.process_time)
+SCRIPT_LENGTH = 1 << 16  # distinct event specs, cycled
+TARGET_EVENTS_PER_SECOND = 100_000
+TARGET_GROWTH_RATIO = 1.2
+TARGET_BYTES_PER_RUN = 16 * 1024
+
+TOOLS = (
+    "search",
+    "read_file",
+    "grep",
+    "bash",
+    "write_file",
+    "fetch_url",
+    "run_tests",
+    "list_directory",
+)
+ERRORS = (
+    ErrorInfo("TimeoutError", "read timed out", None),
+    ErrorInfo("HTTPError", "404 Not Found", 404),
+    ErrorInfo("HTTPError", "429 Too Many Requests", 429),
+    ErrorInfo("PermissionError", "permission denied", None),
+)
+Spec = tuple[Any, ...]  # the positional Event fields after run_id
+
+
+def _signatures() -> tuple[Callable[..., tuple[str, str]], Callable[..., tuple[str, str]]]:
+    """The real signature functions when they are installed, else a stand-in of equal shape."""
+    try:
+        from otel_loopguard.signatures import call_signature, output_signature
+    except ImportError:  # the signatures module lands with the detectors
+
+        def call_signature(tool: str, arguments: Any, max_chars: int = 200) -> tuple[str, str]:
+            return f"{hash((tool, str(arguments))) & (2**64 - 1):016x}", tool
+
+        def output_signature(output: Any, max_chars: int = 200) -> tuple[str, str]:
+            return f"{hash(str(output)) & (2**64 - 1):016x}", str(output)[:20]
+
+    return call_signature, output_signature
+
+
+def _tool_spec(
+    kind: EventKind, actor: str, tool: str, exact: str, near: str, error: ErrorInfo | None = None
+) -> Spec:
+    # kind, actor, tool, signature, near, call_id, error, then the model and handoff fields
+    return (kind, actor, tool, exact, near, None, error, None, None, None, None, False, None, None)
+
+
+def build_script(seed: int = 7) -> list[Spec]:
+    """A cyclic script of event specs: turns of 1 model response and 1-2 tool calls + results.
+
+    About 15 % of calls repeat one of the last 8 calls; 10 % of outputs are the same "no
+    results"; 4 % of calls fail; 1 % of turns hand off to another agent; 1 % of model
+    responses are truncated.
+    """
+    call_signature, output_signature = _signatures()
+    rng = random.Random(seed)
+    script: list[Spec] = []
+    recent: list[tuple[str, str, str]] = []
+    agents = ("planner", "researcher", "coder")
+    while len(script) < SCRIPT_LENGTH:
+        actor = agents[rng.randrange(3)]
+        calls = []
+        for _ in range(1 + (rng.random() < 0.4)):
+            if recent and rng.random() < 0.15:
+                tool, exact, near = recent[rng.randrange(len(recent))]
+            else:
+                tool = TOOLS[rng.randrange(len(TOOLS))]
+                exact, near = call_signature(tool, {"q": f"topic {rng.randrange(50_000)}"})
+                recent = [*recent[-7:], (tool, exact, near)]
+            calls.append((tool, exact, near))
+        finish = "length" if rng.random() < 0.01 else "tool_calls"
+        script.append(
+            # kind, actor, tool, signature, near, call_id, error, model, finish, in, out,
+            # empty, requested tool calls, target agent
+            (
+                EventKind.LLM_RESPONSE,
+                actor,
+                None,
+                "",
+                "",
+                None,
+                None,
+                "gpt-4o",
+                finish,
+                rng.randrange(500, 2000),
+                rng.randrange(20, 300),
+                False,
+                tuple(sorted(exact for _, exact, _ in calls)),
+                None,
+            )
+        )
+        for tool, exact, near in calls:
+            script.append(_tool_spec(EventKind.TOOL_CALL, actor, tool, exact, near))
+            roll = rng.random()
+            if roll < 0.04:
+                error = ERRORS[rng.randrange(len(ERRORS))]
+                out, out_near = output_signature(f"{error.type}:{error.message}")
+                script.append(_tool_spec(EventKind.TOOL_ERROR, actor, tool, out, out_near, error))
+            else:
+                text = "no results" if roll < 0.14 else f"result {rng.randrange(100_000)}"
+                out, out_near = output_signature(text)
+                script.append(_tool_spec(EventKind.TOOL_RESULT, actor, tool, out, out_near))
+        if rng.random() < 0.01:
+            target = agents[rng.randrange(3)]
+            handoff = (EventKind.HANDOFF, actor, None, "", "", None, None, None, None, None)
+            script.append((*handoff, None, False, None, target))
+    return script[:SCRIPT_LENGTH]
+
+
+def make_event(spec: Spec, run_id: str) -> Event:
+    kind, actor, *rest = spec
+    return Event(kind, run_id, actor, *rest)
+
+
+def new_monitor() -> Monitor:
+    return Monitor(LoopGuardConfig(policy="observe"))
+
+
+def timed_blocks(
+    script: list[Spec], events: int, run_ids: list[str], observe: Callable[[Event], Any]
+) -> list[float]:
+    """Feed ``events`` events; seconds per block of :data:`BLOCK` events.
+
+    Event ``i`` goes to run ``i % len(run_ids)`` as that run's ``i // len(run_ids)``-th
+    event, taken from the script at an offset per run, so every run sees a coherent agent.
+    """
+    mask = SCRIPT_LENGTH - 1
+    runs = len(run_ids)
+    offsets = [(n * 7919) & mask for n in range(runs)]
+    clock = CLOCK
+    blocks: list[float] = []
+    start = clock()
+    position = 0
+    index = 0
+    while index < events:
+        run = index % runs if runs > 1 else 0
+        spec = script[(offsets[run] + position) & mask]
+        kind, actor, *rest = spec
+        observe(Event(kind, run_ids[run], actor, *rest))
+        index += 1
+        if run == runs - 1 or runs == 1:
+            position += 1
+        if index % BLOCK == 0:
+            now = clock()
+            blocks.append(now - start)
+            start = now
+    return blocks
+
+
+def baseline_observe() -> Callable[[Event], Any]:
+    table: dict[str, int] = {}
+
+    def observe(event: Event) -> Any:
+        return table.get(event.run_id)
+
+    return observe
+
+
+def median_per_event(blocks: list[float]) -> float:
+    return statistics.median(blocks) / BLOCK
+
+
+def memory_per_run(script: list[Spec], events: int, runs: int) -> tuple[float, Monitor]:
+    """Bytes allocated and still held per live run after ``events`` events over ``runs`` runs.
+
+    The events are built with fresh signature strings (as spans would give them), so what a
+    run keeps is counted as its own.
+    """
+    gc.collect()
+    tracemalloc.start()
+    monitor = new_monitor()
+    before = tracemalloc.get_traced_memory()[0]
+    run_ids = [f"run-{n:05d}" for n in range(runs)]
+    mask = SCRIPT_LENGTH - 1
+    for index in range(events):
+        run = index % runs
+        kind, actor, tool, signature, near, *rest = script[(run * 7919 + index // runs) & mask]
+        monitor.observe(
+            Event(kind, run_ids[run], actor, tool, "".join(signature), "".join(near), *rest)
+        )
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return (after - before) / max(monitor.active_runs, 1), monitor
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000, help="events in the long run")
+    parser.add_argument("--runs", type=int, default=10_000, help="interleaved runs")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats of the short timings")
+    parser.add_argument("--skip-memory", action="store_true", help="timings only")
+    args = parser.parse_args(argv)
+    events = max(args.events, 30 * BLOCK)
+
+    script = build_script()
+    monitor = new_monitor()
+    detectors = [d.name for d in monitor.detectors]
+    print(f"python {sys.version.split()[0]}, {len(detectors)} detectors: {', '.join(detectors)}")
+    print(f"event mix: {SCRIPT_LENGTH} scripted events cycled; policy 'observe' (never stops)")
+
+    base_blocks: list[float] = []
+    for _ in range(args.repeats):
+        base_blocks += timed_blocks(script, 100 * BLOCK, ["run-0"], baseline_observe())
+    base = median_per_event(base_blocks)
+
+    # 1. one long run
+    started = time.perf_counter()
+    long_blocks = timed_blocks(script, events, ["long-run"], monitor.observe)
+    long_wall = time.perf_counter() - started
+    snapshot = monitor.run_snapshot("long-run")
+    assert snapshot is not None and not snapshot.stopped
+    assert snapshot.counters.events == events, "events were lost"
+    long_cost = median_per_event(long_blocks)
+
+    # 2. per-event cost early vs late in the run
+    early = median_per_event(long_blocks[1:21])  # events 1,000..21,000
+    late = median_per_event(long_blocks[-20:])
+    growth = late / early
+
+    # 3. many interleaved runs
+    many_blocks: list[float] = []
+    many = new_monitor()
+    run_ids = [f"run-{n:05d}" for n in range(args.runs)]
+    started = time.perf_counter()
+    many_blocks = timed_blocks(script, events, run_ids, many.observe)
+    many_wall = time.perf_counter() - started
+    many_cost = median_per_event(many_blocks)
+    assert many.active_runs == min(args.runs, many.config.max_runs)
+    assert many.internal_errors == 0 and monitor.internal_errors == 0
+
+    def rate(cost: float) -> str:
+        """Gross (event built + observed) and net (minus the baseline: the monitor alone)."""
+        net = max(cost - base, 1e-12)
+        return (
+            f"{1 / net:>10,.0f} events/s through the monitor ({net * 1e6:5.2f} µs/event); "
+            f"with event building {1 / cost:>9,.0f} events/s ({cost / base:4.1f}x baseline)"
+        )
+
+    print(
+        f"baseline: build the event + dict lookup {1 / base:>10,.0f} events/s "
+        f"({base * 1e6:.2f} µs/event)"
+    )
+    print(f"1 run, {events:,} events:{'':<10}{rate(long_cost)}")
+    print(
+        f"   wall clock over the whole run: {events / long_wall:,.0f} events/s with event building"
+    )
+    print(f"{args.runs:,} interleaved runs, {events:,} events: {rate(many_cost)}")
+    print(
+        f"   wall clock over the whole run: {events / many_wall:,.0f} events/s with event building"
+    )
+    print(
+        f"per-event cost (with building) at 1,000 events {early * 1e6:.2f} µs, at {events:,} "
+        f"events {late * 1e6:.2f} µs: ratio {growth:.2f} (target ≤ {TARGET_GROWTH_RATIO})"
+    )
+    print(
+        f"long run: {snapshot.signals:,} signals raised, most severe decision "
+        f"{snapshot.final_action.value}"
+    )
+    long_rate, many_rate = 1 / (long_cost - base), 1 / (many_cost - base)
+
+    failed = []
+    if min(long_rate, many_rate) < TARGET_EVENTS_PER_SECOND:
+        failed.append(f"throughput < {TARGET_EVENTS_PER_SECOND:,} events/s")
+    if growth > TARGET_GROWTH_RATIO:
+        failed.append(f"cost growth {growth:.2f} > {TARGET_GROWTH_RATIO}")
+
+    if not args.skip_memory:
+        del monitor, many
+        one_run, _ = memory_per_run(script, events, 1)
+        spread, _ = memory_per_run(script, events, args.runs)
+        print(
+            f"memory per active run: {one_run / 1024:.1f} KiB after {events:,} events in one "
+            f"run; {spread / 1024:.1f} KiB with {args.runs:,} runs "
+            f"(target ≤ {TARGET_BYTES_PER_RUN // 1024} KiB)"
+        )
+        if max(one_run, spread) > TARGET_BYTES_PER_RUN:
+            failed.append("memory per run over target")
+
+    print("targets met" if not failed else "MISSED: " + "; ".join(failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
