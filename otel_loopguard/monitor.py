@@ -60,7 +60,6 @@ _SWEEP_EVERY = 63
 _ALL_KINDS = tuple(EventKind)
 
 
-
 @dataclass(frozen=True, slots=True)
 class FirstDecision:
     """Where a run first reached an action: the decision and the event that caused it."""
