@@ -64,6 +64,8 @@ class LoopGuardSpanProcessor(SpanProcessor):
 
     def __init__(self, guard: LoopGuard | None = None, *, tracer_provider: Any = None) -> None:
         self.guard = guard if guard is not None else get_guard()
+        #: False after the instrumentor's uninstrument (the SDK cannot remove a processor)
+        self.enabled = True
         if tracer_provider is not None and self.guard.tracer_provider is None:
             self.guard.tracer_provider = tracer_provider
 
@@ -77,7 +79,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
 
     def _on_start(self, span: Span) -> None:
         guard = self.guard
-        if not guard.config.enabled:
+        if not (self.enabled and guard.config.enabled):
             return
         context = span.context
         if context is None:
@@ -130,7 +132,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
 
     def _on_end(self, span: ReadableSpan) -> None:
         guard = self.guard
-        if not guard.config.enabled:
+        if not (self.enabled and guard.config.enabled):
             return
         context = span.context
         if context is None:
@@ -187,7 +189,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 if identity.keyed_by == "trace":
                     state.trace_run_used = True
                 self._feed(events, view, span, innermost)
-        if ending_agent is not None and root is ending_agent:
+        if ending_agent is not None and root is ending_agent and not managed:
             self._end_agent_run(view, span, identity, ending_agent)
         if is_local_root and state.trace_run_used:
             summary = guard.monitor.end_run(hex_trace)

@@ -1,0 +1,77 @@
+"""``LoopGuardInstrumentor``: the ``loopguard`` entry point of ``opentelemetry-instrument``.
+
+Auto-instrumentation runs the distro and configurator first (they set the SDK tracer and
+meter providers from ``OTEL_*`` variables), then every ``opentelemetry_instrumentor``
+entry point. By then the global tracer provider is the SDK one, and ``_instrument`` adds a
+:class:`~otel_loopguard.processor.LoopGuardSpanProcessor` to it. Metrics go through the
+global meter provider. When there is no SDK provider (no distro installed, or the program
+sets its own provider later) it logs one warning saying how to add the processor by hand,
+and the program runs on untouched.
+
+It needs no framework (``instrumentation_dependencies()`` is empty), so it loads
+wherever otel-loopguard is installed; ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=loopguard``
+or ``OTEL_LOOPGUARD_ENABLED=false`` turn it off.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
+    BaseInstrumentor,
+)
+
+from otel_loopguard.enforcement import LoopGuard, get_guard, set_guard
+
+logger = logging.getLogger("otel_loopguard")
+
+
+class LoopGuardInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Adds the loop-guard span processor to the configured SDK tracer provider."""
+
+    _processor: Any = None
+    _provider: Any = None
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return ()
+
+    def _instrument(self, **kwargs: Any) -> None:
+        provider = kwargs.get("tracer_provider") or trace.get_tracer_provider()
+        meter_provider = kwargs.get("meter_provider")
+        guard = get_guard()
+        if meter_provider is not None:
+            guard = LoopGuard(guard.config, meter_provider=meter_provider)
+            set_guard(guard)
+        if not guard.config.enabled:
+            logger.info("otel-loopguard: disabled by OTEL_LOOPGUARD_ENABLED=false")
+            return
+        add = getattr(provider, "add_span_processor", None)
+        if add is None:
+            logger.warning(
+                "otel-loopguard: no OpenTelemetry SDK tracer provider is configured (found %s), "
+                "so loop detection is off; install opentelemetry-distro for "
+                "opentelemetry-instrument, or call "
+                "provider.add_span_processor(LoopGuardSpanProcessor()) yourself",
+                type(provider).__name__,
+            )
+            return
+        from otel_loopguard.processor import LoopGuardSpanProcessor
+
+        if guard.tracer_provider is None:
+            guard.tracer_provider = provider
+        processor = LoopGuardSpanProcessor(guard)
+        add(processor)
+        type(self)._processor = processor
+        type(self)._provider = provider
+        logger.debug("otel-loopguard: span processor added (mode=%s)", guard.config.mode)
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        processor = type(self)._processor
+        if processor is not None:
+            # the SDK cannot remove a span processor; a disabled one does nothing
+            processor.enabled = False
+        type(self)._processor = None
+        type(self)._provider = None

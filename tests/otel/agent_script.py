@@ -1,0 +1,63 @@
+"""A small agent for the opentelemetry-instrument test; runs as its own program.
+
+Phase 1 is an agent instrumented by someone else: plain GenAI-semconv spans from the OTel
+API, stuck calling `search` with the same query. Only the span processor (loaded through
+the `loopguard` entry point) can see that loop. Phase 2 is a hand-written agent using
+`@loopguard_tool`: in enforce mode the gate interrupts it. It prints one JSON line on
+stdout with what happened; the spans go to whatever exporter opentelemetry-instrument set.
+"""
+
+import json
+import sys
+
+from opentelemetry import trace
+
+from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.tool_decorator import agent_run, loopguard_tool
+
+tracer = trace.get_tracer("foreign.agent.framework")
+
+
+def foreign_agent() -> None:
+    with tracer.start_as_current_span(
+        "invoke_agent researcher",
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "researcher"},
+    ):
+        for i in range(6):
+            with tracer.start_as_current_span(
+                "execute_tool search",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "search",
+                    "gen_ai.tool.call.id": f"call_{i}",
+                    "gen_ai.tool.call.arguments": '{"query": "pricing"}',
+                    "gen_ai.tool.call.result": "no results",
+                },
+            ):
+                pass
+
+
+executed = []
+
+
+@loopguard_tool
+def lookup(query: str) -> str:
+    executed.append(query)
+    return "nothing found"
+
+
+def hand_written_agent() -> str:
+    try:
+        with agent_run("helper"):
+            for _ in range(10):
+                lookup("same thing")
+    except LoopGuardInterrupt as interrupt:
+        return f"interrupted: {interrupt.decision.action.value}"
+    return "finished"
+
+
+foreign_agent()
+outcome = hand_written_agent()
+print(json.dumps({"outcome": outcome, "executed": len(executed)}), flush=True)
+getattr(trace.get_tracer_provider(), "force_flush", lambda: None)()
+sys.exit(0)

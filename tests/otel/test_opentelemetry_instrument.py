@@ -1,0 +1,105 @@
+"""The real `opentelemetry-instrument` loads the processor through the `loopguard` entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .helpers import requires_detectors
+
+pytestmark = requires_detectors
+
+SCRIPT = Path(__file__).with_name("agent_script.py")
+INSTRUMENT = Path(sys.executable).with_name("opentelemetry-instrument")
+
+
+def run_instrumented(*flags: str, **env: str) -> tuple[dict[str, Any], list[dict], str]:
+    """Run the agent script under opentelemetry-instrument; spans come back on stdout."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PYTHONPATH"))}
+    environ.update(
+        OTEL_TRACES_EXPORTER="console",
+        OTEL_METRICS_EXPORTER="none",
+        OTEL_LOGS_EXPORTER="none",
+        OTEL_SERVICE_NAME="agent-under-test",
+        **env,
+    )
+    done = subprocess.run(
+        [str(INSTRUMENT), *flags, sys.executable, str(SCRIPT)],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    outcome: dict[str, Any] = {}
+    spans: list[dict] = []
+    decoder = json.JSONDecoder()
+    text, index = done.stdout, 0
+    while True:
+        start = text.find("{", index)
+        if start < 0:
+            break
+        value, index = decoder.raw_decode(text, start)
+        if "outcome" in value:
+            outcome = value
+        elif "context" in value:
+            spans.append(value)
+    return outcome, spans, done.stderr
+
+
+def decisions(spans: list[dict], span_name: str) -> list[dict]:
+    return [
+        event["attributes"]
+        for span in spans
+        if span["name"] == span_name
+        for event in span["events"]
+        if event["name"] == "loopguard.decision"
+    ]
+
+
+@pytest.mark.skipif(not INSTRUMENT.exists(), reason="opentelemetry-instrument not installed")
+def test_entry_point_loads_processor_and_the_mode_flag_enforces() -> None:
+    outcome, spans, _ = run_instrumented("--loopguard_mode", "enforce")
+    # foreign spans: only the processor, loaded through the entry point, can decide on them
+    on_agent = decisions(spans, "invoke_agent researcher")
+    assert [d["loopguard.action"] for d in on_agent][-1] == "stop"
+    assert "repetition" in on_agent[-1]["loopguard.detectors"]
+    (run,) = [s for s in spans if s["name"] == "loopguard.run"]
+    assert run["attributes"]["loopguard.run.state"] == "stopped"
+    # --loopguard_mode enforce reached the configuration: the hand-written agent was stopped
+    assert outcome["outcome"] == "interrupted: stop"
+    assert outcome["executed"] < 10
+    helper = [s for s in spans if s["name"] == "invoke_agent helper"]
+    assert helper[0]["attributes"]["loopguard.run.state"] == "stopped"
+
+
+@pytest.mark.skipif(not INSTRUMENT.exists(), reason="opentelemetry-instrument not installed")
+def test_observe_is_the_default_and_the_disable_variables_turn_it_off() -> None:
+    outcome, spans, _ = run_instrumented()
+    assert outcome == {"outcome": "finished", "executed": 10}  # observe mode never interrupts
+    assert decisions(spans, "invoke_agent researcher")
+
+    outcome, spans, _ = run_instrumented(OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="loopguard")
+    assert spans and not decisions(spans, "invoke_agent researcher")
+    assert not [s for s in spans if s["name"] == "loopguard.run"]
+
+    outcome, spans, _ = run_instrumented(
+        "--loopguard_enabled", "false", "--loopguard_mode", "enforce"
+    )
+    assert outcome == {"outcome": "finished", "executed": 10}
+    assert not any(e["name"] == "loopguard.decision" for s in spans for e in s["events"])
+
+
+@pytest.mark.skipif(not INSTRUMENT.exists(), reason="opentelemetry-instrument not installed")
+def test_without_an_sdk_provider_one_warning_and_the_program_runs() -> None:
+    # a configurator name that matches none: the distro sets up no SDK provider
+    outcome, spans, stderr = run_instrumented(OTEL_PYTHON_CONFIGURATOR="nothing-matches")
+    assert outcome["outcome"] == "finished" and not spans
+    assert stderr.count("otel-loopguard: no OpenTelemetry SDK tracer provider") == 1
