@@ -593,6 +593,7 @@ class _ToolCall:
         "_attributes",
         "_call_event",
         "_call_id",
+        "_error",
         "_guard",
         "_has_result",
         "_identity",
@@ -628,6 +629,7 @@ class _ToolCall:
         self._call_event: Event | None = None
         self._result: Any = None
         self._has_result = False
+        self._error: ErrorInfo | None = None
         self._started = 0.0
         self.decision: Decision = Decision(Action.CONTINUE)
 
@@ -636,6 +638,14 @@ class _ToolCall:
         """Record the tool's output (otherwise the result is unknown, or the exception)."""
         self._result = result
         self._has_result = True
+
+    def set_error(
+        self, error_type: str, message: str | None = None, status_code: int | None = None
+    ) -> None:
+        """Record a failure that the framework returns as a value instead of raising it
+        (an MCP result with ``is_error``, an SDK's error text handed to the model): the span
+        gets ``error.type`` and an error status, the monitor a ``tool_error`` event."""
+        self._error = ErrorInfo(type=error_type, message=message, status_code=status_code)
 
     @property
     def span(self) -> Any:
@@ -754,6 +764,9 @@ class _ToolCall:
                     span.record_exception(exc)
                 span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
                 span.set_attribute("error.type", type(exc).__qualname__)
+            elif self._error is not None:
+                span.set_status(Status(StatusCode.ERROR, self._error.message))
+                span.set_attribute("error.type", self._error.type or "tool_error")
             elif config.capture_content and self._has_result:
                 span.set_attribute("gen_ai.tool.call.result", _content_attribute(self._result))
             if (
@@ -785,7 +798,17 @@ class _ToolCall:
         context = self._span.get_span_context()
         max_chars = guard.config.signature_max_chars
         origin = _origin(context)
-        if exc is not None:
+        if exc is None and self._error is not None:
+            event = tool_error(
+                identity.run_id,
+                self._name,
+                self._error,
+                actor=self._agent,
+                call_id=self._call_id,
+                max_chars=max_chars,
+                **origin,
+            )
+        elif exc is not None:
             message = None
             try:
                 message = str(exc)
