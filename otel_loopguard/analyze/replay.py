@@ -47,6 +47,9 @@ from otel_loopguard.span_mapping import (
     span_to_events,
 )
 from otel_loopguard.span_view import SpanView
+from otel_loopguard.telemetry import DECISION_SPAN, RUN_SPAN, SCOPE_NAME
+
+_OWN_SPANS = frozenset({DECISION_SPAN, RUN_SPAN})
 
 #: spans held while waiting for their traces to complete (about 1-2 kB each)
 DEFAULT_BUFFER_SPANS = 100_000
@@ -159,12 +162,19 @@ class TraceBuffer:
 
 
 @dataclass(slots=True)
-class _Placement:
-    """Where one span sits in its trace: run root, conversation, enclosing agent name."""
+class _TraceState:
+    """What the on-line processor tracks per trace, rebuilt from the saved spans: the local
+    root, the open agent/workflow spans (outermost keys the run, innermost is the actor),
+    the conversation id, tool spans whose child tool span was already fed."""
 
-    root_span_id: str | None
-    conversation: str | None
-    agent: str | None
+    local_root: str | None = None
+    agents: list[tuple[str, str | None]] = field(default_factory=list)  # (span id, name)
+    conversation: str | None = None
+    fed_tool_parents: set[str] = field(default_factory=set)
+    trace_run_used: bool = False
+
+
+_START, _END = 0, 1
 
 
 class Replayer:
@@ -181,11 +191,14 @@ class Replayer:
     ) -> None:
         self.config = config
         self._now = 0.0
-        # the monitor's clock is trace time: the end time of the span being replayed
+        # the monitor's clock is trace time: the time of the span start or end replayed
         self.monitor = Monitor(config, detectors=detectors, policy=policy, clock=self._clock)
         self._on_run = on_run
         self.buffer = TraceBuffer(buffer_spans)
         self._runs: OrderedDict[str, RunRecord] = OrderedDict()  # last-touched order
+        # trace state outlives one flush (a trace replayed in parts), bounded like on-line
+        self._traces: OrderedDict[str, _TraceState] = OrderedDict()
+        self._max_traces = max(config.max_runs, 1000)
         self._ttl_ns = int(config.run_ttl * 1e9)
         self._watermark_ns = 0
         self.spans = 0
@@ -211,105 +224,129 @@ class Replayer:
         """End of input: replay what is buffered, end every run still open."""
         for trace in self.buffer.drain():
             self._replay_trace(trace)
+        self._traces.clear()
         for run_id in list(self._runs):
             self._finish_run(run_id)
 
     # -- one trace ---------------------------------------------------------------------------
 
     def _replay_trace(self, spans: list[SpanView]) -> None:
-        spans.sort(key=_end_key)
-        by_id = {view.span_id: view for view in spans}
-        classes: dict[str, SpanClass] = {}
-        placements: dict[str, _Placement] = {}
-        trace_runs: dict[str, None] = {}
-        for view in spans:
-            self._replay_span(view, by_id, classes, placements, trace_runs)
-        # a run keyed by its trace ends with the trace
-        for run_id in trace_runs:
-            record = self._runs.get(run_id)
-            if record is not None and record.keyed_by == "trace":
-                self._finish_run(run_id)
+        """Replay span starts and ends in time order, as the processor's hooks saw them."""
+        trace_id = spans[0].trace_id
+        depth = _depths(spans)
+        timeline: list[tuple[int, int, int, int, SpanView]] = []
+        for index, view in enumerate(spans):
+            if _is_own_span(view):
+                continue
+            level = depth[view.span_id]
+            start = view.start_time_unix_nano or 0
+            end = view.end_time_unix_nano or start
+            # ties: starts first, parents start before children and end after them
+            timeline.append((start, _START, level, index, view))
+            timeline.append((end, _END, -level, index, view))
+        timeline.sort(key=_timeline_key)
+        state = self._traces.get(trace_id)
+        if state is None:
+            state = self._traces[trace_id] = _TraceState()
+            if len(self._traces) > self._max_traces:
+                self._traces.popitem(last=False)
+        else:
+            self._traces.move_to_end(trace_id)
+        for time_ns, what, _level, _index, view in timeline:
+            self._now = time_ns / 1e9
+            if what == _START:
+                self._span_started(state, view)
+            else:
+                if time_ns > self._watermark_ns:
+                    self._watermark_ns = time_ns
+                if self._span_ended(state, view):
+                    state = self._traces[trace_id] = _TraceState()  # after the local root
+        if state.local_root is None and not state.agents and not state.conversation:
+            self._traces.pop(trace_id, None)
         self._expire_idle_runs()
 
-    def _span_class(self, view: SpanView, classes: dict[str, SpanClass]) -> SpanClass:
-        cls = classes.get(view.span_id)
-        if cls is None:
-            cls = classes[view.span_id] = classify(view)
-        return cls
+    def _span_started(self, state: _TraceState, view: SpanView) -> None:
+        cls = classify(view)
+        if view.parent_span_id is None:
+            if state.local_root is None:
+                state.local_root = view.span_id
+        elif cls is SpanClass.OTHER:
+            return
+        conversation = conversation_id(view)
+        if conversation and state.conversation is None:
+            state.conversation = conversation
+        if cls in RUN_ROOT_CLASSES:
+            outermost = not state.agents
+            state.agents.append((view.span_id, agent_name(view)))
+            if outermost:
+                identity = run_identity(
+                    view.trace_id, conversation=state.conversation, root_span_id=view.span_id
+                )
+                self._record_for(identity.run_id, identity.keyed_by, view, agent_name(view))
 
-    def _place(
-        self,
-        view: SpanView,
-        by_id: dict[str, SpanView],
-        classes: dict[str, SpanClass],
-        placements: dict[str, _Placement],
-    ) -> _Placement:
-        """Run root, conversation and agent of ``view`` from its ancestors (memoized)."""
-        known = placements.get(view.span_id)
-        if known is not None:
-            return known
-        # walk up to the first placed ancestor (or the top), then fill the path downwards
-        path: list[SpanView] = []
-        node: SpanView | None = view
-        seen: set[str] = set()
-        while node is not None and node.span_id not in placements and node.span_id not in seen:
-            seen.add(node.span_id)
-            path.append(node)
-            parent_id = node.parent_span_id
-            node = by_id.get(parent_id) if parent_id else None
-        above = placements.get(node.span_id) if node is not None else None
-        root, conversation, agent = (
-            (above.root_span_id, above.conversation, above.agent) if above else (None, None, None)
-        )
-        for current in reversed(path):
-            cls = self._span_class(current, classes)
-            if cls in RUN_ROOT_CLASSES:
-                if root is None:
-                    root = current.span_id
-                agent = agent_name(current) or agent
-            conversation = conversation_id(current) or conversation
-            placements[current.span_id] = _Placement(root, conversation, agent)
-        return placements[view.span_id]
-
-    def _replay_span(
-        self,
-        view: SpanView,
-        by_id: dict[str, SpanView],
-        classes: dict[str, SpanClass],
-        placements: dict[str, _Placement],
-        trace_runs: dict[str, None],
-    ) -> None:
-        place = self._place(view, by_id, classes, placements)
-        identity = run_identity(
-            view.trace_id, conversation=place.conversation, root_span_id=place.root_span_id
-        )
+    def _span_ended(self, state: _TraceState, view: SpanView) -> bool:
+        """Feed one ended span; True when it was the trace's local root (state dropped)."""
+        cls = classify(view)
+        span_id = view.span_id
+        duplicate = False
+        if cls is SpanClass.TOOL or cls is SpanClass.HANDOFF:
+            duplicate = span_id in state.fed_tool_parents
+            if view.parent_span_id is not None:
+                state.fed_tool_parents.add(view.parent_span_id)
+        state.fed_tool_parents.discard(span_id)
+        conversation = conversation_id(view) or state.conversation
+        root = state.agents[0][0] if state.agents else None
+        ending_root = False
+        if cls in RUN_ROOT_CLASSES:
+            for index, (agent_span, _name) in enumerate(state.agents):
+                if agent_span == span_id:
+                    del state.agents[index]
+                    ending_root = index == 0
+                    break
+        actor = state.agents[-1][1] if state.agents else None
+        is_local_root = state.local_root == span_id
+        identity = run_identity(view.trace_id, conversation=conversation, root_span_id=root)
         run_id = identity.run_id
-        end_ns = view.end_time_unix_nano or view.start_time_unix_nano or 0
-        self._now = end_ns / 1e9
-        if end_ns > self._watermark_ns:
-            self._watermark_ns = end_ns
+        if cls in RUN_ROOT_CLASSES:
+            self._record_for(run_id, identity.keyed_by, view, actor).spans += 1
+            if ending_root and identity.keyed_by == "root":
+                self._finish_run(run_id)
+        elif cls is not SpanClass.OTHER and not duplicate:
+            events = span_to_events(view, run_id, self.config, actor=actor, span_class=cls)
+            if events:
+                record = self._record_for(run_id, identity.keyed_by, view, actor)
+                record.spans += 1
+                if identity.keyed_by == "trace":
+                    state.trace_run_used = True
+                for event in events:
+                    self._observe(record, event)
+        if is_local_root:
+            if state.trace_run_used:
+                self._finish_run(view.trace_id)
+            return True
+        return False
+
+    def _record_for(
+        self, run_id: str, keyed_by: str, view: SpanView, agent: str | None
+    ) -> RunRecord:
         record = self._runs.get(run_id)
         if record is None:
-            record = self._runs[run_id] = RunRecord(run_id, identity.keyed_by)
+            record = self._runs[run_id] = RunRecord(run_id, keyed_by)
             record.started_ns = view.start_time_unix_nano
-            self.monitor.start_run(run_id, agent=place.agent, keyed_by=identity.keyed_by)
+            self.monitor.start_run(run_id, agent=agent, keyed_by=keyed_by)  # type: ignore[arg-type]
             if len(self._runs) > self.peak_live_runs:
                 self.peak_live_runs = len(self._runs)
         else:
             self._runs.move_to_end(run_id)
-        trace_runs[run_id] = None
-        record.spans += 1
-        record.last_seen_ns = max(record.last_seen_ns, end_ns)
-        record.ended_ns = record.last_seen_ns
-        if record.agent is None and place.agent:
-            record.agent = place.agent
+        end_ns = view.end_time_unix_nano or view.start_time_unix_nano or 0
+        if end_ns > record.last_seen_ns:
+            record.last_seen_ns = end_ns
+            record.ended_ns = end_ns
+        if record.agent is None and agent:
+            record.agent = agent
         if len(record.trace_ids) < MAX_TRACE_IDS_PER_RUN:
             record.trace_ids[view.trace_id] = None
-        cls = self._span_class(view, classes)
-        for event in span_to_events(view, run_id, self.config, actor=place.agent, span_class=cls):
-            self._observe(record, event)
-        if identity.keyed_by == "root" and view.span_id == place.root_span_id:
-            self._finish_run(run_id)
+        return record
 
     def _observe(self, record: RunRecord, event: Event) -> None:
         record.events += 1
@@ -397,5 +434,29 @@ def _merge_summary(record: RunRecord, summary: RunSummary) -> None:
             record.after_stop_cost = max(record.cost - at_stop, 0.0)
 
 
-def _end_key(view: SpanView) -> int:
-    return view.end_time_unix_nano or view.start_time_unix_nano or 0
+def _timeline_key(item: tuple[int, int, int, int, SpanView]) -> tuple[int, int, int, int]:
+    return item[0], item[1], item[2], item[3]
+
+
+def _depths(spans: list[SpanView]) -> dict[str, int]:
+    """Depth of each span in its (possibly partial) tree; a missing parent counts as a root."""
+    parents = {view.span_id: view.parent_span_id for view in spans}
+    depth: dict[str, int] = {}
+    for view in spans:
+        path = []
+        node: str | None = view.span_id
+        while node is not None and node not in depth and node in parents and len(path) < 10_000:
+            path.append(node)
+            parent = parents[node]
+            node = parent if parent != node else None
+            if node in path:  # a cycle in broken data
+                node = None
+        base = depth.get(node, -1) if node is not None else -1
+        for offset, span_id in enumerate(reversed(path), 1):
+            depth[span_id] = base + offset
+    return depth
+
+
+def _is_own_span(view: SpanView) -> bool:
+    """The processor's own decision/run spans: output of a past run, not agent activity."""
+    return view.name in _OWN_SPANS and view.scope_name == SCOPE_NAME

@@ -25,3 +25,8 @@ def warn_on_model_turns(policy_input: PolicyInput) -> Decision:
     if policy_input.event.kind is EventKind.LLM_RESPONSE:
         return Decision(Action.WARN, risk=0.3, reasons=(_MODEL_TURN,))
     return Decision(Action.CONTINUE)
+
+
+def warn_on_turns_stop_at_third_call(policy_input: PolicyInput) -> Decision:
+    stop = stop_at_third_tool_call(policy_input)
+    return stop if stop.action is Action.STOP else warn_on_model_turns(policy_input)
