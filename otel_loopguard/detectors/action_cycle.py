@@ -1,0 +1,136 @@
+"""Action cycle: a periodic pattern of steps, A → B → A → B or A → B → C → A → B → C.
+
+A *step* is one answered tool call: its call signature together with its output signature
+(or error signature), added when the result or error arrives. A cycle of period ``p``
+(2..``cycle_max_period``) is ``cycle_min_periods`` full periods of identical steps in a
+row. Because outputs are part of the step, polling whose answers change and
+edit → test → edit → test with different edits never form a cycle: the whole period must be
+identical, calls and answers. Period 1 (the same step again and again) is the repetition
+and no-progress detectors' job.
+
+O(1) per step: for every period ``p`` the detector keeps ``match[p]``, the number of latest
+steps equal to the step ``p`` places earlier, and a ring of the last ``cycle_max_period``
+steps. A cycle of period ``p`` with ``k`` full periods exists when
+``match[p] >= (k - 1) * p``. It fires when the minimum is reached and again at every further
+full period, with a score growing with the number of periods.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Signal
+from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.call_tracking import PendingCalls, growing_score, is_error_result
+from otel_loopguard.events import Event, EventKind
+
+
+class ActionCycleState:
+    __slots__ = ("match", "pending", "steps", "tools")
+
+    def __init__(self, max_period: int) -> None:
+        self.pending = PendingCalls()
+        self.steps: deque[str] = deque(maxlen=max_period)
+        self.tools: deque[str] = deque(maxlen=max_period)
+        self.match = [0] * (max_period + 1)  # index = period; 0 and 1 unused
+
+
+class ActionCycleDetector:
+    """Periodic identical steps with period 2..cycle_max_period."""
+
+    name = "action_cycle"
+    event_kinds = frozenset(
+        {EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.TOOL_ERROR}
+    )  # the monitor calls us for these only
+
+    def __init__(self, config: LoopGuardConfig) -> None:
+        self.max_period = config.cycle_max_period
+        self.min_periods = config.cycle_min_periods
+
+    def new_state(self) -> ActionCycleState:
+        return ActionCycleState(self.max_period)
+
+    def observe(
+        self, event: Event, state: ActionCycleState, counters: RunCounters
+    ) -> Signal | None:
+        kind = event.kind
+        if kind == EventKind.TOOL_CALL:
+            state.pending.add(event)
+            return None
+        if kind == EventKind.TOOL_RESULT:
+            marker = "!" if is_error_result(event) else "="
+        elif kind == EventKind.TOOL_ERROR:
+            marker = "!"
+        else:
+            return None
+        call = state.pending.pop(event)
+        if call is None:
+            return None
+        return self._add_step(f"{call}{marker}{event.signature}", event.tool_name or "?", state)
+
+    def _add_step(self, step: str, tool: str, state: ActionCycleState) -> Signal | None:
+        steps, match = state.steps, state.match
+        size = len(steps)
+        for period in range(2, self.max_period + 1):
+            if size >= period and steps[size - period] == step:
+                match[period] += 1
+            else:
+                match[period] = 0
+        steps.append(step)
+        state.tools.append(tool)
+        for period in range(2, self.max_period + 1):
+            needed = (self.min_periods - 1) * period
+            matched = match[period]
+            if matched < needed or (matched - needed) % period:
+                continue
+            if self._reducible(period, match, state):
+                continue
+            periods = matched // period + 1
+            tools = list(state.tools)[-period:]
+            return Signal(
+                detector=self.name,
+                kind=self.name,
+                score=growing_score(periods, self.min_periods, 0.55),
+                message=(
+                    f"cycle of {period} calls ({' → '.join(tools)}) repeated {periods} times "
+                    "with unchanged results"
+                ),
+                evidence={
+                    "period": period,
+                    "periods": periods,
+                    "threshold": self.min_periods,
+                    "tools": tools,
+                },
+            )
+        return None
+
+    @staticmethod
+    def _reducible(period: int, match: list[int], state: ActionCycleState) -> bool:
+        """True when the pattern is really a shorter one (A A A A, or ABAB seen as period 4)."""
+        last = list(state.steps)[-period:]
+        if len(set(last)) == 1:
+            return True
+        return any(
+            period % shorter == 0 and match[shorter] >= period for shorter in range(2, period)
+        )
+
+    def export_state(self, state: ActionCycleState) -> dict[str, Any]:
+        return {
+            "pending": state.pending.to_json(),
+            "steps": list(state.steps),
+            "tools": list(state.tools),
+            "match": state.match[2:],
+        }
+
+    def restore_state(self, data: dict[str, Any]) -> ActionCycleState:
+        state = ActionCycleState(self.max_period)
+        state.pending = PendingCalls.from_json(data.get("pending"))
+        state.steps.extend(str(step) for step in data.get("steps") or [])
+        state.tools.extend(str(tool) for tool in data.get("tools") or [])
+        saved = [int(value) for value in data.get("match") or []]
+        for period in range(2, self.max_period + 1):
+            if period - 2 < len(saved):
+                state.match[period] = saved[period - 2]
+        return state

@@ -1,0 +1,92 @@
+"""Scripted agent runs for the call-level detector tests: build events, feed a detector.
+
+The events are made with the real builders of :mod:`otel_loopguard.events` (so real
+signatures), and fed to a real detector the way the monitor does: ``new_state`` once, then
+``observe`` per event.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.decisions import Signal
+from otel_loopguard.detectors.base import Detector, RunCounters
+from otel_loopguard.events import ErrorInfo, Event, EventKind, tool_call, tool_error, tool_result
+
+RUN = "run-1"
+_ids = itertools.count()
+
+
+def call(tool: str, arguments: Any = None, *, call_id: str | None = None) -> Event:
+    return tool_call(RUN, tool, arguments, call_id=call_id)
+
+
+def result(tool: str, output: Any = None, *, call_id: str | None = None, **extra: Any) -> Event:
+    return tool_result(RUN, tool, output, call_id=call_id, **extra)
+
+
+def error(
+    tool: str,
+    message: str | None = None,
+    *,
+    status: int | None = None,
+    type: str | None = None,
+    call_id: str | None = None,
+) -> Event:
+    return tool_error(
+        RUN, tool, ErrorInfo(type=type, message=message, status_code=status), call_id=call_id
+    )
+
+
+def exchange(tool: str, arguments: Any, output: Any) -> list[Event]:
+    """One answered tool call (call + result), paired by a fresh call id."""
+    call_id = f"c{next(_ids)}"
+    return [call(tool, arguments, call_id=call_id), result(tool, output, call_id=call_id)]
+
+
+def failing(tool: str, arguments: Any, message: str, **error_fields: Any) -> list[Event]:
+    call_id = f"c{next(_ids)}"
+    return [
+        call(tool, arguments, call_id=call_id),
+        error(tool, message, call_id=call_id, **error_fields),
+    ]
+
+
+def llm(requested: Iterable[Event] | None = None) -> Event:
+    """A model turn; ``requested`` are the tool calls it asked for (their signatures)."""
+    signatures = None if requested is None else tuple(e.signature for e in requested)
+    return Event(EventKind.LLM_RESPONSE, RUN, requested_tool_calls=signatures)
+
+
+def handoff(source: str, target: str) -> Event:
+    return Event(EventKind.HANDOFF, RUN, actor=source, target_agent=target)
+
+
+class Driver:
+    """One detector and one run's state, fed like the monitor feeds them."""
+
+    def __init__(self, factory: Any, **settings: Any) -> None:
+        self.config = LoopGuardConfig(**settings)
+        self.detector: Detector = factory(self.config)
+        self.state = self.detector.new_state()
+        self.counters = RunCounters()
+
+    def feed(self, events: Iterable[Event]) -> list[Signal]:
+        signals = []
+        for event in events:
+            kinds = getattr(self.detector, "event_kinds", None)
+            if kinds is not None and event.kind not in kinds:
+                continue
+            signal = self.detector.observe(event, self.state, self.counters)
+            if signal is not None:
+                signals.append(signal)
+        return signals
+
+    def reload(self) -> None:
+        """Export the state through JSON and restore it, as a reloaded conversation does."""
+        data = json.loads(json.dumps(self.detector.export_state(self.state)))
+        self.state = self.detector.restore_state(data)

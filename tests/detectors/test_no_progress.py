@@ -1,0 +1,100 @@
+"""No progress: identical calls answered identically fire; polling and iteration do not."""
+
+from __future__ import annotations
+
+from scripted_runs import Driver, call, exchange, failing, result
+
+from otel_loopguard.detectors.no_progress import NoProgressDetector
+
+
+def test_same_call_same_output_fires_on_the_second_repeat() -> None:
+    run = Driver(NoProgressDetector)
+    events = exchange("search", {"q": "pricing"}, "no results")
+    assert run.feed(events * 2) == []
+    (signal,) = run.feed(exchange("search", {"q": "pricing"}, "no results"))
+    assert (signal.detector, signal.kind) == ("no_progress", "no_progress")
+    assert signal.evidence["repeats"] == 2
+    assert signal.message == "search returned the same result 3 times for the same call"
+
+
+def test_volatile_tokens_in_the_output_do_not_hide_the_repeat() -> None:
+    run = Driver(NoProgressDetector)
+    outputs = [
+        "No results (request 8f3a91c2e4) at 2026-11-30T10:00:01Z",
+        "no results (request 77be01d5aa) at 2026-11-30T10:00:09Z",
+        "No  results (request 0c1d2e3f4a) at 2026-11-30T10:00:17Z",
+    ]
+    signals = run.feed(e for out in outputs for e in exchange("search", {"q": "x"}, out))
+    assert len(signals) == 1
+
+
+def test_threshold_comes_from_config() -> None:
+    run = Driver(NoProgressDetector, no_progress_threshold=4)
+    assert run.feed(e for _ in range(4) for e in exchange("status", {"job": 7}, "pending")) == []
+    assert len(run.feed(exchange("status", {"job": 7}, "pending"))) == 1
+
+
+def test_polling_with_changing_output_never_fires() -> None:
+    run = Driver(NoProgressDetector)
+    events = [e for pct in range(0, 100, 5) for e in exchange("status", {"job": 7}, f"{pct}% done")]
+    assert run.feed(events) == []
+
+
+def test_polling_that_stalls_fires() -> None:
+    run = Driver(NoProgressDetector)
+    progress = ["10% done", "20% done", "30% done", "30% done", "30% done"]
+    signals = run.feed(e for out in progress for e in exchange("status", {"job": 7}, out))
+    assert len(signals) == 1
+
+
+def test_edit_run_tests_iteration_never_fires_even_with_identical_test_output() -> None:
+    run = Driver(NoProgressDetector)
+    events = []
+    for i in range(10):
+        events += exchange("edit_file", {"path": "app.py", "patch": f"attempt {i}"}, "ok")
+        events += exchange("bash", {"command": "pytest -q"}, "1 failed, 3 passed")
+    assert run.feed(events) == []
+
+
+def test_repeating_the_same_edit_and_test_is_no_progress() -> None:
+    run = Driver(NoProgressDetector)
+    events = []
+    for _ in range(4):
+        events += exchange("edit_file", {"path": "app.py", "patch": "same"}, "ok")
+        events += exchange("bash", {"command": "pytest -q"}, "1 failed, 3 passed")
+    assert run.feed(events)
+
+
+def test_retry_then_success_does_not_fire() -> None:
+    run = Driver(NoProgressDetector)
+    events = failing("fetch", {"url": "/a"}, "timeout") * 3
+    events += exchange("fetch", {"url": "/a"}, "<html>page</html>")
+    events += exchange("read_file", {"path": "notes.md"}, "notes")
+    assert run.feed(events) == []
+
+
+def test_results_pair_with_calls_without_call_ids() -> None:
+    run = Driver(NoProgressDetector)
+    events = [call("search", {"q": "x"}), result("search", "nothing")] * 3
+    assert len(run.feed(events)) == 1
+
+
+def test_error_results_do_not_count_as_outputs() -> None:
+    run = Driver(NoProgressDetector)
+    events = [call("mcp_tool", {"a": 1}), result("mcp_tool", {"isError": True, "content": "x"})]
+    assert run.feed(events * 5) == []
+
+
+def test_export_restore_mid_run_continues_counts() -> None:
+    run = Driver(NoProgressDetector)
+    run.feed(exchange("search", {"q": "x"}, "none") * 2)
+    run.reload()
+    assert len(run.feed(exchange("search", {"q": "x"}, "none"))) == 1
+
+
+def test_state_stays_bounded_after_100k_distinct_calls() -> None:
+    run = Driver(NoProgressDetector, history_size=32)
+    events = (e for i in range(50_000) for e in exchange("search", {"q": i}, "none"))
+    assert run.feed(events) == []
+    assert len(run.state.seen_calls) <= 32 and len(run.state.outputs) <= 32
+    assert len(run.state.pending.by_id) == 0 and len(run.state.pending.by_tool) <= 64

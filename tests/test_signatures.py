@@ -1,0 +1,275 @@
+"""Signatures: canonical, masked, capped, private, and never raising."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_loopguard.signatures import (
+    MAX_ITEMS,
+    call_signature,
+    combine_signatures,
+    describe_call,
+    describe_output,
+    load_similarity,
+    output_signature,
+)
+
+HEX16 = re.compile(r"^[0-9a-f]{16}$")
+
+
+def exact(tool: str, arguments: Any) -> str:
+    return call_signature(tool, arguments)[0]
+
+
+def near(tool: str, arguments: Any) -> str:
+    return call_signature(tool, arguments)[1]
+
+
+def out(output: Any) -> str:
+    return output_signature(output)[0]
+
+
+# canonical form ------------------------------------------------------------------------
+
+
+def test_key_order_at_every_depth_does_not_matter() -> None:
+    a = {"query": "x", "filters": {"lang": "en", "year": 2024}, "limit": 5}
+    b = {"limit": 5, "filters": {"year": 2024, "lang": "en"}, "query": "x"}
+    assert exact("search", a) == exact("search", b)
+
+
+def test_json_string_arguments_equal_the_parsed_dict() -> None:
+    assert exact("search", '{"b": 1, "a": [1, 2]}') == exact("search", {"a": [1, 2], "b": 1})
+
+
+def test_whitespace_is_folded() -> None:
+    assert exact("search", {"q": "pricing   plans\n"}) == exact("search", {"q": " pricing plans"})
+
+
+def test_case_is_folded_in_free_text_only() -> None:
+    assert exact("search", {"q": "Pricing Plans"}) == exact("search", {"q": "pricing plans"})
+    # identifiers keep their case: paths, ids, enum-like single tokens, camelCase, URLs
+    for left, right in [
+        ("/Users/Alice/a.txt", "/users/alice/a.txt"),
+        ("AbC123", "abc123"),
+        ("DESC", "desc"),
+        ("open /Docs/Plan.md now", "open /docs/plan.md now"),
+        ("call getUserById please", "call getuserbyid please"),
+        ("see https://Example.com/A", "see https://example.com/a"),
+    ]:
+        assert exact("t", {"v": left}) != exact("t", {"v": right}), (left, right)
+
+
+def test_tool_name_and_values_distinguish_calls() -> None:
+    assert exact("search", {"q": "x"}) != exact("fetch", {"q": "x"})
+    assert exact("search", {"q": "x"}) != exact("search", {"q": "y"})
+    assert exact("search", {"q": 1}) != exact("search", {"q": [1]})
+
+
+def test_signatures_are_short_hashes_without_content() -> None:
+    for signature in (*call_signature("search", {"q": "secret plan"}), *output_signature("x")):
+        assert HEX16.match(signature)
+    assert describe_call("search", {"query": "pricing"}) == "search(query=pricing)"
+    assert describe_output("No results") == "no results"
+
+
+def test_combined_signatures_are_order_free() -> None:
+    assert combine_signatures(["a", "b", "a"]) == combine_signatures(["b", "a"])
+    assert combine_signatures(["a"]) != combine_signatures(["a", "b"])
+
+
+# masking -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("no results (request 8f3a91c2)", "no results (request 1b7d00e4)"),
+        ("done, request_id=abc-1", "done, request_id=zzz-2"),
+        ("trace id: 4bf92f3577b34da6a3ce929d0e0e4736", "trace id: 00f067aa0ba902b7"),
+        (
+            "created 550e8400-e29b-41d4-a716-446655440000",
+            "created 6ba7b810-9dad-11d1-80b4-00c04fd430c8",
+        ),
+        ("as of 2026-11-30T10:00:01Z", "as of 2026-12-01 09:13:59.123+01:00"),
+        ("updated 2026-11-30", "updated 2027-01-02"),
+        ("at 10:00:01 ok", "at 23:59:59 ok"),
+        ("took 12 ms", "took 480 ms"),
+        ("epoch 1764496800", "epoch 1764496999"),
+        ("object at 0x7f6aba3a4c50", "object at 0x7f6aba000000"),
+        ("sha deadbeef00112233", "sha 0123456789abcdef"),
+    ],
+)
+def test_volatile_tokens_in_outputs_are_masked(first: str, second: str) -> None:
+    assert out(first) == out(second)
+
+
+def test_real_differences_in_outputs_stay() -> None:
+    assert out("3 results") != out("4 results")
+    assert out("no results for pricing") != out("no results for billing")
+
+
+def test_call_arguments_keep_ids_but_mask_timestamps_and_volatile_keys() -> None:
+    first, second = "550e8400-e29b-41d4-a716-446655440000", "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
+    assert exact("get_order", {"id": first}) != exact("get_order", {"id": second})
+    assert exact("get_order", {"id": 123456789}) != exact("get_order", {"id": 123456780})
+    assert exact("log", {"msg": "at 2026-11-30T10:00:01Z"}) == exact(
+        "log", {"msg": "at 2026-11-30T11:22:33Z"}
+    )
+    assert exact("search", {"q": "x", "request_id": "a1"}) == exact(
+        "search", {"q": "x", "request_id": "b2"}
+    )
+    assert exact("search", {"q": "x", "nonce": 1}) == exact("search", {"q": "x", "nonce": 2})
+
+
+# near-duplicate key --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "paraphrase",
+    ["Plans pricing", "pricing plans?", "please find the pricing plan", "PRICING, plans!!"],
+)
+def test_near_key_catches_order_case_punctuation_and_filler(paraphrase: str) -> None:
+    assert near("search", {"query": paraphrase}) == near("search", {"query": "pricing plans"})
+    assert exact("search", {"query": paraphrase}) != exact("search", {"query": "pricing plans"})
+
+
+def test_near_key_keeps_content_words_keys_and_tools_apart() -> None:
+    assert near("search", {"query": "pricing plans"}) != near("search", {"query": "billing plans"})
+    assert near("search", {"query": "x"}) != near("search", {"topic": "x"})
+    assert near("search", {"query": "x"}) != near("lookup", {"query": "x"})
+    assert near("search", {"a": "x y"}) == near("search", {"a": "y x"})
+
+
+def test_near_key_of_only_filler_words_still_discriminates() -> None:
+    assert near("t", {"q": "what is it"}) != near("t", {"q": "who are you"})
+
+
+# cost and robustness -------------------------------------------------------------------
+
+
+def test_huge_string_costs_only_its_capped_prefix() -> None:
+    """Beyond the cap nothing is read: a 10 MB value equals its prefix with another tail."""
+    head = "search term " * 40
+    huge = head + "x" * 10_000_000
+    other_tail = head + "completely different tail " * 100
+    assert exact("t", huge) == exact("t", other_tail)
+    assert exact("t", {"text": huge}) == exact("t", {"text": other_tail})
+    assert out(huge) == out(other_tail)
+    assert exact("t", "a" * 10_000_000) != exact("t", "b" * 10_000_000)
+
+
+def test_huge_json_string_is_not_parsed_but_still_signed() -> None:
+    import json
+
+    payload = json.dumps({"rows": list(range(1_000_000))})
+    assert HEX16.match(exact("bulk_insert", payload))
+    assert exact("bulk_insert", payload) == exact("bulk_insert", payload[:300] + "]}")
+
+
+def test_huge_containers_are_cut_at_the_item_cap() -> None:
+    big = list(range(1_000_000))
+    changed = [*big[:MAX_ITEMS], "something else", *big[MAX_ITEMS + 1 :]]
+    assert exact("t", big) == exact("t", changed)
+    assert exact("t", big) != exact("t", ["other", *big[1:]])
+    many_keys = {f"k{i}": i for i in range(1_000_000)}
+    assert HEX16.match(exact("t", many_keys))
+
+
+def test_max_chars_sets_the_cap() -> None:
+    a, b = "x" * 50 + "A TAIL", "x" * 50 + "B TAIL"
+    assert call_signature("t", {"v": a}, max_chars=40) == call_signature(
+        "t", {"v": b}, max_chars=40
+    )
+    assert call_signature("t", {"v": a}, max_chars=200) != call_signature(
+        "t", {"v": b}, max_chars=200
+    )
+
+
+def test_cyclic_structures_do_not_raise() -> None:
+    looped: list[Any] = [1]
+    looped.append(looped)
+    mapping: dict[str, Any] = {"a": 1}
+    mapping["self"] = mapping
+    assert exact("t", looped) == exact("t", looped)
+    assert HEX16.match(exact("t", mapping)) and HEX16.match(out(mapping))
+
+
+def test_awkward_values_do_not_raise() -> None:
+    class BadRepr:
+        __slots__ = ()
+
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    class Record:
+        def __init__(self, name: str) -> None:
+            self.name = name
+            self._private = object()
+
+    for value in [
+        "\ud800 lone surrogate \udfff",
+        b"\xff\xfe\x00 bytes",
+        bytearray(b"abc"),
+        BadRepr(),
+        10**5000,
+        float("nan"),
+        {1: "int key", (1, 2): "tuple key", None: 0},
+        {"set": {3, 1, 2}},
+        object(),
+    ]:
+        assert HEX16.match(exact("t", value)) and HEX16.match(out(value))
+    assert exact("t", Record("a")) == exact("t", Record("a")) != exact("t", Record("b"))
+    assert exact("t", object()) == exact("t", object())  # memory addresses are masked
+
+
+def test_sets_are_order_free() -> None:
+    assert exact("t", {"tags": {"b", "a", "c"}}) == exact("t", {"tags": {"c", "b", "a"}})
+
+
+def test_similarity_loader_finds_a_callable_and_refuses_junk() -> None:
+    assert load_similarity("difflib:SequenceMatcher") is not None
+    assert load_similarity(None) is None
+    assert load_similarity("os:sep") is None
+    assert load_similarity("nope_missing_module:f") is None
+
+
+# properties ----------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(),
+    lambda children: (
+        st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=8), children, max_size=6)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(tool=st.text(max_size=20), value=json_values)
+def test_never_raises_and_is_deterministic(tool: str, value: Any) -> None:
+    first = call_signature(tool, value), output_signature(value)
+    second = call_signature(tool, value), output_signature(value)
+    assert first == second
+    assert all(HEX16.match(s) for pair in first for s in pair)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.text(max_size=10), json_values, max_size=6), st.permutations(range(6)))
+def test_dict_key_order_never_matters(mapping: dict[str, Any], order: list[int]) -> None:
+    items = list(mapping.items())
+    shuffled = dict(items[i] for i in order if i < len(items))
+    assert call_signature("t", mapping) == call_signature("t", shuffled)
+    assert output_signature(mapping) == output_signature(shuffled)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=300))
+def test_any_text_signs_in_every_form(text: str) -> None:
+    assert HEX16.match(exact("t", text)) and HEX16.match(out(text))
+    assert isinstance(describe_call("t", text), str) and isinstance(describe_output(text), str)
