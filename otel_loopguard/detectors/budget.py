@@ -20,6 +20,7 @@ with an unknown cost the cost limit cannot be judged and is skipped, never guess
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -136,6 +137,12 @@ class BudgetDetector:
         self._limits = tuple(
             (kind, _limit(kind, config)) for kind in KINDS if _limit(kind, config) > 0
         )
+        # a limit that is off never trips the one comparison on the hot path
+        self._max_steps = config.max_steps or math.inf
+        self._max_tool_calls = config.max_tool_calls or math.inf
+        self._token_budget = config.token_budget or math.inf
+        self._cost_limit = config.cost_limit or math.inf
+        self._timeout = config.timeout or math.inf
         # the monitor calls a detector only for these kinds: wall time can pass on any
         # event, the other counters move only on model turns and tool calls
         self.event_kinds: frozenset[EventKind] | None
@@ -150,6 +157,20 @@ class BudgetDetector:
         return BudgetState()
 
     def observe(self, event: Event, state: BudgetState, counters: RunCounters) -> Signal | None:
+        c = counters
+        cost = c.cost
+        if (
+            c.steps > self._max_steps
+            or c.tool_calls > self._max_tool_calls
+            or c.input_tokens + c.output_tokens > self._token_budget
+            or (cost is not None and cost > self._cost_limit)
+            or c.now - c.started_at > self._timeout
+        ):
+            return self._report(state, c)
+        return None
+
+    def _report(self, state: BudgetState, counters: RunCounters) -> Signal | None:
+        """The first limit over which the run went and that is not reported yet."""
         for kind, limit in self._limits:
             if kind in state.fired:
                 continue

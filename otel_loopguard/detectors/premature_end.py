@@ -26,10 +26,15 @@ from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import RunCounters
 from otel_loopguard.detectors.shell_failure import HINTS, classify_shell_failure
 from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
-from otel_loopguard.detectors.tool_names import ToolNameSet
+from otel_loopguard.detectors.tool_names import ToolNameMatcher
 from otel_loopguard.events import Event, EventKind
 
 NAME = "premature_end"
+
+# enum member lookups are slow on the hot path (Python 3.11): bind them once
+_TOOL_RESULT = EventKind.TOOL_RESULT
+_TOOL_ERROR = EventKind.TOOL_ERROR
+_LLM_RESPONSE = EventKind.LLM_RESPONSE
 
 MAX_FAILURES_KEPT = 4
 STOP_REASONS = frozenset(
@@ -60,7 +65,7 @@ class PrematureEndDetector:
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self._recoveries = config.max_premature_end_recoveries
-        self._shell_tools = ToolNameSet(config.shell_tools)
+        self._shell_tools = ToolNameMatcher(config.shell_tools)
 
     def new_state(self) -> PrematureEndState:
         return PrematureEndState()
@@ -69,10 +74,10 @@ class PrematureEndDetector:
         self, event: Event, state: PrematureEndState, counters: RunCounters
     ) -> Signal | None:
         kind = event.kind
-        if kind is EventKind.TOOL_RESULT or kind is EventKind.TOOL_ERROR:
+        if kind is _TOOL_RESULT or kind is _TOOL_ERROR:
             self._record_tool_outcome(event, state)
             return None
-        if kind is not EventKind.LLM_RESPONSE:
+        if kind is not _LLM_RESPONSE:
             return None
         if state.batch_tools and not state.batch_failures:
             state.consecutive = 0  # the last batch succeeded: progress
@@ -141,18 +146,18 @@ class PrematureEndDetector:
         return state
 
 
-def _describe_failure(event: Event, shell_tools: ToolNameSet) -> str | None:
+def _describe_failure(event: Event, shell_tools: ToolNameMatcher) -> str | None:
     """``tool: what went wrong`` without raw content (error type, status, failure class)."""
-    tool = (event.tool_name or "tool")[:60]
-    if event.kind is EventKind.TOOL_ERROR:
+    if event.kind is _TOOL_ERROR:
+        tool = (event.tool_name or "tool")[:60]
         error = event.error
         if error is not None and error.type:
             return f"{tool}: {error.type[:40]}"
         if error is not None and error.status_code is not None:
             return f"{tool}: status {error.status_code}"
         return f"{tool}: error"
-    if event.tool_name in shell_tools:
+    if shell_tools[event.tool_name]:
         failure = classify_shell_failure(event)
         if failure is not None:
-            return f"{tool}: {HINTS[failure.failure_class][0]}"
+            return f"{(event.tool_name or '')[:60]}: {HINTS[failure.failure_class][0]}"
     return None

@@ -27,10 +27,14 @@ from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import RunCounters
 from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
-from otel_loopguard.detectors.tool_names import ToolNameSet
+from otel_loopguard.detectors.tool_names import ToolNameMatcher
 from otel_loopguard.events import Event, EventKind
 
 NAME = "read_only_loop"
+
+# enum member lookups are slow on the hot path (Python 3.11): bind them once
+_TOOL_CALL = EventKind.TOOL_CALL
+_LLM_RESPONSE = EventKind.LLM_RESPONSE
 
 
 @dataclass(slots=True)
@@ -51,15 +55,15 @@ class ReadOnlyLoopDetector:
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self._threshold = config.read_only_loop_threshold
-        self._read_only = ToolNameSet(config.read_only_tools)
+        self._read_only = ToolNameMatcher(config.read_only_tools)
 
     def new_state(self) -> ReadOnlyState:
         return ReadOnlyState()
 
     def observe(self, event: Event, state: ReadOnlyState, counters: RunCounters) -> Signal | None:
         kind = event.kind
-        if kind is EventKind.TOOL_CALL:
-            read_only = event.tool_name in self._read_only
+        if kind is _TOOL_CALL:
+            read_only = self._read_only[event.tool_name]
             if state.seen_model_turn:
                 state.step_tools += 1
                 state.step_mutating = state.step_mutating or not read_only
@@ -68,7 +72,7 @@ class ReadOnlyLoopDetector:
                 state.streak = 0
                 return None
             return self._count_step(state)
-        if kind is not EventKind.LLM_RESPONSE:
+        if kind is not _LLM_RESPONSE:
             return None
         previous_step_read_only = state.step_tools > 0 and not state.step_mutating
         first_turn = not state.seen_model_turn

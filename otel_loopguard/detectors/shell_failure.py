@@ -27,10 +27,14 @@ from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import RunCounters
 from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
-from otel_loopguard.detectors.tool_names import ToolNameSet
+from otel_loopguard.detectors.tool_names import ToolNameMatcher
 from otel_loopguard.events import Event, EventKind
 
 NAME = "shell_failure"
+
+# enum member lookups are slow on the hot path (Python 3.11): bind them once
+_TOOL_RESULT = EventKind.TOOL_RESULT
+_TOOL_ERROR = EventKind.TOOL_ERROR
 
 SCAN_CHARS = 4096  # classified from the first and the last SCAN_CHARS characters
 EXCERPT_CHARS = 200
@@ -156,7 +160,31 @@ def _texts_and_code(value: Any) -> tuple[list[str], int | None]:
     return [], None
 
 
+def _may_fail(text: str) -> bool:
+    """Cheap screen: every pattern above needs one of these substrings.
+
+    Most outputs contain none of them, and a chain of substring tests (C speed, no
+    generator) is far cheaper than the line-anchored regexes, so it runs first.
+    """
+    return (
+        "Error" in text
+        or "not found" in text
+        or "No module" in text
+        or "o such file" in text
+        or "ermission denied" in text
+        or "yntax error" in text
+        or "not recognized" in text
+        or "127" in text
+        or "an't open" in text
+        or "cannot import" in text
+        or "unexpected EOF" in text
+    )
+
+
 def _match(texts: list[str]) -> ShellFailure | None:
+    texts = [text for text in texts if _may_fail(text)]
+    if not texts:
+        return None
     for failure_class, pattern in _PATTERNS:
         for text in texts:
             found = pattern.search(text)
@@ -173,7 +201,7 @@ def classify_shell_failure(event: Event) -> ShellFailure | None:
 
     Works on any tool event; callers decide whether the tool is a shell tool.
     """
-    if event.kind is EventKind.TOOL_ERROR and event.error is not None:
+    if event.kind is _TOOL_ERROR and event.error is not None:
         error = event.error
         texts = [_capped_text(error.message)] if error.message else []
         by_type = _ERROR_TYPES.get((error.type or "").rsplit(".", 1)[-1].lower())
@@ -187,8 +215,12 @@ def classify_shell_failure(event: Event) -> ShellFailure | None:
         if error.status_code in _EXIT_CODES:
             return ShellFailure(_EXIT_CODES[error.status_code])
         return None
-    if event.kind is EventKind.TOOL_RESULT:
-        texts, code = _texts_and_code(event.output)
+    if event.kind is _TOOL_RESULT:
+        output = event.output
+        if isinstance(output, str) and len(output) <= 2 * SCAN_CHARS and not event.details:
+            # the common case, kept short: a plain, small text
+            return _match([output]) if _may_fail(output) else None
+        texts, code = _texts_and_code(output)
         found = _match(texts)
         if found is not None:
             return found
@@ -216,7 +248,7 @@ class ShellFailureDetector:
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self._threshold = config.shell_failure_threshold
-        self._shell_tools = ToolNameSet(config.shell_tools)
+        self._shell_tools = ToolNameMatcher(config.shell_tools)
         self._capture = config.capture_content
 
     def new_state(self) -> ShellFailureState:
@@ -225,9 +257,10 @@ class ShellFailureDetector:
     def observe(
         self, event: Event, state: ShellFailureState, counters: RunCounters
     ) -> Signal | None:
-        if event.kind not in (EventKind.TOOL_RESULT, EventKind.TOOL_ERROR):
+        kind = event.kind
+        if kind is not _TOOL_RESULT and kind is not _TOOL_ERROR:
             return None
-        if event.tool_name not in self._shell_tools:
+        if not self._shell_tools[event.tool_name]:
             return None
         failure = classify_shell_failure(event)
         if failure is None:

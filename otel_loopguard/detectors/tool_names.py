@@ -31,19 +31,30 @@ def normalise_tool_name(name: str) -> tuple[str, str]:
     return snake, last
 
 
-class ToolNameSet:
-    """A configured list of tool names; ``name in tool_set`` applies the module's rule."""
+_MEMO_LIMIT = 1024
 
-    __slots__ = ("_names",)
+
+class ToolNameMatcher(dict):  # type: ignore[type-arg]
+    """A configured list of tool names: ``matcher[name]`` is ``True`` when ``name`` is in it.
+
+    Asked on the hot path for every tool event, so it is a dict of the answers: a known
+    name costs one C-level lookup, and ``__missing__`` applies the module's rule to a new
+    one and remembers it. Bounded: cleared when ``_MEMO_LIMIT`` names were seen (a lost
+    answer is only recomputed). ``None`` (an event without a tool name) is never in it.
+    """
+
+    __slots__ = ("names",)
 
     def __init__(self, names: Iterable[str]) -> None:
-        self._names = frozenset(normalise_tool_name(name)[0] for name in names if name.strip())
+        super().__init__()
+        self.names = frozenset(normalise_tool_name(name)[0] for name in names if name.strip())
 
-    def __contains__(self, name: object) -> bool:
-        if not isinstance(name, str) or not name:
-            return False
-        whole, last = normalise_tool_name(name)
-        return whole in self._names or last in self._names
-
-    def __len__(self) -> int:
-        return len(self._names)
+    def __missing__(self, name: object) -> bool:
+        found = False
+        if isinstance(name, str) and name:
+            whole, last = normalise_tool_name(name)
+            found = whole in self.names or last in self.names
+        if len(self) >= _MEMO_LIMIT:
+            self.clear()
+        self[name] = found
+        return found

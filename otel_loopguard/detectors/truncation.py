@@ -29,6 +29,9 @@ from otel_loopguard.events import Event, EventKind
 
 NAME = "truncation"
 
+# enum member lookups are slow on the hot path (Python 3.11): bind them once
+_LLM_RESPONSE = EventKind.LLM_RESPONSE
+
 TRUNCATION_REASONS = frozenset(
     {
         "length",
@@ -49,16 +52,21 @@ CONTINUATION_PROMPT = (
 )
 
 
+_VERDICTS: dict[str, bool] = {}  # finish reasons are a small vocabulary: memoised, bounded
+_VERDICT_LIMIT = 256
+
+
 def is_truncation(finish_reason: str | None) -> bool:
     """Whether a finish reason (any provider's spelling) means "stopped for max tokens"."""
     if not finish_reason:
         return False
-    reason = finish_reason.strip().lower()
-    if reason in TRUNCATION_REASONS:
-        return True
-    if "," in reason:
-        return any(part.strip() in TRUNCATION_REASONS for part in reason.split(","))
-    return False
+    verdict = _VERDICTS.get(finish_reason)
+    if verdict is None:
+        parts = finish_reason.lower().split(",")
+        verdict = any(part.strip() in TRUNCATION_REASONS for part in parts)
+        if len(_VERDICTS) < _VERDICT_LIMIT:
+            _VERDICTS[finish_reason] = verdict
+    return verdict
 
 
 @dataclass(slots=True)
@@ -81,7 +89,7 @@ class TruncationDetector:
         return TruncationState()
 
     def observe(self, event: Event, state: TruncationState, counters: RunCounters) -> Signal | None:
-        if event.kind is not EventKind.LLM_RESPONSE:
+        if event.kind is not _LLM_RESPONSE:
             return None
         if not is_truncation(event.finish_reason):
             state.consecutive = 0
