@@ -207,7 +207,17 @@ class Monitor:
         try:  # the hot path: one function, locals, no allocation unless a signal fires
             run_id = event.run_id
             now = self._clock()
-            run = self._touch(run_id, now)
+            run = self._newest
+            if (
+                run is None
+                or run.run_id != run_id
+                or now - run.last_seen > self._ttl
+                or not (self._touches + 1) & _SWEEP_EVERY
+            ):
+                run = self._touch(run_id, now)
+            else:  # the fast path of _touch, inlined: same run as the last event
+                run.last_seen = now
+                self._touches += 1
             with run.lock:
                 counters = run.counters
                 counters.events += 1
@@ -522,7 +532,8 @@ class Monitor:
         if newest is not None and newest.run_id == run_id and now - newest.last_seen <= self._ttl:
             # the same run as the last event (one agent at a time): it is already last in
             # LRU order, so the table lock is not needed; a racing eviction is harmless
-            # (the event counts in the run object it found, as if it came just before)
+            # (the event counts in the run object it found, as if it came just before).
+            # ``observe`` inlines this path.
             newest.last_seen = now
             self._touches += 1
             if not self._touches & _SWEEP_EVERY:
