@@ -294,7 +294,7 @@ def model_turn(run_id: str, finish: str = "tool_calls", tools: tuple[str, ...] =
 
 def test_default_stops_a_run_over_max_steps_as_max_steps() -> None:
     monitor = default_monitor(max_steps=3)
-    actions = [monitor.observe(model_turn("r")).action for _ in range(4)]
+    actions = [monitor.observe(model_turn("r", tools=(f"c{n}",))).action for n in range(4)]
     assert actions == [Action.CONTINUE] * 3 + [Action.STOP]
     assert monitor.end_run("r").end_state is RunEndState.MAX_STEPS
 
