@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Action
 from otel_loopguard.detectors import DEFAULT_DETECTORS
@@ -13,9 +11,6 @@ from otel_loopguard.detectors.base import RunCounters
 from otel_loopguard.detectors.premature_end import PrematureEndDetector
 from otel_loopguard.events import ErrorInfo, Event, EventKind, tool_call, tool_error, tool_result
 from otel_loopguard.monitor import Monitor
-
-# the event builders compute signatures, which land with the other detectors
-pytest.importorskip("otel_loopguard.signatures", reason="signatures land with the detectors")
 
 RUN = "run-1"
 SECRET = "token=sk-do-not-export-4242"

@@ -15,9 +15,6 @@ from otel_loopguard.detectors.tool_names import ToolNameMatcher
 from otel_loopguard.events import Event, EventKind, tool_call, tool_result
 from otel_loopguard.monitor import Monitor
 
-# the event builders compute signatures, which land with the other detectors
-pytest.importorskip("otel_loopguard.signatures", reason="signatures land with the detectors")
-
 RUN = "run-1"
 
 

@@ -14,9 +14,6 @@ from otel_loopguard.detectors.shell_failure import ShellFailureDetector, classif
 from otel_loopguard.events import ErrorInfo, Event, tool_call, tool_error, tool_result
 from otel_loopguard.monitor import Monitor
 
-# the event builders compute signatures, which land with the other detectors
-pytest.importorskip("otel_loopguard.signatures", reason="signatures land with the detectors")
-
 RUN = "run-1"
 NOT_FOUND = "bash: line 1: rg: command not found"
 TRACEBACK = (
