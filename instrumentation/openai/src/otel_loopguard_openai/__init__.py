@@ -1,0 +1,82 @@
+"""otel-loopguard for the OpenAI Python SDK (Chat Completions and Responses).
+
+Model calls are where budgets are best enforced: a token or cost budget, max steps or a
+timeout is checked *before* the request is sent, so a stopped run costs nothing more.
+Every answer (usage, finish reasons, the tool calls the model asked for) feeds the
+budget, truncation, premature-end and repeated-tool-steps detectors.
+
+Usage::
+
+    from otel_loopguard_openai import OpenAIInstrumentor
+    OpenAIInstrumentor().instrument()
+
+or run the program under ``opentelemetry-instrument``, which loads it through the
+``opentelemetry_instrumentor`` entry point when ``openai`` is installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from wrapt import wrap_function_wrapper
+
+from otel_loopguard_openai.package import _instruments
+from otel_loopguard_openai.wrappers import (
+    CHAT,
+    RESPONSES,
+    ModelCallRecorder,
+    async_wrapper,
+    sync_wrapper,
+)
+
+__version__ = "0.1.0"
+__all__ = ["OpenAIInstrumentor"]
+
+_CHAT_MODULE = "openai.resources.chat.completions.completions"
+_RESPONSES_MODULE = "openai.resources.responses.responses"
+# (module, class, method, api shape, async?)
+_TARGETS = (
+    (_CHAT_MODULE, "Completions", "create", CHAT, False),
+    (_CHAT_MODULE, "Completions", "parse", CHAT, False),
+    (_CHAT_MODULE, "AsyncCompletions", "create", CHAT, True),
+    (_CHAT_MODULE, "AsyncCompletions", "parse", CHAT, True),
+    (_RESPONSES_MODULE, "Responses", "create", RESPONSES, False),
+    (_RESPONSES_MODULE, "Responses", "parse", RESPONSES, False),
+    (_RESPONSES_MODULE, "AsyncResponses", "create", RESPONSES, True),
+    (_RESPONSES_MODULE, "AsyncResponses", "parse", RESPONSES, True),
+)
+
+
+def _default_guard() -> Any:
+    from otel_loopguard.enforcement import get_guard
+
+    return get_guard()
+
+
+class OpenAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Wraps ``chat.completions`` and ``responses`` ``create`` / ``parse`` (sync and async).
+
+    The SDK's ``stream()`` helpers call ``create(stream=True)``, so they are covered too.
+    """
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return _instruments
+
+    def _instrument(self, **kwargs: Any) -> None:
+        tracer = trace.get_tracer(
+            __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
+        )
+        recorder = ModelCallRecorder(tracer, _default_guard)
+        for module, cls, method, shape, is_async in _TARGETS:
+            make = async_wrapper if is_async else sync_wrapper
+            wrap_function_wrapper(module, f"{cls}.{method}", make(recorder, shape))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        import importlib
+
+        for module, cls, method, _, _ in _TARGETS:
+            unwrap(getattr(importlib.import_module(module), cls), method)

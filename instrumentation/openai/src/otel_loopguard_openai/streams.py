@@ -1,0 +1,171 @@
+"""Stream proxies: observe a streamed model answer and finish its span exactly once.
+
+The SDK hands back ``Stream`` / ``AsyncStream`` objects that the caller may exhaust, break
+out of, close, use as a context manager, or hand to the SDK's own helpers
+(``ChatCompletionStream`` / ``ResponseStream``), which iterate the raw stream and later
+close only its ``response``. Every one of those endings must end the ``chat`` span once, so
+each path funnels into :meth:`_StreamObserver.finish`, which runs its callback at most once.
+
+At the end of a complete stream the callback may raise ``LoopGuardInterrupt`` (enforce
+mode, STOP): the proxy then stops being consumed, and the caller gets the interrupt from
+its ``for`` loop instead of the end of the stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import wrapt
+
+from otel_loopguard_openai.model_turns import ModelTurn
+
+logger = logging.getLogger(__name__)
+
+
+class Accumulator(Protocol):
+    def add(self, item: Any) -> None: ...
+
+    def finish(self) -> ModelTurn: ...
+
+
+# on_done(turn, error, complete): turn is None when nothing could be read; complete is False
+# when the caller stopped early. It may raise LoopGuardInterrupt (only when complete).
+DoneCallback = Callable[[ModelTurn | None, BaseException | None, bool], None]
+
+
+class _StreamObserver:
+    """Per-stream state shared by the stream proxy and its response proxy."""
+
+    __slots__ = ("_done", "_lock", "accumulator", "on_done")
+
+    def __init__(self, accumulator: Accumulator, on_done: DoneCallback) -> None:
+        self.accumulator = accumulator
+        self.on_done = on_done
+        self._done = False
+        self._lock = threading.Lock()
+
+    def add(self, item: Any) -> None:
+        try:
+            self.accumulator.add(item)
+        except Exception:  # an unexpected chunk shape must not break the caller's stream
+            logger.debug("otel-loopguard: could not read a stream chunk", exc_info=True)
+
+    def finish(self, error: BaseException | None = None, complete: bool = True) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        turn: ModelTurn | None
+        try:
+            turn = self.accumulator.finish()
+        except Exception:
+            logger.debug("otel-loopguard: could not fold the stream", exc_info=True)
+            turn = None
+        self.on_done(turn, error, complete)
+
+
+class _ClosingResponse(wrapt.ObjectProxy):  # type: ignore[misc]
+    """The stream's HTTP response; closing it (what the SDK's stream helpers do) ends the span."""
+
+    def __init__(self, response: Any, observer: _StreamObserver) -> None:
+        super().__init__(response)
+        self._self_observer = observer
+
+    def close(self) -> None:
+        try:
+            self.__wrapped__.close()
+        finally:
+            self._self_observer.finish(complete=False)
+
+    async def aclose(self) -> None:
+        try:
+            await self.__wrapped__.aclose()
+        finally:
+            self._self_observer.finish(complete=False)
+
+
+class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
+    """A synchronous ``openai.Stream`` that reports its chunks and its end."""
+
+    def __init__(self, stream: Any, accumulator: Accumulator, on_done: DoneCallback) -> None:
+        super().__init__(stream)
+        self._self_observer = _StreamObserver(accumulator, on_done)
+        self._self_response: Any = None
+
+    @property
+    def response(self) -> Any:
+        if self._self_response is None:
+            self._self_response = _ClosingResponse(self.__wrapped__.response, self._self_observer)
+        return self._self_response
+
+    def __iter__(self) -> ObservedStream:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            item = next(self.__wrapped__)
+        except StopIteration:
+            self._self_observer.finish()
+            raise
+        except BaseException as exc:
+            self._self_observer.finish(error=exc, complete=False)
+            raise
+        self._self_observer.add(item)
+        return item
+
+    def __enter__(self) -> ObservedStream:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.__wrapped__.close()
+        finally:
+            self._self_observer.finish(complete=False)
+
+
+class ObservedAsyncStream(wrapt.ObjectProxy):  # type: ignore[misc]
+    """An ``openai.AsyncStream`` that reports its chunks and its end."""
+
+    def __init__(self, stream: Any, accumulator: Accumulator, on_done: DoneCallback) -> None:
+        super().__init__(stream)
+        self._self_observer = _StreamObserver(accumulator, on_done)
+        self._self_response: Any = None
+
+    @property
+    def response(self) -> Any:
+        if self._self_response is None:
+            self._self_response = _ClosingResponse(self.__wrapped__.response, self._self_observer)
+        return self._self_response
+
+    def __aiter__(self) -> ObservedAsyncStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            item = await self.__wrapped__.__anext__()
+        except StopAsyncIteration:
+            self._self_observer.finish()
+            raise
+        except BaseException as exc:
+            self._self_observer.finish(error=exc, complete=False)
+            raise
+        self._self_observer.add(item)
+        return item
+
+    async def __aenter__(self) -> ObservedAsyncStream:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        try:
+            await self.__wrapped__.close()
+        finally:
+            self._self_observer.finish(complete=False)

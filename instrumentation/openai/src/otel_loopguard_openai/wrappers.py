@@ -1,0 +1,309 @@
+"""wrapt wrappers around the OpenAI SDK's request methods.
+
+One wrapper per API shape (Chat Completions, Responses) serves the sync and async clients
+and the streamed and non-streamed calls. Each call:
+
+1. runs the pre-flight check BEFORE the request is built and sent, so in enforce mode a
+   stopped run, an exceeded token or cost budget, max steps or a timeout raise
+   ``LoopGuardInterrupt`` and no request leaves the process;
+2. makes a ``chat {model}`` CLIENT span per the GenAI conventions, unless another
+   OpenAI instrumentation (opentelemetry-instrumentation-openai-v2, OpenLLMetry) already
+   makes one for this call: then the span processor observes theirs and we only enforce;
+3. reports the answer (usage, finish reasons, the tool calls the model asked for) to the
+   guard, which feeds the monitor and puts any decision on the span before it ends.
+
+Nothing here may break the caller: internal errors are caught and counted by the guard;
+only ``LoopGuardInterrupt`` (enforce mode) and the SDK's own exceptions reach the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard_openai import model_turns
+from otel_loopguard_openai.model_turns import ModelTurn
+from otel_loopguard_openai.streams import Accumulator, ObservedAsyncStream, ObservedStream
+
+logger = logging.getLogger(__name__)
+
+PROVIDER = "openai"
+# wrapper modules of other instrumentations that already make a GenAI span per request
+_OTHER_OPENAI_INSTRUMENTATIONS = ("opentelemetry.instrumentation.openai",)
+
+
+def _is_given(value: Any) -> bool:
+    """The SDK marks absent optional arguments with `omit` / `NOT_GIVEN` sentinels."""
+    return value is not None and type(value).__name__ not in ("Omit", "NotGiven")
+
+
+def _other_instrumentation_wraps(wrapped: Any) -> bool:
+    """True when the next callable in the chain is another OpenAI instrumentation's wrapper.
+
+    wrapt keeps the wrapper function on ``_self_wrapper``; walking ``__wrapped__`` finds it
+    whichever order the instrumentors ran in.
+    """
+    seen = 0
+    current = wrapped
+    while current is not None and seen < 8:
+        wrapper = getattr(current, "_self_wrapper", None)
+        module = getattr(wrapper, "__module__", "") or ""
+        if module.startswith(_OTHER_OPENAI_INSTRUMENTATIONS):
+            return True
+        current = getattr(current, "__wrapped__", None)
+        seen += 1
+    return False
+
+
+def _active_genai_client_span() -> bool:
+    """True inside another instrumentation's ``chat`` span for this same request."""
+    span = trace.get_current_span()
+    attributes = getattr(span, "attributes", None)
+    if not span.is_recording() or not attributes:
+        return False
+    if getattr(span, "kind", None) is not SpanKind.CLIENT:
+        return False
+    provider = attributes.get("gen_ai.provider.name") or attributes.get("gen_ai.system")
+    return attributes.get("gen_ai.operation.name") is not None and provider == PROVIDER
+
+
+_OUTPUT_CAPS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
+
+
+def _output_token_cap(request: dict[str, Any]) -> int:
+    """The most output tokens the request allows (0 when unbounded).
+
+    Passed to the pre-flight check as the tokens the call may still spend, so a token
+    budget stops the request that *would* pass it, not only the one after.
+    """
+    for key in _OUTPUT_CAPS:
+        value = request.get(key)
+        if _is_given(value) and isinstance(value, int) and not isinstance(value, bool):
+            return max(value, 0)
+    return 0
+
+
+def _server_attributes(instance: Any) -> dict[str, Any]:
+    try:
+        url = instance._client.base_url
+        attributes: dict[str, Any] = {"server.address": url.host}
+        if url.port:
+            attributes["server.port"] = url.port
+        return attributes
+    except Exception:
+        return {}
+
+
+class ModelCallRecorder:
+    """The span and guard side of one request; knows nothing about the two API shapes."""
+
+    def __init__(self, tracer: Tracer, guard_provider: Callable[[], Any]) -> None:
+        self._tracer = tracer
+        self._guard_provider = guard_provider
+
+    def start(
+        self, wrapped: Any, instance: Any, request_model: str | None, request: dict[str, Any]
+    ) -> Span | None:
+        """Pre-flight, then the span (``None`` when another instrumentation makes it).
+
+        Raises only ``LoopGuardInterrupt``; any internal error is logged and the call goes
+        on uninstrumented.
+        """
+        try:
+            return self._start(wrapped, instance, request_model, request)
+        except LoopGuardInterrupt:
+            raise
+        except Exception as exc:
+            self._internal_error("openai.start", exc)
+            return None
+
+    def _start(
+        self, wrapped: Any, instance: Any, request_model: str | None, request: dict[str, Any]
+    ) -> Span | None:
+        guard = self._guard_provider()
+        expected_tokens = _output_token_cap(request)
+        if _other_instrumentation_wraps(wrapped) or _active_genai_client_span():
+            guard.preflight_llm(expected_tokens=expected_tokens)
+            return None
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": PROVIDER,
+        }
+        if request_model:
+            attributes["gen_ai.request.model"] = request_model
+        if expected_tokens:
+            attributes["gen_ai.request.max_tokens"] = expected_tokens
+        for key, attribute in (
+            ("temperature", "gen_ai.request.temperature"),
+            ("top_p", "gen_ai.request.top_p"),
+        ):
+            value = request.get(key)
+            if _is_given(value) and isinstance(value, int | float):
+                attributes[attribute] = value
+        attributes.update(_server_attributes(instance))
+        name = f"chat {request_model}" if request_model else "chat"
+        span = self._tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+        try:
+            with _current(span):
+                guard.preflight_llm(expected_tokens=expected_tokens, span=span)
+        except LoopGuardInterrupt:
+            span.set_attribute("error.type", LoopGuardInterrupt.__name__)
+            span.set_status(Status(StatusCode.ERROR, "interrupted by otel-loopguard"))
+            span.end()
+            raise
+        return span
+
+    def _internal_error(self, where: str, exc: Exception) -> None:
+        """Counted in ``loopguard.internal_errors`` and logged once, by the guard's telemetry."""
+        try:
+            self._guard_provider().telemetry.internal_error(where, exc)
+        except Exception:
+            logger.debug("otel-loopguard: internal error in %s", where, exc_info=True)
+
+    def fail(self, span: Span | None, error: BaseException) -> None:
+        if span is None:
+            return
+        span.set_attribute("error.type", type(error).__qualname__)
+        span.set_status(Status(StatusCode.ERROR, str(error)[:200] or type(error).__name__))
+        span.end()
+
+    def finish(self, span: Span | None, request_model: str | None, turn: ModelTurn | None) -> None:
+        """Record the answer on the span, tell the guard, end the span; may raise STOP."""
+        if span is None:
+            return
+        if turn is None:
+            span.end()
+            return
+        try:
+            _set_turn_attributes(span, turn)
+            guard = self._guard_provider()
+            with _current(span):
+                guard.observe_llm_response(
+                    span=span,
+                    model=turn.response_model or request_model,
+                    finish_reason=turn.finish_reason,
+                    input_tokens=turn.input_tokens,
+                    output_tokens=turn.output_tokens,
+                    requested_tool_calls=[(call.name, call.arguments) for call in turn.tool_calls],
+                    empty=turn.empty,
+                )
+        except LoopGuardInterrupt:
+            raise
+        except Exception as exc:
+            self._internal_error("openai.finish", exc)
+        finally:
+            span.end()
+
+    def stream_callback(
+        self, span: Span | None, request_model: str | None
+    ) -> Callable[[ModelTurn | None, BaseException | None, bool], None]:
+        def on_done(turn: ModelTurn | None, error: BaseException | None, complete: bool) -> None:
+            if error is not None:
+                self.fail(span, error)
+            elif complete and turn is not None:
+                self.finish(span, request_model, turn)
+            elif span is not None:
+                # the caller stopped reading: the answer is incomplete, nothing to judge
+                try:
+                    if turn is not None:
+                        _set_turn_attributes(span, turn)
+                finally:
+                    span.end()
+
+        return on_done
+
+
+def _current(span: Span) -> Any:
+    """Make ``span`` current without letting ``use_span`` record or judge exceptions."""
+    return trace.use_span(
+        span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+    )
+
+
+def _set_turn_attributes(span: Span, turn: ModelTurn) -> None:
+    if turn.response_model:
+        span.set_attribute("gen_ai.response.model", turn.response_model)
+    if turn.response_id:
+        span.set_attribute("gen_ai.response.id", turn.response_id)
+    if turn.finish_reasons:
+        span.set_attribute("gen_ai.response.finish_reasons", turn.finish_reasons)
+    if turn.input_tokens is not None:
+        span.set_attribute("gen_ai.usage.input_tokens", turn.input_tokens)
+    if turn.output_tokens is not None:
+        span.set_attribute("gen_ai.usage.output_tokens", turn.output_tokens)
+
+
+class ApiShape:
+    """How one API reports its answer: non-streamed parser and stream accumulator."""
+
+    def __init__(
+        self, parse: Callable[[Any], ModelTurn], accumulator: Callable[[], Accumulator]
+    ) -> None:
+        self.parse = parse
+        self.accumulator = accumulator
+
+
+CHAT = ApiShape(model_turns.from_chat_completion, model_turns.ChatChunkAccumulator)
+RESPONSES = ApiShape(model_turns.from_response, model_turns.ResponseEventAccumulator)
+
+
+def _parse_result(shape: ApiShape, result: Any) -> ModelTurn | None:
+    """The answer, or ``None`` for `with_raw_response` / `with_streaming_response` calls.
+
+    Those hand back the HTTP response unparsed; parsing it here would read the body before
+    the caller does, so such a call gets its span and pre-flight check but no judgement.
+    """
+    if not hasattr(result, "choices") and not hasattr(result, "output"):
+        return None
+    return shape.parse(result)
+
+
+def sync_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., Any]:
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        request_model = kwargs.get("model") if isinstance(kwargs.get("model"), str) else None
+        span = recorder.start(wrapped, instance, request_model, kwargs)
+        if span is None:
+            return wrapped(*args, **kwargs)
+        try:
+            with _current(span):
+                result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            recorder.fail(span, exc)
+            raise
+        if kwargs.get("stream") is True and hasattr(result, "__next__"):
+            return ObservedStream(
+                result, shape.accumulator(), recorder.stream_callback(span, request_model)
+            )
+        recorder.finish(span, request_model, _parse_result(shape, result))
+        return result
+
+    return wrapper
+
+
+def async_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., Any]:
+    async def wrapper(
+        wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        request_model = kwargs.get("model") if isinstance(kwargs.get("model"), str) else None
+        span = recorder.start(wrapped, instance, request_model, kwargs)
+        if span is None:
+            return await wrapped(*args, **kwargs)
+        try:
+            with _current(span):
+                result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            recorder.fail(span, exc)
+            raise
+        if kwargs.get("stream") is True and hasattr(result, "__anext__"):
+            return ObservedAsyncStream(
+                result, shape.accumulator(), recorder.stream_callback(span, request_model)
+            )
+        recorder.finish(span, request_model, _parse_result(shape, result))
+        return result
+
+    return wrapper

@@ -1,0 +1,162 @@
+"""Chat Completions through the real SDK: spans, truncation, premature end, token budget."""
+
+from __future__ import annotations
+
+import pytest
+from agent_loop import run_chat_agent
+from conftest import TRACER
+from opentelemetry.trace import SpanKind
+from scripted_api import ScriptedAPI, Turn
+
+from otel_loopguard.decisions import LoopGuardInterrupt
+
+
+def test_chat_span_follows_the_genai_conventions(loopguard):
+    lg = loopguard(mode="enforce")
+    api = ScriptedAPI(
+        [
+            Turn(tool_calls=[("search", {"query": "pricing"})], input_tokens=12, output_tokens=7),
+            Turn(text="Pricing is at /pricing.", input_tokens=30, output_tokens=9),
+        ]
+    )
+    outcome = run_chat_agent(api.client(), TRACER, {"search": lambda query: "/pricing"})
+
+    assert outcome.answer == "Pricing is at /pricing."
+    chats = lg.spans("chat ")
+    assert [span.name for span in chats] == ["chat gpt-test", "chat gpt-test"]
+    first = chats[0]
+    assert first.kind is SpanKind.CLIENT
+    attrs = first.attributes
+    assert attrs["gen_ai.operation.name"] == "chat"
+    assert attrs["gen_ai.provider.name"] == "openai"
+    assert attrs["gen_ai.request.model"] == "gpt-test"
+    assert attrs["gen_ai.response.model"] == "gpt-test"
+    assert attrs["gen_ai.response.id"] == "chatcmpl-1"
+    assert attrs["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (12, 7)
+    assert attrs["server.address"] == "llm.test"
+    (agent,) = lg.spans("invoke_agent")
+    assert all(span.parent.span_id == agent.context.span_id for span in chats)
+    # privacy: nothing of the conversation is on the span
+    assert not any("pricing" in str(value) for value in attrs.values())
+
+
+def test_truncation_replans_with_continuation_then_stops_after_recoveries(loopguard):
+    lg = loopguard(mode="enforce", max_tokens_recoveries=2)
+    api = ScriptedAPI([Turn(text=f"part {i}", finish_reason="length") for i in range(6)])
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run_chat_agent(api.client(), TRACER, {})
+
+    actions = [decision.action.value for decision, _ in lg.decisions]
+    assert actions == ["replan", "replan", "stop"]
+    recommendation = lg.decisions[0][0].recommendation
+    assert recommendation and "continue" in recommendation.lower()
+    # the loop sent each continuation prompt back to the model
+    assert [m["content"] for m in api.requests[2]["messages"] if m["role"] == "user"][1:] == [
+        recommendation,
+        recommendation,
+    ]
+    assert "truncation" in stopped.value.decision.detectors
+    assert len(api.requests) == 3  # no request after the STOP
+    chats = lg.spans("chat ")
+    events = [lg.decision_events(span) for span in chats]
+    assert [e[0]["loopguard.action"] for e in events] == ["replan", "replan", "stop"]
+    assert events[0][0]["loopguard.recommendation"] == recommendation
+
+
+def test_truncation_in_observe_mode_records_but_never_raises(loopguard):
+    lg = loopguard(mode="observe", max_tokens_recoveries=2)
+    api = ScriptedAPI([Turn(text="cut", finish_reason="length")] * 4 + [Turn(text="done")])
+
+    outcome = run_chat_agent(api.client(), TRACER, {})
+
+    # the loop injected the two continuations, then took the third cut answer as final
+    assert outcome.answer == "cut"
+    assert len(outcome.injected) == 2
+    assert len(api.requests) == 3
+    third = lg.spans("chat ")[2]
+    assert [e["loopguard.action"] for e in lg.decision_events(third)] == ["stop"]
+    (agent,) = lg.spans("invoke_agent")
+    assert agent.attributes["loopguard.run.state"] == "stopped"
+
+
+def test_empty_end_of_turn_after_failing_tool_replans(loopguard):
+    lg = loopguard(mode="enforce")
+
+    def fetch(url: str) -> str:
+        raise PermissionError(f"403 forbidden: {url}")
+
+    api = ScriptedAPI(
+        [
+            Turn(tool_calls=[("fetch", {"url": "https://example.test/pricing"})]),
+            Turn(text=""),  # gives up silently
+            Turn(text="I could not open the page: access is forbidden."),
+        ]
+    )
+    outcome = run_chat_agent(api.client(), TRACER, {"fetch": fetch})
+
+    assert outcome.answer == "I could not open the page: access is forbidden."
+    replans = [d for d, _ in lg.decisions if d.action.value == "replan"]
+    assert [d.detectors for d in replans] == [("premature_end",)]
+    assert outcome.injected == [replans[0].recommendation]
+    second_chat = lg.spans("chat ")[1]
+    (event,) = lg.decision_events(second_chat)
+    assert event["loopguard.action"] == "replan"
+    assert event["loopguard.detectors"] == ("premature_end",)
+
+
+def test_token_budget_stops_before_the_request_that_would_exceed_it(loopguard):
+    lg = loopguard(mode="enforce", token_budget=45)
+    turns = [Turn(tool_calls=[("search", {"query": f"q{i}"})], input_tokens=15, output_tokens=5)
+             for i in range(5)]
+    api = ScriptedAPI(turns)
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run_chat_agent(api.client(), TRACER, {"search": lambda query: query}, max_tokens=8)
+
+    # 2 turns used 40 tokens; the third may spend 8 more (max_tokens) -> 48 > 45: never sent
+    assert len(api.requests) == 2
+    assert stopped.value.decision.detectors == ("budget",)
+    (agent,) = lg.spans("invoke_agent")
+    assert agent.attributes["loopguard.run.state"] == "budget_exceeded"
+    assert agent.attributes["gen_ai.usage.input_tokens"] == 30
+    assert agent.attributes["gen_ai.usage.output_tokens"] == 10
+    vetoed = lg.spans("chat ")[-1]
+    assert vetoed.attributes["error.type"] == "LoopGuardInterrupt"
+    assert "gen_ai.response.id" not in vetoed.attributes
+
+
+def test_token_totals_on_the_agent_span_match_the_usage_sum(loopguard):
+    lg = loopguard(mode="enforce")
+    usage = [(11, 3), (17, 4), (25, 6)]
+    api = ScriptedAPI(
+        [
+            Turn(tool_calls=[("search", {"query": "a"})], input_tokens=11, output_tokens=3),
+            Turn(tool_calls=[("search", {"query": "b"})], input_tokens=17, output_tokens=4),
+            Turn(text="answer", input_tokens=25, output_tokens=6),
+        ]
+    )
+    run_chat_agent(api.client(), TRACER, {"search": lambda query: f"result {query}"})
+
+    (agent,) = lg.spans("invoke_agent")
+    assert agent.attributes["gen_ai.usage.input_tokens"] == sum(i for i, _ in usage)
+    assert agent.attributes["gen_ai.usage.output_tokens"] == sum(o for _, o in usage)
+    assert agent.attributes["loopguard.run.state"] == "completed"
+
+
+def test_repeated_identical_tool_steps_are_seen_from_the_model_answers(loopguard):
+    lg = loopguard(mode="enforce", policy="strict", max_repeated_tool_steps=3)
+    api = ScriptedAPI([Turn(tool_calls=[("search", {"query": "pricing"})])] * 6)
+    executions = []
+
+    def search(query: str) -> str:
+        executions.append(query)
+        return f"page {len(executions)}"  # changing output: only the steps repeat
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run_chat_agent(api.client(), TRACER, {"search": search})
+
+    assert "repeated_tool_steps" in stopped.value.decision.detectors
+    assert len(executions) <= 2
+    assert len(api.requests) == 3

@@ -1,0 +1,89 @@
+"""The Responses API: the same spans and judgements as Chat Completions."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import TRACER
+from scripted_api import ScriptedAPI, Turn
+
+from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.enforcement import get_guard
+
+
+def test_response_with_function_call_makes_a_chat_span(loopguard):
+    lg = loopguard(mode="enforce")
+    api = ScriptedAPI([Turn(tool_calls=[("search", {"query": "pricing"})], input_tokens=9)])
+
+    with get_guard().agent_run(TRACER, "assistant"):
+        response = api.client().responses.create(model="gpt-test", input="find pricing")
+
+    assert response.output[0].name == "search"
+    (chat,) = lg.spans("chat ")
+    assert chat.attributes["gen_ai.response.id"] == "resp_1"
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    assert chat.attributes["gen_ai.usage.input_tokens"] == 9
+    assert api.requests[0]["path"].endswith("/responses")
+
+
+def test_incomplete_responses_count_as_truncations(loopguard):
+    lg = loopguard(mode="enforce", max_tokens_recoveries=1)
+    api = ScriptedAPI([Turn(text="cut", finish_reason="length")] * 3)
+    client = api.client()
+
+    with pytest.raises(LoopGuardInterrupt), get_guard().agent_run(TRACER, "assistant"):
+        for _ in range(3):
+            client.responses.create(model="gpt-test", input="write", max_output_tokens=16)
+
+    assert [d.action.value for d, _ in lg.decisions] == ["replan", "stop"]
+    assert lg.spans("chat ")[0].attributes["gen_ai.response.finish_reasons"] == ("length",)
+    assert lg.spans("chat ")[0].attributes["gen_ai.request.max_tokens"] == 16
+    assert len(api.requests) == 2
+
+
+def test_streamed_response_is_judged_from_its_terminal_event(loopguard):
+    lg = loopguard(mode="enforce")
+    api = ScriptedAPI([Turn(text="hello there", input_tokens=7, output_tokens=3)])
+
+    with get_guard().agent_run(TRACER, "assistant"):
+        with api.client().responses.stream(model="gpt-test", input="hi") as stream:
+            final = stream.get_final_response()
+
+    assert final.output_text == "hello there"
+    (chat,) = lg.spans("chat ")
+    assert chat.attributes["gen_ai.usage.output_tokens"] == 3
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert lg.open_spans() == []
+
+
+def test_async_streamed_response(loopguard):
+    lg = loopguard(mode="enforce")
+    api = ScriptedAPI([Turn(tool_calls=[("fetch", {"url": "u"})], output_tokens=4)])
+
+    async def call() -> list[str]:
+        client = api.async_client()
+        with get_guard().agent_run(TRACER, "assistant"):
+            stream = await client.responses.create(model="gpt-test", input="x", stream=True)
+            return [event.type async for event in stream]
+
+    types = asyncio.run(call())
+    assert types[-1] == "response.completed"
+    (chat,) = lg.spans("chat ")
+    assert chat.attributes["gen_ai.usage.output_tokens"] == 4
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
+
+
+def test_raw_response_calls_get_a_span_but_no_judgement(loopguard):
+    lg = loopguard(mode="enforce")
+    api = ScriptedAPI([Turn(text="")])
+
+    with get_guard().agent_run(TRACER, "assistant"):
+        raw = api.client().chat.completions.with_raw_response.create(
+            model="gpt-test", messages=[{"role": "user", "content": "x"}]
+        )
+        assert raw.parse().choices[0].message.content == ""
+
+    (chat,) = lg.spans("chat ")
+    assert chat.attributes["gen_ai.request.model"] == "gpt-test"
+    assert lg.decisions == []

@@ -1,0 +1,148 @@
+"""Streamed answers: judged at their end, the span ended exactly once on every way out."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx2
+import pytest
+from conftest import TRACER
+from scripted_api import ScriptedAPI, Turn
+
+from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.enforcement import get_guard
+
+MESSAGES = [{"role": "user", "content": "write the report"}]
+
+
+def _stream_turns(client, turns: int) -> list[str]:
+    """Consume `turns` streamed answers inside one agent run; returns their texts."""
+    texts = []
+    with get_guard().agent_run(TRACER, "writer"):
+        for _ in range(turns):
+            stream = client.chat.completions.create(
+                model="gpt-test",
+                messages=MESSAGES,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            texts.append("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
+    return texts
+
+
+def test_streamed_turns_are_judged_and_stop_the_consumer_at_stop(loopguard):
+    lg = loopguard(mode="enforce", max_tokens_recoveries=1)
+    api = ScriptedAPI([Turn(text="long text", finish_reason="length")] * 4)
+
+    with pytest.raises(LoopGuardInterrupt):
+        _stream_turns(api.client(), 4)
+
+    assert len(api.requests) == 2  # replan after the first, STOP at the end of the second
+    chats = lg.spans("chat ")
+    assert len(chats) == 2
+    assert chats[1].attributes["gen_ai.response.finish_reasons"] == ("length",)
+    assert chats[1].attributes["gen_ai.usage.output_tokens"] == 5
+    assert [e["loopguard.action"] for e in lg.decision_events(chats[1])] == ["stop"]
+    assert lg.open_spans() == []
+
+
+def test_streamed_tool_calls_are_reassembled_from_chunks(loopguard):
+    lg = loopguard(mode="enforce", policy="strict", max_repeated_tool_steps=2)
+    api = ScriptedAPI([Turn(tool_calls=[("search", {"query": "pricing", "page": 2})])] * 3)
+    client = api.client()
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        _stream_turns(client, 3)
+
+    assert "repeated_tool_steps" in stopped.value.decision.detectors
+    assert len(api.requests) == 2
+    assert lg.spans("chat ")[0].attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
+
+
+def test_stream_closed_early_ends_its_span_once_without_a_judgement(loopguard):
+    lg = loopguard(mode="enforce")
+    api = ScriptedAPI([Turn(text="a long answer", finish_reason="length")])
+    client = api.client()
+
+    with get_guard().agent_run(TRACER, "writer"):
+        stream = client.chat.completions.create(model="gpt-test", messages=MESSAGES, stream=True)
+        next(iter(stream))
+        stream.close()
+        stream.close()  # closing twice is harmless
+
+    (chat,) = lg.spans("chat ")
+    assert "error.type" not in chat.attributes
+    assert lg.decisions == []  # an unfinished answer is not judged
+    assert lg.open_spans() == []
+
+
+def test_stream_helper_context_manager_ends_the_span_on_early_exit(loopguard):
+    lg = loopguard(mode="enforce")
+    api = ScriptedAPI([Turn(text="a long answer")])
+
+    with get_guard().agent_run(TRACER, "writer"):
+        with api.client().chat.completions.stream(model="gpt-test", messages=MESSAGES) as stream:
+            for _event in stream:
+                break
+
+    assert len(lg.spans("chat ")) == 1
+    assert lg.open_spans() == []
+
+
+def test_stream_that_breaks_mid_way_ends_its_span_with_the_error(loopguard):
+    lg = loopguard(mode="enforce")
+
+    def broken(request: httpx2.Request) -> httpx2.Response:
+        body = b'data: {"id": "x", "object": "chat.completion.chunk", "created": 1, ' \
+               b'"model": "gpt-test", "choices": []}\n\ndata: {not json\n\n'
+        return httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    client = ScriptedAPI([]).client()
+    client._client._transport = httpx2.MockTransport(broken)  # noqa: SLF001
+
+    with pytest.raises(ValueError), get_guard().agent_run(TRACER, "writer"):
+        for _chunk in client.chat.completions.create(
+            model="gpt-test", messages=MESSAGES, stream=True
+        ):
+            pass
+
+    (chat,) = lg.spans("chat ")
+    assert chat.attributes["error.type"] == "JSONDecodeError"
+    assert lg.open_spans() == []
+
+
+def test_async_stream_is_judged_and_interrupts(loopguard):
+    lg = loopguard(mode="enforce", max_tokens_recoveries=0)
+    api = ScriptedAPI([Turn(text="cut", finish_reason="length")] * 2)
+
+    async def consume() -> None:
+        client = api.async_client()
+        with get_guard().agent_run(TRACER, "writer"):
+            for _ in range(2):
+                stream = await client.chat.completions.create(
+                    model="gpt-test", messages=MESSAGES, stream=True
+                )
+                async for _chunk in stream:
+                    pass
+
+    with pytest.raises(LoopGuardInterrupt):
+        asyncio.run(consume())
+
+    assert len(api.requests) == 1
+    assert lg.open_spans() == []
+
+
+def test_async_non_streamed_call_makes_the_same_span(loopguard):
+    lg = loopguard(mode="enforce")
+    api = ScriptedAPI([Turn(text="hello", input_tokens=4, output_tokens=2)])
+
+    async def call() -> str | None:
+        client = api.async_client()
+        with get_guard().agent_run(TRACER, "writer"):
+            completion = await client.chat.completions.create(model="gpt-test", messages=MESSAGES)
+        return completion.choices[0].message.content
+
+    assert asyncio.run(call()) == "hello"
+    (chat,) = lg.spans("chat ")
+    assert chat.attributes["gen_ai.usage.input_tokens"] == 4
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ("stop",)

@@ -1,0 +1,63 @@
+"""otel-loopguard for smolagents: tool spans, agent spans, and interrupts that stop the run.
+
+``ToolCallingAgent`` turns a failing tool into an error message for the model and carries
+on, and ``CodeAgent`` runs tools inside a Python interpreter that catches ``Exception``;
+``LoopGuardInterrupt`` derives from ``BaseException``, so in enforce mode it passes both
+and reaches the caller of ``agent.run(...)``.
+
+Usage::
+
+    from otel_loopguard_smolagents import SmolagentsInstrumentor
+    SmolagentsInstrumentor().instrument()
+
+or run the program under ``opentelemetry-instrument``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from wrapt import wrap_function_wrapper
+
+from otel_loopguard_smolagents.package import _instruments
+from otel_loopguard_smolagents.wrappers import SmolagentsWrappers, timeout_with_context
+
+__version__ = "0.1.0"
+__all__ = ["SmolagentsInstrumentor"]
+
+
+def _default_guard() -> Any:
+    from otel_loopguard.enforcement import get_guard
+
+    return get_guard()
+
+
+class SmolagentsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return _instruments
+
+    def _instrument(self, **kwargs: Any) -> None:
+        tracer = trace.get_tracer(
+            __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
+        )
+        wrappers = SmolagentsWrappers(tracer, _default_guard)
+        wrap_function_wrapper("smolagents.agents", "MultiStepAgent._run_stream", wrappers.run_stream)
+        wrap_function_wrapper(
+            "smolagents.agents", "ToolCallingAgent.execute_tool_call", wrappers.execute_tool_call
+        )
+        wrap_function_wrapper("smolagents.tools", "Tool.__call__", wrappers.tool_call)
+        wrap_function_wrapper("smolagents.local_python_executor", "timeout", timeout_with_context)
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        import smolagents.agents
+        import smolagents.local_python_executor
+        import smolagents.tools
+
+        unwrap(smolagents.agents.MultiStepAgent, "_run_stream")
+        unwrap(smolagents.agents.ToolCallingAgent, "execute_tool_call")
+        unwrap(smolagents.tools.Tool, "__call__")
+        unwrap(smolagents.local_python_executor, "timeout")

@@ -1,0 +1,84 @@
+"""Offline smolagents models: ``Model`` subclasses that answer from a script.
+
+smolagents drives everything else (prompting, parsing, tool execution, memory); only the
+model's answers are scripted, so these runs exercise the real agent loops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from smolagents import Model, tool
+from smolagents.models import (
+    ChatMessage,
+    ChatMessageToolCall,
+    ChatMessageToolCallFunction,
+    MessageRole,
+)
+from smolagents.monitoring import TokenUsage
+
+Step = tuple[str, dict[str, Any]]
+
+
+class ScriptedToolCallingModel(Model):
+    """For ``ToolCallingAgent``: step ``i`` asks for ``script(i)`` = (tool, arguments)."""
+
+    def __init__(self, script: Callable[[int], Step]) -> None:
+        super().__init__(model_id="scripted-tool-calling")
+        self.script = script
+        self.calls = 0
+
+    def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
+        self.calls += 1
+        name, arguments = self.script(self.calls)
+        call = ChatMessageToolCall(
+            id=f"call_{self.calls}",
+            type="function",
+            function=ChatMessageToolCallFunction(name=name, arguments=arguments),
+        )
+        return ChatMessage(
+            role=MessageRole.ASSISTANT,
+            content=None,
+            tool_calls=[call],
+            token_usage=TokenUsage(input_tokens=20, output_tokens=5),
+        )
+
+
+class ScriptedCodeModel(Model):
+    """For ``CodeAgent``: step ``i`` writes the Python snippet ``script(i)``."""
+
+    def __init__(self, script: Callable[[int], str]) -> None:
+        super().__init__(model_id="scripted-code")
+        self.script = script
+        self.calls = 0
+
+    def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
+        self.calls += 1
+        code = self.script(self.calls)
+        return ChatMessage(
+            role=MessageRole.ASSISTANT,
+            content=f"Thought: next step.\n<code>\n{code}\n</code>",
+            token_usage=TokenUsage(input_tokens=20, output_tokens=5),
+        )
+
+
+class CountingSearch:
+    """A ``search`` tool that counts its real executions."""
+
+    def __init__(self, answer: Callable[[str, int], str]) -> None:
+        self.executions: list[str] = []
+        answer_fn = answer
+        executions = self.executions
+
+        @tool
+        def search(query: str) -> str:
+            """Search the documentation.
+
+            Args:
+                query: what to look for
+            """
+            executions.append(query)
+            return answer_fn(query, len(executions))
+
+        self.tool = search
