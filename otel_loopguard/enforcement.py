@@ -554,7 +554,10 @@ class _AgentRun:
             span.set_attribute(RUN_STATE_ATTRIBUTE, state.value)
             if handle is not None and handle.outermost and guard.config.enabled:
                 if handle.keyed_by != "conversation":
-                    guard.monitor.end_run(handle.run_id, state)
+                    summary = guard.monitor.end_run(handle.run_id, state)
+                else:
+                    summary = guard.monitor.run_snapshot(handle.run_id)
+                _set_usage(span, summary)
                 guard.telemetry.record_run_end(state, trace.set_span_in_context(span))
         except Exception as error:
             guard.telemetry.internal_error("agent_run.exit", error)
@@ -644,7 +647,11 @@ class _ToolCall:
     ) -> None:
         """Record a failure that the framework returns as a value instead of raising it
         (an MCP result with ``is_error``, an SDK's error text handed to the model): the span
-        gets ``error.type`` and an error status, the monitor a ``tool_error`` event."""
+        gets ``error.type`` and an error status, the monitor a ``tool_error`` event.
+
+        Also when an exception passes: a framework that wraps the tool's own error in its
+        own (smolagents' ``AgentToolExecutionError`` "... Please try again") hides what the
+        failure detectors classify; the recorded error wins over the passing exception."""
         self._error = ErrorInfo(type=error_type, message=message, status_code=status_code)
 
     @property
@@ -759,14 +766,15 @@ class _ToolCall:
         config = guard.config
         decision = self.decision
         try:
-            if exc is not None:
-                if isinstance(exc, Exception):
-                    span.record_exception(exc)
-                span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-                span.set_attribute("error.type", type(exc).__qualname__)
-            elif self._error is not None:
+            interrupted = isinstance(exc, (LoopGuardInterrupt, GeneratorExit))
+            if exc is not None and isinstance(exc, Exception):
+                span.record_exception(exc)
+            if self._error is not None and not interrupted:
                 span.set_status(Status(StatusCode.ERROR, self._error.message))
                 span.set_attribute("error.type", self._error.type or "tool_error")
+            elif exc is not None:
+                span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+                span.set_attribute("error.type", type(exc).__qualname__)
             elif config.capture_content and self._has_result:
                 span.set_attribute("gen_ai.tool.call.result", _content_attribute(self._result))
             if (
@@ -798,7 +806,7 @@ class _ToolCall:
         context = self._span.get_span_context()
         max_chars = guard.config.signature_max_chars
         origin = _origin(context)
-        if exc is None and self._error is not None:
+        if self._error is not None:
             event = tool_error(
                 identity.run_id,
                 self._name,
@@ -843,6 +851,15 @@ class _ToolCall:
         if decision.action >= self.decision.action:
             self.decision = decision
         return decision
+
+
+def _set_usage(span: Any, summary: Any) -> None:
+    """The run's token totals on its agent span (GenAI ``gen_ai.usage.*``), when known."""
+    counters = getattr(summary, "counters", None)
+    if counters is None or not (counters.input_tokens or counters.output_tokens):
+        return
+    span.set_attribute("gen_ai.usage.input_tokens", counters.input_tokens)
+    span.set_attribute("gen_ai.usage.output_tokens", counters.output_tokens)
 
 
 def _origin(context: trace.SpanContext) -> dict[str, Any]:

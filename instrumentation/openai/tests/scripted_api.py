@@ -199,7 +199,9 @@ class ScriptedAPI:
     def _response_events(self, turn: Turn, n: int) -> list[dict[str, Any]]:
         final = self._response(turn, n)
         started = {**final, "status": "in_progress", "output": [], "usage": None}
-        terminal = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
+        terminal = (
+            "response.incomplete" if final["status"] == "incomplete" else "response.completed"
+        )
         # the smallest valid stream: created, then the terminal event with the whole answer
         events: list[dict[str, Any]] = [
             {"type": "response.created", "sequence_number": 0, "response": started},

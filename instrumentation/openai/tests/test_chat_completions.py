@@ -108,8 +108,10 @@ def test_empty_end_of_turn_after_failing_tool_replans(loopguard):
 
 def test_token_budget_stops_before_the_request_that_would_exceed_it(loopguard):
     lg = loopguard(mode="enforce", token_budget=45)
-    turns = [Turn(tool_calls=[("search", {"query": f"q{i}"})], input_tokens=15, output_tokens=5)
-             for i in range(5)]
+    turns = [
+        Turn(tool_calls=[("search", {"query": f"q{i}"})], input_tokens=15, output_tokens=5)
+        for i in range(5)
+    ]
     api = ScriptedAPI(turns)
 
     with pytest.raises(LoopGuardInterrupt) as stopped:
@@ -160,3 +162,5 @@ def test_repeated_identical_tool_steps_are_seen_from_the_model_answers(loopguard
     assert "repeated_tool_steps" in stopped.value.decision.detectors
     assert len(executions) <= 2
     assert len(api.requests) == 3
+    third = lg.spans("chat ")[2]
+    assert [e["loopguard.action"] for e in lg.decision_events(third)] == ["stop"]

@@ -93,12 +93,14 @@ def test_stream_that_breaks_mid_way_ends_its_span_with_the_error(loopguard):
     lg = loopguard(mode="enforce")
 
     def broken(request: httpx2.Request) -> httpx2.Response:
-        body = b'data: {"id": "x", "object": "chat.completion.chunk", "created": 1, ' \
-               b'"model": "gpt-test", "choices": []}\n\ndata: {not json\n\n'
+        body = (
+            b'data: {"id": "x", "object": "chat.completion.chunk", "created": 1, '
+            b'"model": "gpt-test", "choices": []}\n\ndata: {not json\n\n'
+        )
         return httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
 
     client = ScriptedAPI([]).client()
-    client._client._transport = httpx2.MockTransport(broken)  # noqa: SLF001
+    client._client._transport = httpx2.MockTransport(broken)
 
     with pytest.raises(ValueError), get_guard().agent_run(TRACER, "writer"):
         for _chunk in client.chat.completions.create(

@@ -17,8 +17,10 @@ from scripted_api import ScriptedAPI, Turn
 from otel_loopguard.decisions import LoopGuardInterrupt
 
 api = ScriptedAPI(
-    [Turn(tool_calls=[("search", {"query": f"q{i}"})], input_tokens=15, output_tokens=5)
-     for i in range(6)]
+    [
+        Turn(tool_calls=[("search", {"query": f"q{i}"})], input_tokens=15, output_tokens=5)
+        for i in range(6)
+    ]
 )
 outcome = {"interrupted": False}
 try:
