@@ -10,13 +10,14 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otel_loopguard_smolagents import SmolagentsInstrumentor
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Decision
 from otel_loopguard.enforcement import LoopGuard, set_guard
 from otel_loopguard.events import Event
 from otel_loopguard.processor import LoopGuardSpanProcessor
-from otel_loopguard_smolagents import SmolagentsInstrumentor
+
 
 class OpenSpans(SpanProcessor):
     """Spans started and not ended: every test's spans must all end."""

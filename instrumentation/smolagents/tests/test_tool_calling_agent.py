@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 from conftest import PROVIDER
+from otel_loopguard_smolagents import SmolagentsInstrumentor
 from scripted_models import CountingSearch, ScriptedToolCallingModel
 from smolagents import ToolCallingAgent
 from smolagents.memory import ActionStep
 from smolagents.monitoring import LogLevel
 
 from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard_smolagents import SmolagentsInstrumentor
 
 
 def looping_agent(search: CountingSearch, max_steps: int = 8) -> ToolCallingAgent:
@@ -46,9 +46,7 @@ def test_looping_run_is_stopped_in_enforce_mode(loopguard):
     tools = lg.spans("execute_tool search")
     executed = [s for s in tools if s.attributes.get("error.type") != "LoopGuardInterrupt"]
     assert len(executed) == len(search.executions)  # one span per real execution
-    assert any(
-        e["loopguard.action"] == "stop" for span in tools for e in lg.decision_events(span)
-    )
+    assert any(e["loopguard.action"] == "stop" for span in tools for e in lg.decision_events(span))
     (agent,) = lg.spans("invoke_agent")
     assert agent.attributes["loopguard.run.state"] == "stopped"
     assert lg.open_spans() == []
@@ -62,7 +60,9 @@ def test_looping_run_in_observe_mode_runs_to_its_end(loopguard):
 
     assert len(search.executions) == 6  # untouched: smolagents' own max_steps ended it
     stops = [
-        e for span in lg.spans("execute_tool") for e in lg.decision_events(span)
+        e
+        for span in lg.spans("execute_tool")
+        for e in lg.decision_events(span)
         if e["loopguard.action"] == "stop"
     ]
     assert stops and "repetition" in stops[0]["loopguard.detectors"]

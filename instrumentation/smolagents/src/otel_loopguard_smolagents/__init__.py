@@ -41,23 +41,29 @@ class SmolagentsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return _instruments
 
     def _instrument(self, **kwargs: Any) -> None:
+        import smolagents.local_python_executor as executor
+
         tracer = trace.get_tracer(
             __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
         )
         wrappers = SmolagentsWrappers(tracer, _default_guard)
-        wrap_function_wrapper("smolagents.agents", "MultiStepAgent._run_stream", wrappers.run_stream)
+        wrap_function_wrapper(
+            "smolagents.agents", "MultiStepAgent._run_stream", wrappers.run_stream
+        )
         wrap_function_wrapper(
             "smolagents.agents", "ToolCallingAgent.execute_tool_call", wrappers.execute_tool_call
         )
         wrap_function_wrapper("smolagents.tools", "Tool.__call__", wrappers.tool_call)
-        wrap_function_wrapper("smolagents.local_python_executor", "timeout", timeout_with_context)
+        if hasattr(executor, "timeout"):  # newer 1.x run generated code in a worker thread
+            wrap_function_wrapper(executor, "timeout", timeout_with_context)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         import smolagents.agents
-        import smolagents.local_python_executor
+        import smolagents.local_python_executor as executor
         import smolagents.tools
 
         unwrap(smolagents.agents.MultiStepAgent, "_run_stream")
         unwrap(smolagents.agents.ToolCallingAgent, "execute_tool_call")
         unwrap(smolagents.tools.Tool, "__call__")
-        unwrap(smolagents.local_python_executor, "timeout")
+        if hasattr(executor, "timeout"):
+            unwrap(executor, "timeout")
