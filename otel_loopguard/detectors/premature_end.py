@@ -24,6 +24,7 @@ from typing import Any
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.finish_reasons import is_stop
 from otel_loopguard.detectors.shell_failure import HINTS, classify_shell_failure
 from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
 from otel_loopguard.detectors.tool_names import ToolNameMatcher
@@ -37,14 +38,11 @@ _TOOL_ERROR = EventKind.TOOL_ERROR
 _LLM_RESPONSE = EventKind.LLM_RESPONSE
 
 MAX_FAILURES_KEPT = 4
-STOP_REASONS = frozenset(
-    {"stop", "end_turn", "stop_sequence", "end", "complete", "completed", "finished", "eos"}
-)
 
 
 def is_stop_like(finish_reason: str | None) -> bool:
-    """A finish that means "the model chose to end" (unknown counts: most spans omit it)."""
-    return finish_reason is None or finish_reason.strip().lower() in STOP_REASONS
+    """A finish that means "the model chose to end" (unknown counts: many spans omit it)."""
+    return finish_reason is None or is_stop(finish_reason)
 
 
 @dataclass(slots=True)

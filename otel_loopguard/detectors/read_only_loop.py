@@ -12,10 +12,11 @@ A step is a model turn: the tool calls after one ``llm_response`` and before the
 A step is judged when it is complete, that is when the next model turn arrives: a turn
 may read and write in parallel, and a nudge to "act" after such a step would be wrong.
 The nudge then reaches the model with the results of the turn that just started. If
-that new turn calls no tool at all (``requested_tool_calls == ()``: it answered), there
-is nothing to nudge. Runs without ``llm_response`` events (only tool spans are traced)
-count each tool call as a complete step. Resets: any tool not in the list (a write, a
-shell command, ...), and a model turn that calls no tool.
+that new turn answers instead (no requested tool calls and a stop-like finish reason
+such as ``stop`` / ``end_turn``, or ``requested_tool_calls == ()``), there is nothing to
+nudge. Runs without ``llm_response`` events (only tool spans are traced) count each tool
+call as a complete step. Resets: any tool not in the list (a write, a shell command,
+...), and a model turn that calls no tool.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.finish_reasons import is_stop
 from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
 from otel_loopguard.detectors.tool_names import ToolNameMatcher
 from otel_loopguard.events import Event, EventKind
@@ -79,7 +81,9 @@ class ReadOnlyLoopDetector:
         state.seen_model_turn = True
         state.step_tools = 0
         state.step_mutating = False
-        if event.requested_tool_calls == ():  # the model answered instead of reading on
+        if not event.requested_tool_calls and (
+            event.requested_tool_calls == () or is_stop(event.finish_reason)
+        ):  # the model answered instead of reading on
             state.streak = 0
             return None
         if first_turn:

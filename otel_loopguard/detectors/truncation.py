@@ -12,8 +12,8 @@ it, because a continuation that let the model finish was a successful recovery, 
 later, unrelated truncation deserves its own continuations.
 
 Finish reasons are compared case-insensitively across providers (OpenAI ``length``,
-Anthropic ``max_tokens``, Gemini ``MAX_TOKENS``, ...); a comma-separated list (several
-choices) counts when any entry is a truncation.
+Anthropic ``max_tokens``, Gemini ``MAX_TOKENS``, ...): see
+:mod:`otel_loopguard.detectors.finish_reasons`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.finish_reasons import TRUNCATION_REASONS, is_truncation
 from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
 from otel_loopguard.events import Event, EventKind
 
@@ -32,41 +33,11 @@ NAME = "truncation"
 # enum member lookups are slow on the hot path (Python 3.11): bind them once
 _LLM_RESPONSE = EventKind.LLM_RESPONSE
 
-TRUNCATION_REASONS = frozenset(
-    {
-        "length",
-        "max_tokens",
-        "max_output_tokens",
-        "max_completion_tokens",
-        "max_tokens_reached",
-        "token_limit",
-        "model_length",
-        "model_context_window_exceeded",
-    }
-)
-
 CONTINUATION_PROMPT = (
     "Your previous response was cut off at the output token limit. Continue exactly where "
     "you stopped; do not repeat what you already wrote. If the rest is long, finish it in "
     "smaller parts."
 )
-
-
-_VERDICTS: dict[str, bool] = {}  # finish reasons are a small vocabulary: memoised, bounded
-_VERDICT_LIMIT = 256
-
-
-def is_truncation(finish_reason: str | None) -> bool:
-    """Whether a finish reason (any provider's spelling) means "stopped for max tokens"."""
-    if not finish_reason:
-        return False
-    verdict = _VERDICTS.get(finish_reason)
-    if verdict is None:
-        parts = finish_reason.lower().split(",")
-        verdict = any(part.strip() in TRUNCATION_REASONS for part in parts)
-        if len(_VERDICTS) < _VERDICT_LIMIT:
-            _VERDICTS[finish_reason] = verdict
-    return verdict
 
 
 @dataclass(slots=True)
@@ -130,3 +101,6 @@ class TruncationDetector:
 
     def restore_state(self, data: dict[str, Any]) -> TruncationState:
         return restore_dataclass(TruncationState, data)
+
+
+__all__ = ["CONTINUATION_PROMPT", "TRUNCATION_REASONS", "TruncationDetector", "is_truncation"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Action
 from otel_loopguard.detectors import DEFAULT_DETECTORS
@@ -102,6 +104,20 @@ def test_not_an_end_turn_is_not_premature() -> None:
         _turn(empty=False),  # answered: explained itself
     ]
     assert _signals(detector, state, events) == []
+
+
+@pytest.mark.parametrize("finish", ["stop", "STOP", "end_turn", "stop_sequence", "tool_calls,stop"])
+def test_provider_spellings_of_an_end_turn(finish: str) -> None:
+    detector = PrematureEndDetector(LoopGuardConfig())
+    events = [*_failing_fetch(), _turn(empty=True, finish=finish)]
+    assert [s.kind for s in _signals(detector, detector.new_state(), events)] == ["recovery"]
+
+
+@pytest.mark.parametrize("finish", ["tool_use", "content_filter", "MAX_TOKENS", "error"])
+def test_other_finishes_are_not_an_end_turn(finish: str) -> None:
+    detector = PrematureEndDetector(LoopGuardConfig())
+    events = [*_failing_fetch(), _turn(empty=True, finish=finish)]
+    assert _signals(detector, detector.new_state(), events) == []
 
 
 def test_unknown_finish_reason_counts_as_an_end() -> None:

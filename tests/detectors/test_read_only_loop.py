@@ -94,8 +94,12 @@ def test_an_answer_resets_the_count_and_needs_no_nudge() -> None:
     # the answer comes right after the 8th read-only step: it acted, nothing to nudge
     steps = [_step("read_file", index=i) for i in range(8)] + [answer]
     assert _fired_at(detector, detector.new_state(), steps) == []
+    # spans give no empty tuple: a turn that ends by itself ("end_turn") is an answer too
+    spoken = [Event(EventKind.LLM_RESPONSE, RUN, finish_reason="end_turn")]
+    steps = [_step("read_file", index=i) for i in range(8)] + [spoken]
+    assert _fired_at(detector, detector.new_state(), steps) == []
     # a turn without tool calls resets also when the adapter does not know the requested calls
-    silent = [Event(EventKind.LLM_RESPONSE, RUN, finish_reason="stop")]
+    silent = [Event(EventKind.LLM_RESPONSE, RUN)]
     steps = [_step("read_file", index=i) for i in range(6)] + [silent]
     steps += [_step("read_file", index=i) for i in range(6, 13)]
     assert _fired_at(detector, detector.new_state(), steps) == []
