@@ -1,0 +1,98 @@
+"""Cost of a signature for small, large and huge tool arguments and outputs.
+
+Usage::
+
+    python benchmarks/signature_cost.py [--repeats K]
+
+A signature must cost O(cap) (``OTEL_LOOPGUARD_SIGNATURE_MAX_CHARS``, default 200), never
+O(size of the argument): an agent that passes a 10 MB file to a tool must not pay 10 MB of
+hashing per call. For each shape of value (a plain string, a dict holding the string, a
+JSON string as models send it, a list, a tool output) this prints the time per signature
+at 100 B, 10 KB and 10 MB, side by side, and the ratios 10 KB / 100 B and 10 MB / 100 B
+measured in the same run. Flat ratios (≈ 1) mean the cost does not grow with the size;
+linear cost would show ratios of ~100 and ~100,000.
+
+Each figure is the median of ``--repeats`` blocks (CPU time of this thread, so time spent
+waiting for a core on a shared machine is not counted). The values are built before timing.
+Exit status 1 when a 10 MB signature costs more than 10x the 100 B one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from otel_loopguard.signatures import call_signature, output_signature
+
+CLOCK = getattr(time, "thread_time", time.process_time)
+SIZES = {"100 B": 100, "10 KB": 10_000, "10 MB": 10_000_000}
+CALLS_PER_BLOCK = 200
+MAX_RATIO = 10.0
+
+
+def _text(size: int) -> str:
+    words = "Searching pricing plans for team 42 at 2026-11-30T10:00:00Z request 8f3a91c2 "
+    return (words * (size // len(words) + 1))[:size]
+
+
+def _shapes(size: int) -> dict[str, tuple[Callable[[Any], Any], Any]]:
+    text = _text(size)
+    items = max(1, size // 10)
+    return {
+        "string argument": (lambda v: call_signature("write_file", v), text),
+        "dict argument": (lambda v: call_signature("write_file", v), {"path": "a.txt", "body": text}),
+        "JSON string argument": (
+            lambda v: call_signature("write_file", v),
+            json.dumps({"path": "a.txt", "body": text}),
+        ),
+        "list argument": (lambda v: call_signature("insert", v), list(range(items))),
+        "tool output": (output_signature, text),
+    }
+
+
+def _median_seconds(function: Callable[[Any], Any], value: Any, repeats: int) -> float:
+    blocks = []
+    for _ in range(repeats):
+        start = CLOCK()
+        for _ in range(CALLS_PER_BLOCK):
+            function(value)
+        blocks.append((CLOCK() - start) / CALLS_PER_BLOCK)
+    return statistics.median(blocks)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args(argv)
+
+    results: dict[str, dict[str, float]] = {}
+    for label, size in SIZES.items():
+        for shape, (function, value) in _shapes(size).items():
+            function(value)  # warm up (regex compilation, caches)
+            results.setdefault(shape, {})[label] = _median_seconds(function, value, args.repeats)
+
+    header = f"{'value':<22}" + "".join(f"{label:>12}" for label in SIZES)
+    print(f"time per signature (median of {args.repeats} blocks of {CALLS_PER_BLOCK})")
+    print(header + f"{'10KB/100B':>12}{'10MB/100B':>12}")
+    worst = 0.0
+    for shape, timings in results.items():
+        small = timings["100 B"]
+        medium_ratio, huge_ratio = timings["10 KB"] / small, timings["10 MB"] / small
+        worst = max(worst, huge_ratio)
+        cells = "".join(f"{timings[label] * 1e6:>10.1f}µs" for label in SIZES)
+        print(f"{shape:<22}{cells}{medium_ratio:>11.2f}x{huge_ratio:>11.2f}x")
+    verdict = "ok" if worst <= MAX_RATIO else "FAIL"
+    print(f"worst 10 MB / 100 B ratio: {worst:.2f}x (target ≤ {MAX_RATIO:.0f}x): {verdict}")
+    return 0 if worst <= MAX_RATIO else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
