@@ -46,13 +46,11 @@ def _text(size: int) -> str:
 def _shapes(size: int) -> dict[str, tuple[Callable[[Any], Any], Any]]:
     text = _text(size)
     items = max(1, size // 10)
+    document = {"path": "a.txt", "body": text}
     return {
         "string argument": (lambda v: call_signature("write_file", v), text),
-        "dict argument": (lambda v: call_signature("write_file", v), {"path": "a.txt", "body": text}),
-        "JSON string argument": (
-            lambda v: call_signature("write_file", v),
-            json.dumps({"path": "a.txt", "body": text}),
-        ),
+        "dict argument": (lambda v: call_signature("write_file", v), document),
+        "JSON string argument": (lambda v: call_signature("write_file", v), json.dumps(document)),
         "list argument": (lambda v: call_signature("insert", v), list(range(items))),
         "tool output": (output_signature, text),
     }
