@@ -360,11 +360,59 @@ class LoopGuard:
             )
             if span is not None and context.is_valid:
                 self._add_managed(context.span_id)
-            decision, fresh = self.observe(event)
-            if fresh:
-                self._export_to(target, decision, event)
         except Exception as exc:
             self.telemetry.internal_error("observe_llm_response", exc)
+            return Decision(Action.CONTINUE)
+        return self._observe_and_gate(event, target, "observe_llm_response", raise_on_stop)
+
+    def observe_handoff(
+        self,
+        source_agent: str | None,
+        target_agent: str,
+        *,
+        call_id: str | None = None,
+        span: Span | None = None,
+        raise_on_stop: bool = True,
+    ) -> Decision:
+        """Feed one handoff: ``source_agent`` (default: the current run's agent) hands the
+        task to ``target_agent``.
+
+        For wrappers whose handoff is a tool call their own gate spans (``transfer_to_*``,
+        LlamaIndex's ``handoff`` tool): that span is managed, so the processor never maps it
+        to a handoff. The decision event goes on ``span`` (default: the current span).
+        """
+        try:
+            if not self.config.enabled:
+                return Decision(Action.CONTINUE)
+            target = span if span is not None else trace.get_current_span()
+            identity = self.resolve_run(target)
+            handle = _CURRENT_RUN.get()
+            source = source_agent or (handle.agent if handle is not None else None)
+            event = Event(
+                EventKind.HANDOFF,
+                identity.run_id,
+                actor=source,
+                target_agent=target_agent,
+                signature=f"handoff:{source or '?'}->{target_agent}",
+                near_key=f"handoff:{source or '?'}->{target_agent}",
+                call_id=call_id,
+                **_origin(target.get_span_context()),
+            )
+        except Exception as exc:
+            self.telemetry.internal_error("observe_handoff", exc)
+            return Decision(Action.CONTINUE)
+        return self._observe_and_gate(event, target, "observe_handoff", raise_on_stop)
+
+    def _observe_and_gate(
+        self, event: Event, span: Any, where: str, raise_on_stop: bool
+    ) -> Decision:
+        """Feed a wrapper's event, export a fresh decision on ``span``, raise at STOP."""
+        try:
+            decision, fresh = self.observe(event)
+            if fresh:
+                self._export_to(span, decision, event)
+        except Exception as exc:
+            self.telemetry.internal_error(where, exc)
             return Decision(Action.CONTINUE)
         if raise_on_stop and decision.action is Action.STOP:
             self._maybe_interrupt(decision)
@@ -528,19 +576,40 @@ class _AgentRun:
         self._token[1].__enter__()
         return handle
 
+    def suspend(self) -> None:
+        """Detach the entered run from the current context without ending it.
+
+        For runs that outlive one call frame (a stream the caller iterates, a handler the
+        caller awaits later): between two steps the caller's context must not keep the run
+        current, or a stream dropped halfway would make the caller's next run look nested.
+        Call :meth:`resume` before the next step; ``__exit__`` ends a suspended run too.
+        """
+        token, self._token = self._token, None
+        if token is None:
+            return
+        run_token, use_span = token
+        try:
+            use_span.__exit__(None, None, None)
+        except Exception as error:  # pragma: no cover - context detach trouble
+            self._guard.telemetry.internal_error("agent_run.detach", error)
+        try:
+            _CURRENT_RUN.reset(run_token)
+        except ValueError:  # detached in another context (e.g. a generator closed elsewhere)
+            _CURRENT_RUN.set(None)
+
+    def resume(self) -> None:
+        """Make a suspended run current again in this context (see :meth:`suspend`)."""
+        if self._token is not None or self._span is None:
+            return
+        use_span = trace.use_span(self._span, end_on_exit=False)
+        self._token = (_CURRENT_RUN.set(self.handle), use_span)
+        use_span.__enter__()
+
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         guard = self._guard
         span = self._span
         handle = self.handle
-        run_token, use_span = self._token
-        try:
-            use_span.__exit__(None, None, None)
-        except Exception as error:  # pragma: no cover - context detach trouble
-            guard.telemetry.internal_error("agent_run.detach", error)
-        try:
-            _CURRENT_RUN.reset(run_token)
-        except ValueError:  # exited in another context (e.g. a generator closed elsewhere)
-            _CURRENT_RUN.set(None)
+        self.suspend()
         try:
             state = self._end_state(exc)
             if exc is not None and not isinstance(exc, LoopGuardInterrupt):

@@ -1,0 +1,134 @@
+"""Tool spans and enforcement around ``BaseTool.run`` / ``BaseTool.arun``.
+
+Every LangChain tool execution goes through these two methods: ``tool.invoke`` /
+``tool.ainvoke``, LangGraph's ``ToolNode`` and the classic agent executors all end up here,
+so one wrapper pair sees every tool without knowing how it was reached.
+
+Why enforcement works from here: ``ToolNode(handle_tool_errors=True)`` turns any
+``Exception`` from a tool into a message for the model, which would let a loop go on.
+:class:`~otel_loopguard.LoopGuardInterrupt` derives from ``BaseException``, passes that
+handler, and ends the graph run in the caller's ``invoke`` / ``stream``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry.trace import Tracer
+from otel_loopguard.enforcement import get_guard
+
+from otel_loopguard_langchain.run_context import current_agent
+
+# the handoff idiom of LangGraph multi-agent systems (swarm, supervisor): a tool named
+# ``transfer_to_<agent>`` that returns a ``Command`` sending the graph to that agent
+_HANDOFF_TOOL = re.compile(r"^(?:transfer|handoff)_to_(.+)$")
+
+# LangChain's own bookkeeping arguments, never part of what the model asked for
+_BOOKKEEPING_ARGS = frozenset({"callbacks", "run_manager", "config", "runtime", "state", "store"})
+
+
+def tool_arguments(tool: Any, tool_input: Any) -> Any:
+    """What the model asked for: the input without injected state, runtime or callbacks.
+
+    Injected arguments (graph state, ``ToolRuntime``) change on every call; left in, they
+    would make two identical requests look different to the repetition detectors.
+    """
+    if not isinstance(tool_input, dict):
+        return tool_input
+    try:
+        return tool._filter_injected_args(tool_input)
+    except Exception:  # older or unusual tools: drop only the well-known names
+        return {k: v for k, v in tool_input.items() if k not in _BOOKKEEPING_ARGS}
+
+
+def tool_outcome(output: Any) -> tuple[Any, str | None]:
+    """``(content, error_text)`` of a tool's return value.
+
+    With a ``tool_call_id`` LangChain wraps the result in a ``ToolMessage`` whose id differs
+    on every call; the content is what repeats. A ``ToolMessage`` with ``status="error"`` is a
+    tool error that ``handle_tool_error`` turned into text. A ``Command`` (handoffs, state
+    updates) carries its tool message in ``update``.
+    """
+    status = getattr(output, "status", None)
+    if hasattr(output, "tool_call_id") and hasattr(output, "content"):
+        if status == "error":
+            return output.content, str(output.content)
+        return output.content, None
+    update = getattr(output, "update", None)
+    if update is not None and hasattr(output, "goto"):
+        messages = update.get("messages") if isinstance(update, dict) else None
+        contents = [getattr(m, "content", m) for m in messages or ()]
+        return (contents[0] if len(contents) == 1 else contents), None
+    return output, None
+
+
+def _call_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, str | None]:
+    tool_input = args[0] if args else kwargs.get("tool_input")
+    return tool_input, kwargs.get("tool_call_id")
+
+
+def sync_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
+        guard = get_guard()
+        try:
+            tool_input, call_id = _call_arguments(args, kwargs)
+            arguments = tool_arguments(instance, tool_input)
+            name = str(instance.name)
+        except Exception as exc:  # never break the tool call for our bookkeeping
+            guard.telemetry.internal_error("langchain.tool_arguments", exc)
+            return wrapped(*args, **kwargs)
+        agent = current_agent()
+        with guard.tool_call(
+            tracer, name, arguments, call_id=call_id, agent_name=agent, attributes=_agent(agent)
+        ) as call:
+            output = wrapped(*args, **kwargs)
+            _record(call, output, guard, name, agent, call_id)
+        return output
+
+    return wrapper
+
+
+def async_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
+        guard = get_guard()
+        try:
+            tool_input, call_id = _call_arguments(args, kwargs)
+            arguments = tool_arguments(instance, tool_input)
+            name = str(instance.name)
+        except Exception as exc:
+            guard.telemetry.internal_error("langchain.tool_arguments", exc)
+            return await wrapped(*args, **kwargs)
+        agent = current_agent()
+        with guard.tool_call(
+            tracer, name, arguments, call_id=call_id, agent_name=agent, attributes=_agent(agent)
+        ) as call:
+            output = await wrapped(*args, **kwargs)
+            _record(call, output, guard, name, agent, call_id)
+        return output
+
+    return wrapper
+
+
+def _agent(agent: str | None) -> dict[str, str] | None:
+    """The agent a tool ran for, on its span: which sub-agent of a supervisor looped."""
+    return {"gen_ai.agent.name": agent} if agent else None
+
+
+def _record(
+    call: Any, output: Any, guard: Any, name: str, agent: str | None, call_id: str | None
+) -> None:
+    content, error_text = tool_outcome(output)
+    set_error = getattr(call, "set_error", None)
+    if error_text is None or set_error is None:
+        call.set_result(content)
+    else:
+        set_error("ToolException", error_text)
+    handoff = _HANDOFF_TOOL.match(name)
+    if handoff is not None and error_text is None:
+        # the gate's span is ours, so no span processor will read it as a handoff: say so;
+        # a STOP here is raised by the gate when the tool call ends (the run is stopped)
+        guard.observe_handoff(
+            agent, handoff.group(1), call_id=call_id, span=call.span, raise_on_stop=False
+        )

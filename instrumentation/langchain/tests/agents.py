@@ -1,0 +1,172 @@
+"""Offline LangGraph agents driven by langchain-core's own fake chat model.
+
+The model is :class:`GenericFakeChatModel` (it replays scripted ``AIMessage`` objects, tool
+calls included); ``bind_tools`` is a no-op because the script already decides which tools are
+called. The tools are real ``@tool`` functions that count their executions, so tests can
+assert how many times a tool body really ran.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import BaseTool, InjectedToolCallId, tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command
+
+CATALOG = {
+    "pricing": "Pro plan costs 20 EUR per month",
+    "limits": "Pro plan allows 5 seats",
+    "refunds": "refunds within 30 days",
+}
+
+
+class ScriptedChatModel(GenericFakeChatModel):
+    """The framework's fake chat model, usable where an agent binds tools first."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+        return self
+
+
+@dataclass
+class ToolCounter:
+    """Counts real executions of the tool bodies, per tool name."""
+
+    calls: dict[str, int] = field(default_factory=dict)
+
+    def hit(self, name: str) -> None:
+        self.calls[name] = self.calls.get(name, 0) + 1
+
+    def __getitem__(self, name: str) -> int:
+        return self.calls.get(name, 0)
+
+
+def make_tools(counter: ToolCounter) -> list[BaseTool]:
+    @tool
+    def search(query: str) -> str:
+        """Search the product knowledge base."""
+        counter.hit("search")
+        return "no results"
+
+    @tool
+    def lookup(topic: str) -> str:
+        """Look up one topic in the product catalog."""
+        counter.hit("lookup")
+        return CATALOG.get(topic, "unknown topic")
+
+    return [search, lookup]
+
+
+def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+
+def looping_script(give_up_after: int | None = None) -> Iterator[AIMessage]:
+    """A model stuck on one call: the same search again, ignoring the empty result.
+
+    Forever by default; with ``give_up_after`` it gives up with an answer after that many
+    calls, so a run without enforcement has a natural end to compare against.
+    """
+    for index in itertools.count():
+        if give_up_after is not None and index >= give_up_after:
+            yield AIMessage(content="I could not find the price.")
+            return
+        yield _call("search", {"query": "pro plan price"}, f"call_{index}")
+
+
+def productive_script() -> Iterator[AIMessage]:
+    """Distinct lookups with changing results, then a final answer."""
+    for index, topic in enumerate(("pricing", "limits", "refunds")):
+        yield _call("lookup", {"topic": topic}, f"call_{index}")
+    yield AIMessage(content="The Pro plan costs 20 EUR per month for up to 5 seats.")
+
+
+def build_react_graph(
+    script: Iterator[AIMessage], counter: ToolCounter, *, name: str = "support_agent"
+) -> Any:
+    """A ReAct loop as a StateGraph: model node, ToolNode (errors handled), back to model."""
+    model = ScriptedChatModel(messages=script)
+
+    def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", call_model)
+    graph.add_node("tools", ToolNode(make_tools(counter), handle_tool_errors=True))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile(name=name)
+
+
+def build_parent_graph(
+    script: Iterator[AIMessage], counter: ToolCounter, *, name: str = "orchestrator"
+) -> Any:
+    """An outer graph whose only node is the ReAct graph: a nested (subgraph) run."""
+    inner = build_react_graph(script, counter, name="researcher")
+    graph = StateGraph(MessagesState)
+    graph.add_node("researcher", inner)
+    graph.add_edge(START, "researcher")
+    return graph.compile(name=name)
+
+
+def tool_message_contents(state: dict[str, Any]) -> list[str]:
+    return [m.content for m in state["messages"] if isinstance(m, ToolMessage)]
+
+
+def final_answer(state: dict[str, Any]) -> str:
+    return str(state["messages"][-1].content)
+
+
+USER_INPUT = {"messages": [("user", "How much is the Pro plan?")]}
+RUN_CONFIG = {"recursion_limit": 60}
+
+
+def make_handoff_tool(target: str, counter: ToolCounter) -> BaseTool:
+    """A ``transfer_to_<agent>`` tool: the LangGraph handoff idiom (a ``Command`` to the parent)."""
+    name = f"transfer_to_{target}"
+
+    @tool(name)
+    def transfer(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Hand the conversation to another agent."""
+        counter.hit(name)
+        message = ToolMessage(content=f"Transferred to {target}", tool_call_id=tool_call_id)
+        return Command(goto=target, graph=Command.PARENT, update={"messages": [message]})
+
+    return transfer
+
+
+def ping_pong_script(target: str) -> Iterator[AIMessage]:
+    """An agent that always hands the task to ``target``."""
+    for index in itertools.count():
+        yield _call(f"transfer_to_{target}", {}, f"{target}_{index}")
+
+
+def build_handoff_graph(counter: ToolCounter, *, name: str = "swarm") -> Any:
+    """Two agents that keep handing the task back and forth: a closed handoff cycle."""
+
+    def agent(agent_name: str, target: str) -> Any:
+        model = ScriptedChatModel(messages=ping_pong_script(target))
+
+        def call_model(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [model.invoke(state["messages"])]}
+
+        sub = StateGraph(MessagesState)
+        sub.add_node("agent", call_model)
+        sub.add_node("tools", ToolNode([make_handoff_tool(target, counter)]))
+        sub.add_edge(START, "agent")
+        sub.add_conditional_edges("agent", tools_condition)
+        sub.add_edge("tools", "agent")
+        return sub.compile(name=agent_name)
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("alice", agent("alice", "bob"), destinations=("bob",))
+    graph.add_node("bob", agent("bob", "alice"), destinations=("alice",))
+    graph.add_edge(START, "alice")
+    return graph.compile(name=name)

@@ -1,0 +1,38 @@
+"""A user's LangGraph program with no OpenTelemetry code in it: run under opentelemetry-instrument.
+
+Prints one JSON line to stderr: whether LoopGuardInterrupt reached this caller and how many
+times the tool body really ran. Spans go wherever OTEL_TRACES_EXPORTER says.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agents import RUN_CONFIG, USER_INPUT, ToolCounter, build_react_graph, looping_script
+
+from otel_loopguard import LoopGuardInterrupt
+
+
+def main() -> None:
+    counter = ToolCounter()
+    graph = build_react_graph(looping_script(give_up_after=12), counter)
+    outcome = {"interrupted": False, "answer": None}
+    try:
+        if "--stream" in sys.argv:
+            for _chunk in graph.stream(USER_INPUT, RUN_CONFIG, stream_mode="updates"):
+                pass
+        else:
+            outcome["answer"] = graph.invoke(USER_INPUT, RUN_CONFIG)["messages"][-1].content
+    except LoopGuardInterrupt as interrupt:
+        outcome["interrupted"] = True
+        outcome["action"] = interrupt.decision.action.value
+    outcome["executions"] = counter["search"]
+    print(json.dumps(outcome), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
