@@ -19,10 +19,10 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from otel_loopguard.enforcement import LoopGuard, set_guard
-from otel_loopguard.processor import LoopGuardSpanProcessor
 
 from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.enforcement import LoopGuard, set_guard
+from otel_loopguard.processor import LoopGuardSpanProcessor
 
 
 class SpanCounter(SpanProcessor):
