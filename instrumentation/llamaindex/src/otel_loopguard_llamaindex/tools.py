@@ -1,0 +1,97 @@
+"""Tool spans and the gate around ``FunctionTool.call`` / ``FunctionTool.acall``.
+
+Every function tool runs through these two methods, whether an agent workflow, a query
+pipeline or the application calls it (``tool(...)`` is ``call``). The gate raises
+:class:`~otel_loopguard.LoopGuardInterrupt` at STOP in ``enforce`` mode; inside an agent
+workflow :mod:`otel_loopguard_llamaindex.workflow` carries it to the caller.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry.trace import Tracer
+
+from otel_loopguard.enforcement import get_guard
+
+# the agent a workflow is running a tool for (set by the workflow wrappers)
+CURRENT_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "otel_loopguard_llamaindex_agent", default=None
+)
+
+
+def tool_arguments(tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """What the model asked for: keyword arguments without the workflow ``Context``.
+
+    The injected context is a different object on every run and means nothing to loop
+    detection; positional arguments (rare for model-called tools) are kept under ``args``.
+    """
+    ctx_param = getattr(tool, "ctx_param_name", None)
+    arguments = {k: v for k, v in kwargs.items() if k != ctx_param}
+    if args:
+        arguments["args"] = list(args)
+    return arguments
+
+
+def tool_outcome(output: Any) -> tuple[Any, str | None]:
+    """``(content, error_text)`` of a ``ToolOutput``; ``is_error`` outputs are tool errors."""
+    content = getattr(output, "content", output)
+    if getattr(output, "is_error", False):
+        return content, str(content)
+    return content, None
+
+
+def _agent_attributes(agent: str | None) -> dict[str, str] | None:
+    return {"gen_ai.agent.name": agent} if agent else None
+
+
+def _record(call: Any, output: Any) -> None:
+    content, error_text = tool_outcome(output)
+    set_error = getattr(call, "set_error", None)
+    if error_text is None or set_error is None:
+        call.set_result(content)
+    else:
+        set_error("ToolError", error_text)
+
+
+def _prepare(instance: Any, args: Any, kwargs: Any) -> tuple[str, Any, str | None]:
+    name = str(instance.metadata.get_name())
+    return name, tool_arguments(instance, args, kwargs), CURRENT_AGENT.get()
+
+
+def sync_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
+        guard = get_guard()
+        try:
+            name, arguments, agent = _prepare(instance, args, kwargs)
+        except Exception as exc:  # never break the tool call for our bookkeeping
+            guard.telemetry.internal_error("llamaindex.tool_arguments", exc)
+            return wrapped(*args, **kwargs)
+        with guard.tool_call(
+            tracer, name, arguments, agent_name=agent, attributes=_agent_attributes(agent)
+        ) as call:
+            output = wrapped(*args, **kwargs)
+            _record(call, output)
+        return output
+
+    return wrapper
+
+
+def async_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
+        guard = get_guard()
+        try:
+            name, arguments, agent = _prepare(instance, args, kwargs)
+        except Exception as exc:
+            guard.telemetry.internal_error("llamaindex.tool_arguments", exc)
+            return await wrapped(*args, **kwargs)
+        with guard.tool_call(
+            tracer, name, arguments, agent_name=agent, attributes=_agent_attributes(agent)
+        ) as call:
+            output = await wrapped(*args, **kwargs)
+            _record(call, output)
+        return output
+
+    return wrapper

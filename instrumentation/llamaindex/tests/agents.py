@@ -1,0 +1,156 @@
+"""Offline LlamaIndex agents driven by llama-index-core's own ``MockFunctionCallingLLM``.
+
+``MockFunctionCallingLLM(response_generator=...)`` returns whatever ``ChatMessage`` the
+generator builds from the conversation so far; ``ToolCallBlock`` parts in it are the tool
+calls the agent workflow executes. The tools are real ``FunctionTool`` objects that count
+their executions, so tests can assert how many times a tool body really ran.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.llms.mock import MockFunctionCallingLLM
+from llama_index.core.tools import FunctionTool
+
+CATALOG = {
+    "pricing": "Pro plan costs 20 EUR per month",
+    "limits": "Pro plan allows 5 seats",
+    "refunds": "refunds within 30 days",
+}
+USER_MESSAGE = "How much is the Pro plan?"
+
+
+@dataclass
+class ToolCounter:
+    """Counts real executions of the tool bodies, per tool name."""
+
+    calls: dict[str, int] = field(default_factory=dict)
+
+    def hit(self, name: str) -> None:
+        self.calls[name] = self.calls.get(name, 0) + 1
+
+    def __getitem__(self, name: str) -> int:
+        return self.calls.get(name, 0)
+
+
+def make_tools(counter: ToolCounter) -> list[FunctionTool]:
+    async def search(query: str) -> str:
+        """Search the product knowledge base."""
+        counter.hit("search")
+        return "no results"
+
+    async def lookup(topic: str) -> str:
+        """Look up one topic in the product catalog."""
+        counter.hit("lookup")
+        return CATALOG.get(topic, "unknown topic")
+
+    return [
+        FunctionTool.from_defaults(async_fn=search),
+        FunctionTool.from_defaults(async_fn=lookup),
+    ]
+
+
+def make_sync_search(counter: ToolCounter) -> FunctionTool:
+    def search(query: str) -> str:
+        """Search the product knowledge base."""
+        counter.hit("search")
+        return "no results"
+
+    return FunctionTool.from_defaults(fn=search)
+
+
+def _tool_call(name: str, kwargs: dict[str, Any], call_id: str) -> ChatMessage:
+    return ChatMessage(
+        role=MessageRole.ASSISTANT,
+        blocks=[ToolCallBlock(tool_call_id=call_id, tool_name=name, tool_kwargs=kwargs)],
+    )
+
+
+def _tool_results(messages: Sequence[ChatMessage]) -> list[str]:
+    return [str(m.content) for m in messages if m.role == MessageRole.TOOL]
+
+
+Script = Callable[..., ChatMessage]
+
+
+def looping_script(give_up_after: int | None = None) -> Script:
+    """A model stuck on one call: the same search again, ignoring the empty result."""
+    ids = itertools.count()
+
+    def respond(messages: Sequence[ChatMessage], **_: Any) -> ChatMessage:
+        if give_up_after is not None and len(_tool_results(messages)) >= give_up_after:
+            return ChatMessage(role=MessageRole.ASSISTANT, content="I could not find the price.")
+        return _tool_call("search", {"query": "pro plan price"}, f"call_{next(ids)}")
+
+    return respond
+
+
+def productive_script() -> Script:
+    """Distinct lookups with changing results, then an answer built from those results."""
+    topics = ("pricing", "limits", "refunds")
+
+    def respond(messages: Sequence[ChatMessage], **_: Any) -> ChatMessage:
+        results = _tool_results(messages)
+        if len(results) < len(topics):
+            index = len(results)
+            return _tool_call("lookup", {"topic": topics[index]}, f"call_{index}")
+        return ChatMessage(role=MessageRole.ASSISTANT, content="Answer: " + "; ".join(results))
+
+    return respond
+
+
+def build_agent(
+    script: Script, counter: ToolCounter, *, name: str = "support_agent", streaming: bool = False
+) -> FunctionAgent:
+    return FunctionAgent(
+        name=name,
+        description="Answers product questions.",
+        tools=make_tools(counter),
+        llm=MockFunctionCallingLLM(response_generator=script),
+        streaming=streaming,
+    )
+
+
+def ping_pong_script(target: str) -> Script:
+    """An agent that always hands the task over to ``target``."""
+    ids = itertools.count()
+
+    def respond(messages: Sequence[ChatMessage], **_: Any) -> ChatMessage:
+        return _tool_call(
+            "handoff", {"to_agent": target, "reason": "they know better"}, f"h_{next(ids)}"
+        )
+
+    return respond
+
+
+def build_handoff_workflow(counter: ToolCounter) -> AgentWorkflow:
+    """Two agents that keep handing the task back and forth: a closed handoff cycle."""
+    alice = FunctionAgent(
+        name="alice",
+        description="Billing questions.",
+        tools=make_tools(counter),
+        llm=MockFunctionCallingLLM(response_generator=ping_pong_script("bob")),
+        can_handoff_to=["bob"],
+    )
+    bob = FunctionAgent(
+        name="bob",
+        description="Plan questions.",
+        tools=make_tools(counter),
+        llm=MockFunctionCallingLLM(response_generator=ping_pong_script("alice")),
+        can_handoff_to=["alice"],
+    )
+    return AgentWorkflow(agents=[alice, bob], root_agent="alice")
+
+
+async def run_to_end(agent: Any, *, max_iterations: int = 60, stream: bool = False) -> Any:
+    handler = agent.run(user_msg=USER_MESSAGE, max_iterations=max_iterations)
+    if stream:
+        async for _event in handler.stream_events():
+            pass
+    return await handler

@@ -1,0 +1,26 @@
+"""Real OpenTelemetry SDK + the real loop guard for every test (see ../../testing/)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from otel_loopguard_llamaindex import LlamaIndexInstrumentor
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "testing"))
+
+from loopguard_harness import Testbed
+
+TESTBED = Testbed()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def instrumented():
+    yield from TESTBED.instrumented(LlamaIndexInstrumentor())
+
+
+@pytest.fixture
+def loopguard(caplog):
+    """``loopguard(mode="enforce", **settings)`` installs a fresh guard; returns its harness."""
+    yield from TESTBED.guards(caplog)
