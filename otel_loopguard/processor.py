@@ -159,7 +159,12 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 state.tool_spans.discard(span_id)
                 duplicate = span_id in state.fed_tool_parents
                 if parent is not None and not parent.is_remote:
-                    state.fed_tool_parents.add(parent.span_id)
+                    if guard.is_managed(parent.span_id):
+                        # inside a wrapper's gate span (e.g. the MCP SDK's client span):
+                        # the gate reports this execution itself, with its arguments
+                        duplicate = True
+                    else:
+                        state.fed_tool_parents.add(parent.span_id)
             state.fed_tool_parents.discard(span_id)
             conversation = conversation_id(view) or state.conversation
             root = state.root_agent()

@@ -116,6 +116,32 @@ def test_a_tool_span_around_an_mcp_client_span_counts_once(stack: Stack) -> None
     assert run.attributes["loopguard.run.tool_calls"] == 2
 
 
+def test_a_gate_tool_span_around_an_mcp_client_span_counts_once(stack: Stack) -> None:
+    """The MCP SDK's ``MCP send tools/call`` span inside our wrapper's gate span is the same
+    execution: the gate reports it (with its arguments); feeding the client span as well
+    would add a second, content-less call per execution and hide the repeated result."""
+    guard = stack.guard
+    tracer = stack.tracer
+    with guard.agent_run(tracer, "researcher"):
+        for _ in range(4):
+            with guard.tool_call(tracer, "search", {"query": "pricing"}) as call:
+                with tracer.start_as_current_span(
+                    "MCP send tools/call search",
+                    attributes={"mcp.method.name": "tools/call", "jsonrpc.request.id": "7"},
+                ):
+                    pass
+                call.set_result("no results")
+    (agent,) = stack.spans("invoke_agent researcher")
+    assert agent.attributes["loopguard.run.state"] == "stopped"
+    detectors = {
+        detector
+        for _, event in stack.decision_events()
+        if event.attributes["loopguard.action"] == "stop"
+        for detector in event.attributes["loopguard.detectors"]
+    }
+    assert "no_progress" in detectors
+
+
 def test_error_status_of_a_clean_agent_ends_the_run_as_error(stack: Stack) -> None:
     tracer = stack.tracer
     with tracer.start_as_current_span(
