@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from sdk_stack import AGENT, chat_span, sdk_stack
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Action, RunEndState
@@ -271,3 +272,19 @@ def test_monitor_preflight_follows_the_same_limit_semantics(kind: str, usage: di
     assert (decision.action is Action.STOP) == (ours is not None)
     if ours is not None:
         assert [s.kind for s in decision.reasons] == [ours.kind]
+
+
+def test_genai_spans_over_the_token_budget_warn_then_end_the_run_budget_exceeded() -> None:
+    """Real SDK spans in the GenAI semantic conventions, fed through the span processor."""
+    stack = sdk_stack(token_budget=4400)  # reserve 512 tokens
+    with stack.tracer.start_as_current_span("invoke_agent writer", attributes=AGENT):
+        for _ in range(4):
+            chat_span(stack, "tool_calls", input_tokens=1500, output_tokens=500)
+    stack.provider.shutdown()
+    decisions = stack.decisions()
+    assert [(d["loopguard.action"], d["loopguard.detectors"]) for d in decisions] == [
+        ("warn", ("budget_proximity",)),  # 4000 of 4400 used: 400 left
+        ("stop", ("budget",)),  # 6000: over
+    ]
+    (run,) = stack.spans("loopguard.run")
+    assert run.attributes["loopguard.run.state"] == "budget_exceeded"

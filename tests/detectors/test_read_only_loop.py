@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from sdk_stack import AGENT, sdk_stack, tool_span
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Action
@@ -184,3 +185,15 @@ def test_monitor_replans_with_the_nudge() -> None:
     assert len(replans) == 1 and replans[0].detectors == ("read_only_loop",)
     assert replans[0].recommendation and "Act on what you found" in replans[0].recommendation
     assert all(d.action in (Action.CONTINUE, Action.REPLAN) for d in decisions)
+
+
+def test_genai_tool_spans_that_only_read_get_the_nudge_as_a_span_event() -> None:
+    """Real SDK spans (tool spans only, no model spans: each call is a step)."""
+    stack = sdk_stack(read_only_loop_threshold=4)
+    with stack.tracer.start_as_current_span("invoke_agent writer", attributes=AGENT):
+        for i in range(4):
+            tool_span(stack, "filesystem__read_file", json.dumps({"path": f"f{i}.py"}), f"x{i}")
+    stack.provider.shutdown()
+    (decision,) = stack.decisions()
+    assert decision["loopguard.action"] == "replan"
+    assert "Act on what you found" in decision["loopguard.recommendation"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from sdk_stack import AGENT, sdk_stack, tool_span
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Action
@@ -184,3 +185,16 @@ def test_monitor_replans_with_the_hint() -> None:
     assert [d.action for d in decisions[:3]] == [Action.CONTINUE] * 3
     assert decisions[3].action is Action.REPLAN
     assert decisions[3].recommendation and "command not found" in decisions[3].recommendation
+
+
+def test_genai_shell_spans_failing_get_the_hint_as_a_span_event() -> None:
+    """Real SDK spans in the GenAI semantic conventions, fed through the span processor."""
+    stack = sdk_stack()
+    with stack.tracer.start_as_current_span("invoke_agent writer", attributes=AGENT):
+        tool_span(stack, "bash", json.dumps({"command": "python app.py"}), TRACEBACK)
+        tool_span(stack, "bash", json.dumps({"command": "python3 app.py"}), TRACEBACK)
+    stack.provider.shutdown()
+    (decision,) = stack.decisions()
+    assert decision["loopguard.action"] == "replan"
+    assert "ModuleNotFoundError" in decision["loopguard.recommendation"]
+    assert "yaml" not in json.dumps(decision)  # raw output stays out without content capture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from sdk_stack import AGENT, chat_span, sdk_stack
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Action, RunEndState
@@ -106,3 +107,19 @@ def test_monitor_replans_with_the_continuation_prompt_then_stops() -> None:
     assert decisions[0].recommendation == CONTINUATION_PROMPT
     assert decisions[2].end_state is RunEndState.STOPPED
     assert decisions[2].detectors == ("truncation",)
+
+
+def test_truncated_genai_chat_spans_get_the_continuation_prompt_as_a_span_event() -> None:
+    """Real SDK spans in the GenAI semantic conventions, fed through the span processor."""
+    stack = sdk_stack()
+    with stack.tracer.start_as_current_span("invoke_agent writer", attributes=AGENT):
+        for finish in ("length", "length", "stop", "max_tokens", "max_tokens", "max_tokens"):
+            chat_span(stack, finish, output_tokens=4096)
+    stack.provider.shutdown()
+    decisions = stack.decisions()
+    # two continuations; the normal finish (stop) resets the count; two more, then exhausted
+    assert [d["loopguard.action"] for d in decisions] == ["replan"] * 4 + ["stop"]
+    assert decisions[0]["loopguard.recommendation"] == CONTINUATION_PROMPT
+    assert decisions[-1]["loopguard.detectors"] == ("truncation",)
+    (run,) = stack.spans("loopguard.run")
+    assert run.attributes["loopguard.run.state"] == "stopped"

@@ -1,0 +1,75 @@
+"""A real OpenTelemetry SDK pipeline with the loopguard processor, for span-level tests.
+
+Detectors are unit-tested on events; these tests check that what users run (GenAI spans
+from any instrumentation -> ``LoopGuardSpanProcessor``) reaches them and that their
+decisions come back out as span events and run states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.enforcement import LoopGuard
+from otel_loopguard.processor import LoopGuardSpanProcessor
+
+
+@dataclass
+class SdkStack:
+    provider: TracerProvider
+    exporter: InMemorySpanExporter
+    tracer: Any
+
+    def decisions(self) -> list[dict[str, Any]]:
+        """Attributes of every ``loopguard.decision`` span event, in the order spans ended."""
+        return [
+            dict(event.attributes or {})
+            for span in self.exporter.get_finished_spans()
+            for event in span.events
+            if event.name == "loopguard.decision"
+        ]
+
+    def spans(self, name: str) -> list[ReadableSpan]:
+        return [s for s in self.exporter.get_finished_spans() if s.name == name]
+
+
+def sdk_stack(**config: Any) -> SdkStack:
+    provider = TracerProvider()
+    guard = LoopGuard(LoopGuardConfig(**config), tracer_provider=provider)
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(LoopGuardSpanProcessor(guard))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return SdkStack(provider, exporter, provider.get_tracer("tests.detectors"))
+
+
+AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "writer"}
+
+
+def chat_span(stack: SdkStack, finish: str, *, input_tokens: int = 0, output_tokens: int = 0):
+    """One GenAI semantic-conventions ``chat`` span, ended at once."""
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.response.finish_reasons": (finish,),
+        "gen_ai.usage.input_tokens": input_tokens,
+        "gen_ai.usage.output_tokens": output_tokens,
+    }
+    with stack.tracer.start_as_current_span("chat gpt-4o", attributes=attributes):
+        pass
+
+
+def tool_span(stack: SdkStack, tool: str, arguments: str, result: str) -> None:
+    """One GenAI semantic-conventions ``execute_tool`` span with its (opted-in) content."""
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool,
+        "gen_ai.tool.call.arguments": arguments,
+        "gen_ai.tool.call.result": result,
+    }
+    with stack.tracer.start_as_current_span(f"execute_tool {tool}", attributes=attributes):
+        pass
