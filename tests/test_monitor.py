@@ -396,3 +396,28 @@ def test_preflight_cost_limit_from_real_usage(tmp_path) -> None:
     monitor.observe(llm("r", input_tokens=200_000, model="gpt-4o"))  # 1.0: no headroom left
     veto = monitor.preflight("r", "llm_call")
     assert veto.action is Action.STOP and veto.end_state is RunEndState.BUDGET_EXCEEDED
+
+
+# ---------------------------------------------------------------- restore with real detectors
+
+
+def test_a_restored_run_keeps_counting_with_the_default_detectors() -> None:
+    """Two identical calls before the restart, the third after it: repetition still fires."""
+    from otel_loopguard.events import tool_call, tool_result
+
+    before = Monitor(LoopGuardConfig(), clock=FakeClock())
+    for _ in range(2):
+        assert before.observe(tool_call("conv", "search", {"q": "pricing"})).action is (
+            Action.CONTINUE
+        )
+        before.observe(tool_result("conv", "search", "no results"))
+    wire = json.dumps(before.export_run("conv"))
+
+    after = Monitor(LoopGuardConfig(), clock=FakeClock(start=3.0))
+    after.restore_run(json.loads(wire))
+    third = after.observe(tool_call("conv", "search", {"q": "pricing"}))
+    assert third.action is Action.WARN and "repetition" in third.detectors
+    assert after.observe(tool_result("conv", "search", "no results")).action is Action.STOP
+
+    fresh = Monitor(LoopGuardConfig(), clock=FakeClock())  # without the restore: nothing
+    assert fresh.observe(tool_call("conv", "search", {"q": "pricing"})).action is Action.CONTINUE

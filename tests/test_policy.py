@@ -11,7 +11,7 @@ from otel_loopguard import Monitor
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import CONTINUE, Action, RunEndState, Signal
 from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.events import Event, EventKind
+from otel_loopguard.events import Event, EventKind, tool_call, tool_result
 from otel_loopguard.policy import (
     PolicyInput,
     default,
@@ -325,3 +325,41 @@ def test_observe_policy_with_real_detectors_never_stops() -> None:
     actions = {monitor.observe(model_turn("r", finish="length")).action for _ in range(6)}
     assert Action.WARN in actions and max(actions) is Action.WARN
     assert not monitor.run_snapshot("r").stopped
+
+
+def test_default_real_detectors_warn_on_repeats_with_changing_output() -> None:
+    """Polling: the same call, a different answer each time, is not stopped."""
+    monitor = default_monitor()
+    actions = []
+    for n in range(6):
+        actions.append(monitor.observe(tool_call("r", "status", {"job": "42"})).action)
+        monitor.observe(tool_result("r", "status", f"running, {n * 10}% done"))
+    assert Action.WARN in actions and Action.STOP not in actions
+    assert not monitor.run_snapshot("r").stopped
+
+
+def test_default_real_detectors_stop_repeats_with_unchanged_output() -> None:
+    monitor = default_monitor()
+    decisions = []
+    for _ in range(4):
+        decisions.append(monitor.observe(tool_call("r", "search", {"query": "pricing"})))
+        decisions.append(monitor.observe(tool_result("r", "search", "no results")))
+    stop = next(d for d in decisions if d.action is Action.STOP)
+    assert {"repetition", "no_progress"} <= set(stop.detectors)
+    assert monitor.end_run("r").end_state is RunEndState.STOPPED
+
+
+def test_strict_real_detectors_stop_three_identical_steps_with_changing_output() -> None:
+    monitor = default_monitor(policy="strict")
+    default_run = default_monitor()
+    for n in range(3):
+        for guard in (monitor, default_run):
+            call_event = tool_call("r", "run_tests", {"path": "tests/"})
+            turn = model_turn("r", tools=(call_event.signature,))
+            guard.observe(turn)
+            guard.observe(call_event)
+            guard.observe(tool_result("r", "run_tests", f"{n} failed"))
+    summary = monitor.run_snapshot("r")
+    assert summary.stopped
+    assert "repeated_tool_steps" in summary.first_stop.decision.detectors
+    assert not default_run.run_snapshot("r").stopped  # default: output changed, only warns
