@@ -9,10 +9,12 @@ calls, their results, some repeated calls and outputs, errors, handoffs):
 
 1. events/s through ``Monitor.observe`` on ONE run of N events (default 1,000,000), and on
    R (default 10,000) interleaved runs sharing N events;
-2. the per-event cost early in a run (blocks of 1,000 events from event 1,000 on) and at
-   the end of the N-event run, and their ratio: it must stay ≤ 1.2, i.e. the cost of an
-   event does not grow with the length of the run;
-3. memory per active run (``tracemalloc``) after the N-event run, and per run with R runs;
+2. the per-event cost at 1,000 events (events 1,001-2,000 of a fresh run) and after the
+   N-event run, timed in alternating pairs so both see the same machine load, and their
+   ratio: it must stay ≤ 1.2, i.e. the cost of an event does not grow with the run;
+3. memory per active run after the N-event run and with R runs: the bytes of every object
+   the run holds (object graph, ``sys.getsizeof``), cross-checked against ``tracemalloc``
+   on a shorter run (tracing a million events would take minutes);
 4. a baseline measured in the same process: the same loop building the same events and
    doing a dict lookup per event, so the figures are also ratios (the machine this runs on
    may be shared and slow; ratios travel better than absolute numbers).
@@ -30,6 +32,7 @@ figures meaningless. Exit status 1 when a target is missed.
 from __future__ import annotations
 
 import argparse
+import enum
 import gc
 import random
 import statistics
@@ -211,11 +214,74 @@ def median_per_event(blocks: list[float]) -> float:
     return statistics.median(blocks) / BLOCK
 
 
-def memory_per_run(script: list[Spec], events: int, runs: int) -> tuple[float, Monitor]:
-    """Bytes allocated and still held per live run after ``events`` events over ``runs`` runs.
+def block_cost(script: list[Spec], start: int, run_id: str, observe: Callable[..., Any]) -> float:
+    """CPU seconds per event for one block of :data:`BLOCK` events from script ``start``."""
+    mask = SCRIPT_LENGTH - 1
+    begin = CLOCK()
+    for position in range(start, start + BLOCK):
+        kind, actor, *rest = script[position & mask]
+        observe(Event(kind, run_id, actor, *rest))
+    return (CLOCK() - begin) / BLOCK
 
-    The events are built with fresh signature strings (as spans would give them), so what a
-    run keeps is counted as its own.
+
+def growth_pairs(
+    script: list[Spec], old: Monitor, old_run: str, old_position: int, pairs: int
+) -> tuple[float, float]:
+    """Per-event cost at 1,000 events (a fresh run) and in the old run, measured in turns.
+
+    Each pair times events 1,001-2,000 of a new run and then 1,000 more events of the long
+    run right after, so both see the same machine load; medians of the pairs.
+    """
+    young_costs, old_costs = [], []
+    rng = random.Random(11)
+    for pair in range(pairs):
+        young = new_monitor()
+        start = rng.randrange(SCRIPT_LENGTH)
+        block_cost(script, start, "young", young.observe)  # its first 1,000 events
+        young_costs.append(block_cost(script, start + BLOCK, "young", young.observe))
+        old_costs.append(block_cost(script, old_position + pair * BLOCK, old_run, old.observe))
+    return statistics.median(young_costs), statistics.median(old_costs)
+
+
+_SHARED_TYPES = (type, type(sys), type(len), type(lambda: None), enum.Enum)
+
+
+def retained_bytes(root: object, exclude: set[int]) -> int:
+    """Bytes of every object reachable from ``root`` (``sys.getsizeof``, GC header included).
+
+    Shared, process-wide objects (classes, modules, functions, enum members, the monitor's
+    detectors and config) are not the run's and are skipped via ``exclude``.
+    """
+    seen = set(exclude)
+    stack = [root]
+    total = 0
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, _SHARED_TYPES):
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        stack.extend(gc.get_referents(obj))
+    return total
+
+
+def shared_ids(monitor: Monitor) -> set[int]:
+    ids = {id(monitor), id(monitor.config), id(None), id(True), id(False)}
+    ids.update(id(detector) for detector in monitor.detectors)
+    ids.update(id(n) for n in range(-5, 257))  # CPython's cached small ints
+    return ids
+
+
+def run_bytes(monitor: Monitor, run_id: str) -> int:
+    return retained_bytes(monitor._runs[run_id], shared_ids(monitor))
+
+
+def traced_bytes_per_run(script: list[Spec], events: int, runs: int) -> tuple[float, float]:
+    """tracemalloc's count of what runs hold after ``events`` events over ``runs`` runs.
+
+    Events are built with fresh signature strings (as spans would give them), so what a run
+    keeps is allocated while tracing. Returns (tracemalloc bytes, object-graph bytes) per
+    run, to show that the object-graph measure used for the 1M-event runs agrees.
     """
     gc.collect()
     tracemalloc.start()
@@ -230,17 +296,21 @@ def memory_per_run(script: list[Spec], events: int, runs: int) -> tuple[float, M
             Event(kind, run_ids[run], actor, tool, "".join(signature), "".join(near), *rest)
         )
     gc.collect()
-    after = tracemalloc.get_traced_memory()[0]
+    traced = (tracemalloc.get_traced_memory()[0] - before) / runs
     tracemalloc.stop()
-    return (after - before) / max(monitor.active_runs, 1), monitor
+    graph = statistics.mean(run_bytes(monitor, run_id) for run_id in run_ids)
+    return traced, graph
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="events in the long run")
     parser.add_argument("--runs", type=int, default=10_000, help="interleaved runs")
-    parser.add_argument("--repeats", type=int, default=3, help="repeats of the short timings")
-    parser.add_argument("--skip-memory", action="store_true", help="timings only")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats of the baseline")
+    parser.add_argument("--pairs", type=int, default=30, help="young/old block pairs")
+    parser.add_argument(
+        "--traced-events", type=int, default=50_000, help="events of the tracemalloc check"
+    )
     args = parser.parse_args(argv)
     events = max(args.events, 30 * BLOCK)
 
@@ -248,7 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     monitor = new_monitor()
     detectors = [d.name for d in monitor.detectors]
     print(f"python {sys.version.split()[0]}, {len(detectors)} detectors: {', '.join(detectors)}")
-    print(f"event mix: {SCRIPT_LENGTH} scripted events cycled; policy 'observe' (never stops)")
+    print(
+        f"event mix: {SCRIPT_LENGTH:,} scripted events cycled; policy 'observe' (never stops); "
+        f"CPU time of this thread, medians of {BLOCK:,}-event blocks"
+    )
 
     base_blocks: list[float] = []
     for _ in range(args.repeats):
@@ -263,14 +336,13 @@ def main(argv: list[str] | None = None) -> int:
     assert snapshot is not None and not snapshot.stopped
     assert snapshot.counters.events == events, "events were lost"
     long_cost = median_per_event(long_blocks)
+    long_bytes = run_bytes(monitor, "long-run")
 
-    # 2. per-event cost early vs late in the run
-    early = median_per_event(long_blocks[1:21])  # events 1,000..21,000
-    late = median_per_event(long_blocks[-20:])
+    # 2. per-event cost at 1,000 events vs after the long run, measured in turns
+    early, late = growth_pairs(script, monitor, "long-run", events, args.pairs)
     growth = late / early
 
     # 3. many interleaved runs
-    many_blocks: list[float] = []
     many = new_monitor()
     run_ids = [f"run-{n:05d}" for n in range(args.runs)]
     started = time.perf_counter()
@@ -279,34 +351,44 @@ def main(argv: list[str] | None = None) -> int:
     many_cost = median_per_event(many_blocks)
     assert many.active_runs == min(args.runs, many.config.max_runs)
     assert many.internal_errors == 0 and monitor.internal_errors == 0
+    many_bytes = statistics.mean(run_bytes(many, run_id) for run_id in run_ids)
 
     def rate(cost: float) -> str:
-        """Gross (event built + observed) and net (minus the baseline: the monitor alone)."""
+        """Net (minus the baseline: the monitor alone) and gross (event built + observed)."""
         net = max(cost - base, 1e-12)
         return (
-            f"{1 / net:>10,.0f} events/s through the monitor ({net * 1e6:5.2f} µs/event); "
-            f"with event building {1 / cost:>9,.0f} events/s ({cost / base:4.1f}x baseline)"
+            f"{1 / net:>9,.0f} events/s through the monitor ({net * 1e6:5.2f} µs/event); "
+            f"{1 / cost:>9,.0f} events/s with event building ({cost / base:4.1f}x baseline)"
         )
 
     print(
-        f"baseline: build the event + dict lookup {1 / base:>10,.0f} events/s "
+        f"baseline, build the event + dict lookup: {1 / base:>9,.0f} events/s "
         f"({base * 1e6:.2f} µs/event)"
     )
-    print(f"1 run, {events:,} events:{'':<10}{rate(long_cost)}")
-    print(
-        f"   wall clock over the whole run: {events / long_wall:,.0f} events/s with event building"
-    )
+    print(f"1 run, {events:,} events: {rate(long_cost)}")
+    print(f"   wall clock, whole run: {events / long_wall:,.0f} events/s with event building")
     print(f"{args.runs:,} interleaved runs, {events:,} events: {rate(many_cost)}")
+    print(f"   wall clock, whole run: {events / many_wall:,.0f} events/s with event building")
     print(
-        f"   wall clock over the whole run: {events / many_wall:,.0f} events/s with event building"
-    )
-    print(
-        f"per-event cost (with building) at 1,000 events {early * 1e6:.2f} µs, at {events:,} "
-        f"events {late * 1e6:.2f} µs: ratio {growth:.2f} (target ≤ {TARGET_GROWTH_RATIO})"
+        f"per-event cost at 1,000 events {early * 1e6:.2f} µs, after {events:,} events "
+        f"{late * 1e6:.2f} µs: ratio {growth:.2f} (target ≤ {TARGET_GROWTH_RATIO}; "
+        f"median of {args.pairs} interleaved pairs)"
     )
     print(
         f"long run: {snapshot.signals:,} signals raised, most severe decision "
         f"{snapshot.final_action.value}"
+    )
+    traced_one, graph_one = traced_bytes_per_run(script, args.traced_events, 1)
+    traced_many, graph_many = traced_bytes_per_run(script, args.traced_events, 500)
+    print(
+        f"memory per active run: {long_bytes / 1024:.1f} KiB after {events:,} events in one "
+        f"run; {many_bytes / 1024:.1f} KiB each with {args.runs:,} runs "
+        f"(target ≤ {TARGET_BYTES_PER_RUN // 1024} KiB)"
+    )
+    print(
+        f"   cross-check, tracemalloc vs object graph: {traced_one / 1024:.1f} / "
+        f"{graph_one / 1024:.1f} KiB after {args.traced_events:,} events in one run, "
+        f"{traced_many / 1024:.1f} / {graph_many / 1024:.1f} KiB each over 500 runs"
     )
     long_rate, many_rate = 1 / (long_cost - base), 1 / (many_cost - base)
 
@@ -315,19 +397,8 @@ def main(argv: list[str] | None = None) -> int:
         failed.append(f"throughput < {TARGET_EVENTS_PER_SECOND:,} events/s")
     if growth > TARGET_GROWTH_RATIO:
         failed.append(f"cost growth {growth:.2f} > {TARGET_GROWTH_RATIO}")
-
-    if not args.skip_memory:
-        del monitor, many
-        one_run, _ = memory_per_run(script, events, 1)
-        spread, _ = memory_per_run(script, events, args.runs)
-        print(
-            f"memory per active run: {one_run / 1024:.1f} KiB after {events:,} events in one "
-            f"run; {spread / 1024:.1f} KiB with {args.runs:,} runs "
-            f"(target ≤ {TARGET_BYTES_PER_RUN // 1024} KiB)"
-        )
-        if max(one_run, spread) > TARGET_BYTES_PER_RUN:
-            failed.append("memory per run over target")
-
+    if max(long_bytes, many_bytes) > TARGET_BYTES_PER_RUN:
+        failed.append("memory per run over target")
     print("targets met" if not failed else "MISSED: " + "; ".join(failed))
     return 1 if failed else 0
 

@@ -224,6 +224,8 @@ class Monitor:
                 counters.now = now
                 counters.last_seen = now
                 kind = event.kind
+                if type(kind) is not EventKind:  # a plain "tool_call" string from a plug-in
+                    kind = EventKind(kind)
                 if kind is EventKind.TOOL_CALL:
                     counters.tool_calls += 1
                 elif kind is EventKind.LLM_RESPONSE:
@@ -377,8 +379,16 @@ class Monitor:
         """Recreate a run from :meth:`export_run` output; it continues where it was.
 
         Replaces a live run of the same id. Missing keys (older exports) get fresh values;
-        a detector state that does not restore starts fresh (counted, logged once).
+        a detector state that does not restore starts fresh. Never raises: unusable data
+        (not a dict, no ``run_id``, wrong types) is counted in :attr:`internal_errors`,
+        logged once, and no run is restored.
         """
+        try:
+            self._restore_run(data)
+        except Exception as exc:
+            self._internal_error("restore_run", exc)
+
+    def _restore_run(self, data: dict[str, Any]) -> None:
         run_id = str(data["run_id"])
         now = self._clock()
         run = _Run(run_id, now, self._new_states(), self._window_size)

@@ -421,3 +421,25 @@ def test_a_restored_run_keeps_counting_with_the_default_detectors() -> None:
 
     fresh = Monitor(LoopGuardConfig(), clock=FakeClock())  # without the restore: nothing
     assert fresh.observe(tool_call("conv", "search", {"q": "pricing"})).action is Action.CONTINUE
+
+
+@pytest.mark.parametrize(
+    "data",
+    [None, "text", {}, {"run_id": "r", "counters": {"events": "many"}}, {"run_id": "r", "stop": 3}],
+)
+def test_restore_of_unusable_data_never_raises(data, caplog: pytest.LogCaptureFixture) -> None:
+    monitor = make(CountingDetector())
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.monitor"):
+        monitor.restore_run(data)  # type: ignore[arg-type]
+    assert monitor.internal_errors == 1 and monitor.active_runs == 0
+    assert any("restore_run" in r.getMessage() for r in caplog.records)
+
+
+def test_event_kind_given_as_a_plain_string_is_understood() -> None:
+    monitor = make(CountingDetector(event_kinds=frozenset({EventKind.TOOL_CALL})))
+    monitor.observe(Event("tool_call", "r", tool_name="x"))  # type: ignore[arg-type]
+    monitor.observe(Event("llm_response", "r"))  # type: ignore[arg-type]
+    summary = monitor.run_snapshot("r")
+    assert (summary.counters.tool_calls, summary.counters.steps) == (1, 1)
+    assert monitor.export_run("r")["detectors"]["counting"] == {"events": 1}
+    assert monitor.observe(Event("bogus", "r")) is CONTINUE  # type: ignore[arg-type]
