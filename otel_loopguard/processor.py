@@ -159,7 +159,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 state.tool_spans.discard(span_id)
                 duplicate = span_id in state.fed_tool_parents
                 if parent is not None and not parent.is_remote:
-                    if guard.is_managed(parent.span_id):
+                    if parent.span_id in state.tool_spans and guard.is_managed(parent.span_id):
                         # inside a wrapper's gate span (e.g. the MCP SDK's client span):
                         # the gate reports this execution itself, with its arguments
                         duplicate = True

@@ -142,6 +142,25 @@ def test_a_gate_tool_span_around_an_mcp_client_span_counts_once(stack: Stack) ->
     assert "no_progress" in detectors
 
 
+def test_a_handoff_span_inside_a_gate_agent_span_is_fed(stack: Stack) -> None:
+    """Only a gate *tool* span hides the tool spans inside it; its agent span does not."""
+    tracer = stack.tracer
+    with stack.guard.agent_run(tracer, "triage"):
+        for index in range(6):
+            source, target = ("triage", "billing") if index % 2 == 0 else ("billing", "triage")
+            with tracer.start_as_current_span(
+                f"execute_tool transfer_to_{target}",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": f"transfer_to_{target}",
+                    "gen_ai.agent.name": source,
+                },
+            ):
+                pass
+    (agent,) = stack.spans("invoke_agent triage")
+    assert agent.attributes["loopguard.run.state"] == "stopped"
+
+
 def test_error_status_of_a_clean_agent_ends_the_run_as_error(stack: Stack) -> None:
     tracer = stack.tracer
     with tracer.start_as_current_span(
