@@ -48,6 +48,7 @@ SNIFF_LINE_CHARS = 64 << 20
 _SPAN_KINDS = {0: "internal", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 _STATUS_CODES = {0: "unset", 1: "ok", 2: "error"}
 _HEX = frozenset("0123456789abcdefABCDEF")
+_NO_STATUS: dict[str, Any] = {}
 
 
 @dataclass
@@ -66,6 +67,9 @@ def normalize_id(raw: Any, hex_len: int) -> str | None:
     """A lower-case hex id of ``hex_len`` digits from hex (any case, short) or base64."""
     if not isinstance(raw, str) or not raw:
         return None
+    cached = _ID_CACHE.get(raw)
+    if cached is not None and len(cached) == hex_len:
+        return cached
     if len(raw) <= hex_len and _HEX.issuperset(raw):
         value = raw.lower().rjust(hex_len, "0")
     else:
@@ -76,21 +80,32 @@ def normalize_id(raw: Any, hex_len: int) -> str | None:
         if len(decoded) != hex_len // 2:
             return None
         value = decoded.hex()
-    return None if value.strip("0") == "" else value
+    if value.strip("0") == "":
+        return None
+    if len(_ID_CACHE) >= _ID_CACHE_SIZE:
+        _ID_CACHE.clear()
+    _ID_CACHE[raw] = value
+    return value
+
+
+# a trace id is repeated on every span of its trace, a parent id on every child: most ids
+# are seen again shortly after, so their validation is skipped (bounded; cleared when full)
+_ID_CACHE: dict[str, str] = {}
+_ID_CACHE_SIZE = 8192
 
 
 def _to_int(raw: Any) -> int:
+    if isinstance(raw, str):
+        try:
+            return int(raw)
+        except ValueError:
+            return int(float(raw)) if raw else 0
     if isinstance(raw, bool):
         return int(raw)
     if isinstance(raw, int):
         return raw
     if isinstance(raw, float):
         return int(raw)
-    if isinstance(raw, str) and raw:
-        try:
-            return int(raw)
-        except ValueError:
-            return int(float(raw))
     return 0
 
 
@@ -133,12 +148,23 @@ def otlp_attributes(items: Any) -> dict[str, Any]:
     if not isinstance(items, list):
         return out
     for item in items:
-        if isinstance(item, dict) and isinstance(item.get("key"), str):
-            out[item["key"]] = otlp_any_value(item.get("value"))
+        try:
+            key = item["key"]
+            value = item["value"]
+            text = value.get("stringValue")  # the common case, without the generic walk
+        except (KeyError, TypeError, AttributeError):
+            if isinstance(item, dict) and isinstance(item.get("key"), str):
+                out[item["key"]] = otlp_any_value(item.get("value"))
+            continue
+        if not isinstance(key, str):
+            continue
+        out[key] = text if text is not None else otlp_any_value(value)
     return out
 
 
 def _enum(raw: Any, table: dict[int, str], prefix: str) -> str:
+    if type(raw) is int:
+        return table.get(raw, table[0])
     if isinstance(raw, str) and not raw.lstrip("-").isdigit():
         name = raw.upper()
         return name[len(prefix) :].lower() if name.startswith(prefix) else name.lower()
@@ -165,19 +191,25 @@ def otlp_span(
     if trace_id is None or span_id is None:
         stats.skipped_spans += 1
         return None
-    status = span.get("status") or {}
-    events = [
-        SpanEventView(
-            str(event.get("name", "")),
-            otlp_attributes(event.get("attributes")),
-            _to_int(_get(event, "timeUnixNano", "time_unix_nano")) or None,
-        )
-        for event in span.get("events") or ()
-        if isinstance(event, dict)
-    ]
+    status = span.get("status") or _NO_STATUS
+    raw_events = span.get("events")
+    events = (
+        [
+            SpanEventView(
+                str(event.get("name", "")),
+                otlp_attributes(event.get("attributes")),
+                _to_int(_get(event, "timeUnixNano", "time_unix_nano")) or None,
+            )
+            for event in raw_events
+            if isinstance(event, dict)
+        ]
+        if raw_events
+        else ()
+    )
+    name = span.get("name")
     stats.spans += 1
     return SpanView(
-        name=str(span.get("name", "")),
+        name=name if isinstance(name, str) else ("" if name is None else str(name)),
         kind=_enum(span.get("kind", 0), _SPAN_KINDS, "SPAN_KIND_"),
         trace_id=trace_id,
         span_id=span_id,

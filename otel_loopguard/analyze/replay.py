@@ -234,16 +234,18 @@ class Replayer:
         """Replay span starts and ends in time order, as the processor's hooks saw them."""
         trace_id = spans[0].trace_id
         depth = _depths(spans)
-        timeline: list[tuple[int, int, int, int, SpanView]] = []
+        timeline: list[tuple[int, int, int, int, SpanView, SpanClass, str | None]] = []
         for index, view in enumerate(spans):
             if _is_own_span(view):
                 continue
             level = depth[view.span_id]
             start = view.start_time_unix_nano or 0
             end = view.end_time_unix_nano or start
+            cls = classify(view)
+            conversation = conversation_id(view)
             # ties: starts first, parents start before children and end after them
-            timeline.append((start, _START, level, index, view))
-            timeline.append((end, _END, -level, index, view))
+            timeline.append((start, _START, level, index, view, cls, conversation))
+            timeline.append((end, _END, -level, index, view, cls, conversation))
         timeline.sort(key=_timeline_key)
         state = self._traces.get(trace_id)
         if state is None:
@@ -252,27 +254,27 @@ class Replayer:
                 self._traces.popitem(last=False)
         else:
             self._traces.move_to_end(trace_id)
-        for time_ns, what, _level, _index, view in timeline:
+        for time_ns, what, _level, _index, view, cls, conversation in timeline:
             self._now = time_ns / 1e9
             if what == _START:
-                self._span_started(state, view)
+                self._span_started(state, view, cls, conversation)
             else:
                 if time_ns > self._watermark_ns:
                     self._watermark_ns = time_ns
-                if self._span_ended(state, view):
+                if self._span_ended(state, view, cls, conversation):
                     state = self._traces[trace_id] = _TraceState()  # after the local root
         if state.local_root is None and not state.agents and not state.conversation:
             self._traces.pop(trace_id, None)
         self._expire_idle_runs()
 
-    def _span_started(self, state: _TraceState, view: SpanView) -> None:
-        cls = classify(view)
+    def _span_started(
+        self, state: _TraceState, view: SpanView, cls: SpanClass, conversation: str | None
+    ) -> None:
         if view.parent_span_id is None:
             if state.local_root is None:
                 state.local_root = view.span_id
         elif cls is SpanClass.OTHER:
             return
-        conversation = conversation_id(view)
         if conversation and state.conversation is None:
             state.conversation = conversation
         if cls in RUN_ROOT_CLASSES:
@@ -284,9 +286,10 @@ class Replayer:
                 )
                 self._record_for(identity.run_id, identity.keyed_by, view, agent_name(view))
 
-    def _span_ended(self, state: _TraceState, view: SpanView) -> bool:
+    def _span_ended(
+        self, state: _TraceState, view: SpanView, cls: SpanClass, own_conversation: str | None
+    ) -> bool:
         """Feed one ended span; True when it was the trace's local root (state dropped)."""
-        cls = classify(view)
         span_id = view.span_id
         duplicate = False
         if cls is SpanClass.TOOL or cls is SpanClass.HANDOFF:
@@ -294,7 +297,7 @@ class Replayer:
             if view.parent_span_id is not None:
                 state.fed_tool_parents.add(view.parent_span_id)
         state.fed_tool_parents.discard(span_id)
-        conversation = conversation_id(view) or state.conversation
+        conversation = own_conversation or state.conversation
         root = state.agents[0][0] if state.agents else None
         ending_root = False
         if cls in RUN_ROOT_CLASSES:
@@ -434,7 +437,7 @@ def _merge_summary(record: RunRecord, summary: RunSummary) -> None:
             record.after_stop_cost = max(record.cost - at_stop, 0.0)
 
 
-def _timeline_key(item: tuple[int, int, int, int, SpanView]) -> tuple[int, int, int, int]:
+def _timeline_key(item: tuple[Any, ...]) -> tuple[int, int, int, int]:
     return item[0], item[1], item[2], item[3]
 
 

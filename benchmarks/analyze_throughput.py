@@ -1,0 +1,267 @@
+"""Throughput and peak memory of ``otel-loopguard analyze`` on a generated JSON-lines export.
+
+Usage::
+
+    python benchmarks/analyze_throughput.py [--spans N] [--concurrent C] [--keep PATH]
+    python benchmarks/analyze_throughput.py --gigabytes 1.0   # the bounded-memory check
+
+Generates an OTLP JSON-lines file as the Collector's file exporter writes it (one export
+request of up to 512 spans per line, the traces of ``C`` concurrent agent runs interleaved
+within and across lines; each run is an ``invoke_agent`` span with model turns and tool
+calls carrying arguments, results and token usage; one run in ten loops). Then runs, each
+as a subprocess measured with ``os.wait4`` (CPU time and peak RSS of that process alone):
+
+1. a baseline: the same file read line by line and parsed with ``json.loads``, every span
+   visited, nothing else: the floor any JSON reader of this file pays;
+2. ``otel-loopguard analyze FILE --format json --fail-on never`` with the default policy
+   and detectors.
+
+Prints spans/s for both (CPU time, and wall time, which on a shared machine includes time
+spent waiting for a core), their ratio, and the peak RSS of each. The file is generated in
+a temporary directory (``--keep`` writes it to PATH instead and keeps it). Exit status 1
+when analyze is below the target rate of 50,000 spans/s (CPU time).
+
+With ``--gigabytes G`` the file is at least G GB: peak RSS must then be set by the live
+runs (``--concurrent``) and the trace buffer, not by the file size; run it twice with
+different sizes to see that the peak does not move.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET_SPANS_PER_SECOND = 50_000
+SPANS_PER_LINE = 512
+TOOLS = ("search", "read_file", "lookup_order", "fetch_url", "run_tests", "send_email")
+
+BASELINE = """
+import json, sys
+spans = 0
+with open(sys.argv[1], encoding="utf-8") as handle:
+    for line in handle:
+        request = json.loads(line)
+        for resource_spans in request["resourceSpans"]:
+            for scope_spans in resource_spans["scopeSpans"]:
+                for span in scope_spans["spans"]:
+                    spans += 1
+print(spans)
+"""
+
+
+def _attr(key: str, value: object) -> dict:
+    if isinstance(value, bool):
+        return {"key": key, "value": {"boolValue": value}}
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    return {"key": key, "value": {"stringValue": str(value)}}
+
+
+class _Run:
+    """One agent run being generated: yields its spans in end order."""
+
+    def __init__(self, rng: random.Random, number: int, now_ns: int) -> None:
+        self.rng = rng
+        self.trace_id = rng.getrandbits(128).to_bytes(16, "big").hex()
+        self.root_id = rng.getrandbits(64).to_bytes(8, "big").hex()
+        self.agent = f"agent-{number % 50}"
+        self.looping = number % 10 == 0
+        self.turns = rng.randint(5, 40)
+        self.turn = 0
+        self.start_ns = now_ns
+        self.clock_ns = now_ns
+
+    def _span(self, name: str, start: int, end: int, attributes: list, parent: str | None) -> dict:
+        span = {
+            "traceId": self.trace_id,
+            "spanId": self.rng.getrandbits(64).to_bytes(8, "big").hex(),
+            "name": name,
+            "kind": 1,
+            "startTimeUnixNano": str(start),
+            "endTimeUnixNano": str(end),
+            "attributes": attributes,
+            "status": {},
+        }
+        if parent:
+            span["parentSpanId"] = parent
+        return span
+
+    def next_spans(self) -> list[dict]:
+        """The spans of the next turn (a model call, then a tool call); the root at the end."""
+        if self.turn >= self.turns:
+            return [
+                self._span(
+                    f"invoke_agent {self.agent}",
+                    self.start_ns,
+                    self.clock_ns + 1000,
+                    [
+                        _attr("gen_ai.operation.name", "invoke_agent"),
+                        _attr("gen_ai.agent.name", self.agent),
+                    ],
+                    None,
+                )
+            ]
+        self.turn += 1
+        rng = self.rng
+        tool = "search" if self.looping else rng.choice(TOOLS)
+        query = "pricing page" if self.looping else f"query {rng.getrandbits(32)}"
+        result = "no results" if self.looping else f"result {rng.getrandbits(48)}"
+        t0 = self.clock_ns
+        chat = self._span(
+            "chat gpt-4o",
+            t0,
+            t0 + 800_000,
+            [
+                _attr("gen_ai.operation.name", "chat"),
+                _attr("gen_ai.request.model", "gpt-4o"),
+                _attr("gen_ai.usage.input_tokens", rng.randint(200, 4000)),
+                _attr("gen_ai.usage.output_tokens", rng.randint(10, 300)),
+            ],
+            self.root_id,
+        )
+        call = self._span(
+            f"execute_tool {tool}",
+            t0 + 900_000,
+            t0 + 1_500_000,
+            [
+                _attr("gen_ai.operation.name", "execute_tool"),
+                _attr("gen_ai.tool.name", tool),
+                _attr("gen_ai.tool.call.id", f"call_{rng.getrandbits(40):x}"),
+                _attr("gen_ai.tool.call.arguments", json.dumps({"query": query, "limit": 10})),
+                _attr("gen_ai.tool.call.result", result),
+            ],
+            self.root_id,
+        )
+        self.clock_ns = t0 + 2_000_000
+        return [chat, call]
+
+
+def generate(path: Path, min_spans: int, min_bytes: int, concurrent: int, seed: int = 7) -> int:
+    """Write the export; returns the number of spans."""
+    rng = random.Random(seed)
+    resource = {
+        "attributes": [_attr("service.name", "agent-service"), _attr("service.version", "1.4")]
+    }
+    scope = {"name": "openai-agents", "version": "0.1"}
+    now = 1_760_000_000_000_000_000
+    number = 0
+    live = []
+    for _ in range(concurrent):
+        live.append(_Run(rng, number, now))
+        number += 1
+    spans_written = 0
+    pending: list[dict] = []
+    written_bytes = 0
+    with path.open("w", encoding="utf-8") as out:
+        while spans_written < min_spans or written_bytes < min_bytes:
+            index = rng.randrange(len(live))
+            run = live[index]
+            spans = run.next_spans()
+            pending.extend(spans)
+            if run.turn >= run.turns and len(spans) == 1:  # its root was just written
+                now = max(now, run.clock_ns)
+                live[index] = _Run(rng, number, now)
+                number += 1
+            if len(pending) >= SPANS_PER_LINE:
+                request = {
+                    "resourceSpans": [
+                        {"resource": resource, "scopeSpans": [{"scope": scope, "spans": pending}]}
+                    ]
+                }
+                line = json.dumps(request, separators=(",", ":")) + "\n"
+                out.write(line)
+                written_bytes += len(line)
+                spans_written += len(pending)
+                pending = []
+        # finish the runs still open so every trace is complete
+        for run in live:
+            while True:
+                spans = run.next_spans()
+                pending.extend(spans)
+                if len(spans) == 1:
+                    break
+        request = {
+            "resourceSpans": [
+                {"resource": resource, "scopeSpans": [{"scope": scope, "spans": pending}]}
+            ]
+        }
+        out.write(json.dumps(request, separators=(",", ":")) + "\n")
+        spans_written += len(pending)
+    return spans_written
+
+
+def measure(command: list[str]) -> tuple[float, float, float, bytes]:
+    """(cpu seconds, wall seconds, peak RSS MiB, stdout) of one child process."""
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.PIPE, cwd=ROOT)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.monotonic() - started
+        stderr = process.stderr.read() if process.stderr else b""
+        if process.returncode not in (0, 1):
+            sys.exit(f"{command[0]} failed ({process.returncode}): {stderr.decode()[-2000:]}")
+        sink.seek(0)
+        output = sink.read()
+    cpu = usage.ru_utime + usage.ru_stime
+    return cpu, wall, usage.ru_maxrss / 1024, output
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spans", type=int, default=500_000, help="at least this many spans")
+    parser.add_argument("--gigabytes", type=float, default=0.0, help="at least this file size")
+    parser.add_argument("--concurrent", type=int, default=200, help="agent runs open at once")
+    parser.add_argument("--keep", type=Path, help="write the file here and keep it")
+    args = parser.parse_args()
+
+    workdir = Path(tempfile.mkdtemp(prefix="loopguard-analyze-bench-"))
+    path = args.keep or workdir / "export.jsonl"
+    try:
+        started = time.monotonic()
+        spans = generate(path, args.spans, int(args.gigabytes * 1e9), args.concurrent)
+        size = path.stat().st_size
+        print(
+            f"generated {spans:,} spans, {size / 1e6:,.0f} MB, {args.concurrent} concurrent "
+            f"runs, in {time.monotonic() - started:.0f}s: {path}"
+        )
+        base_cpu, base_wall, base_rss, base_out = measure(
+            [sys.executable, "-c", BASELINE, str(path)]
+        )
+        assert int(base_out) == spans, (base_out, spans)
+        cli = [sys.executable, "-m", "otel_loopguard.cli", "analyze", str(path)]
+        cpu, wall, rss, out = measure([*cli, "--format", "json", "--fail-on", "never"])
+        summary = json.loads(out.decode())["summary"]
+        assert summary["spans"] == spans, summary
+        rate = spans / cpu
+        print(
+            f"baseline (json.loads per line): {spans / base_cpu:>10,.0f} spans/s CPU, "
+            f"{spans / base_wall:>10,.0f} wall, peak RSS {base_rss:,.0f} MiB"
+        )
+        print(
+            f"otel-loopguard analyze:         {rate:>10,.0f} spans/s CPU, "
+            f"{spans / wall:>10,.0f} wall, peak RSS {rss:,.0f} MiB"
+        )
+        print(
+            f"analyze costs {cpu / base_cpu:.1f}x the baseline's CPU time; "
+            f"{summary['runs']:,} runs, {summary['stopped']:,} would have stopped"
+        )
+        verdict = "ok" if rate >= TARGET_SPANS_PER_SECOND else "BELOW TARGET"
+        print(f"target {TARGET_SPANS_PER_SECOND:,} spans/s (CPU): {verdict}")
+        return 0 if rate >= TARGET_SPANS_PER_SECOND else 1
+    finally:
+        if args.keep is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
