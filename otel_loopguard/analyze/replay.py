@@ -191,6 +191,7 @@ class Replayer:
     ) -> None:
         self.config = config
         self._now = 0.0
+        self._now_ns = 0
         # the monitor's clock is trace time: the time of the span start or end replayed
         self.monitor = Monitor(config, detectors=detectors, policy=policy, clock=self._clock)
         self._on_run = on_run
@@ -255,6 +256,7 @@ class Replayer:
         else:
             self._traces.move_to_end(trace_id)
         for time_ns, what, _level, _index, view, cls, conversation in timeline:
+            self._now_ns = time_ns
             self._now = time_ns / 1e9
             if what == _START:
                 self._span_started(state, view, cls, conversation)
@@ -333,6 +335,10 @@ class Replayer:
         self, run_id: str, keyed_by: str, view: SpanView, agent: str | None
     ) -> RunRecord:
         record = self._runs.get(run_id)
+        if record is not None and self._now_ns - record.last_seen_ns > self._ttl_ns:
+            # idle past the TTL in trace time: on-line, the monitor would start afresh too
+            self._finish_run(run_id)
+            record = None
         if record is None:
             record = self._runs[run_id] = RunRecord(run_id, keyed_by)
             record.started_ns = view.start_time_unix_nano

@@ -172,3 +172,62 @@ def test_json_report_is_valid_with_many_runs(tmp_path: Path) -> None:
     data = json.loads(json.dumps(run_json(run, capture=False, prices_configured=False)))
     assert data["first_stop"]["tool_call_index"] == 3
     assert "secret-token" not in json.dumps(data)
+
+
+def test_cost_after_stop_uses_the_price_table(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"gpt-test": {"input": 1.0, "output": 2.0}}))
+    recorder = Recorder()
+    calls = [("search", {"q": str(i)}, "r") for i in range(5)]
+    spans = agent_run(recorder, "a", calls, tokens_per_turn=100)
+    path = write_otlp(tmp_path / "run.json", spans)
+    (run,) = _replay([path], replay_policies.stop_at_third_tool_call, prices=str(prices))
+    # two model turns after the stop, each 100 input and 10 output tokens, per 1M tokens
+    assert run.after_stop_cost == pytest.approx(2 * (100 * 1.0 + 10 * 2.0) / 1e6)
+    assert run.cost == pytest.approx(5 * (100 * 1.0 + 10 * 2.0) / 1e6)
+
+
+def test_a_conversation_idle_past_the_ttl_in_trace_time_starts_a_new_run(tmp_path: Path) -> None:
+    """Timestamps are the spans' own: two visits of one conversation two hours apart."""
+    from opentelemetry import trace as trace_api
+
+    recorder = Recorder()
+    tracer = recorder.tracer
+    hour = 3600 * 10**9
+    base = 1_700_000_000 * 10**9
+    for visit in range(2):
+        start = base + visit * 2 * hour
+        agent = tracer.start_span(
+            "invoke_agent support",
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "support",
+                "gen_ai.conversation.id": "c-1",
+            },
+            start_time=start,
+        )
+        context = trace_api.set_span_in_context(agent)
+        for n in range(2):
+            tool = tracer.start_span(
+                "execute_tool search",
+                context=context,
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "search",
+                    "gen_ai.tool.call.arguments": json.dumps({"n": n}),
+                    "gen_ai.tool.call.result": "r",
+                },
+                start_time=start + (n + 1) * 10**9,
+            )
+            tool.end(end_time=start + (n + 1) * 10**9 + 10**6)
+        agent.end(end_time=start + 10 * 10**9)
+    path = write_otlp(tmp_path / "visits.json", recorder.spans())
+
+    runs = _replay([path], replay_policies.stop_at_third_tool_call)
+    assert [(r.run_id, r.tool_calls, r.first_stop) for r in runs] == [
+        ("c-1", 2, None),
+        ("c-1", 2, None),
+    ]
+    (joined,) = _replay([path], replay_policies.stop_at_third_tool_call, run_ttl=3 * 3600)
+    assert joined.tool_calls == 4 and joined.first_stop.tool_call_index == 3
+    assert len(joined.trace_ids) == 2
