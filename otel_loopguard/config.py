@@ -124,6 +124,11 @@ class LoopGuardConfig(BaseModel):
     signal_window: int = Field(12, ge=1, le=1000, description="signals the policy considers")
     signature_max_chars: int = Field(200, ge=8, le=100_000, description="per-value signature cap")
     capture_content: bool = Field(False, description="export raw tool arguments/results")
+    export_signatures: bool = Field(
+        True,
+        description="put call/result signature hashes on tool spans, so saved traces "
+        "replay without content",
+    )
     max_runs: int = Field(10_000, ge=1, description="live runs kept (LRU)")
     run_ttl: float = Field(3600.0, gt=0, description="idle seconds before a run is dropped")
 

@@ -41,7 +41,16 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Action, Decision, LoopGuardInterrupt, RunEndState
 from otel_loopguard.events import ErrorInfo, Event, EventKind, tool_call, tool_error, tool_result
-from otel_loopguard.span_mapping import RunIdentity, run_identity
+from otel_loopguard.span_mapping import (
+    CALL_NEAR_KEY_ATTRIBUTE,
+    CALL_SIGNATURE_ATTRIBUTE,
+    RESULT_NEAR_KEY_ATTRIBUTE,
+    RESULT_SIGNATURE_ATTRIBUTE,
+    RunIdentity,
+    handoff_event,
+    handoff_target,
+    run_identity,
+)
 from otel_loopguard.telemetry import RUN_STATE_ATTRIBUTE, SCOPE_NAME, Telemetry
 
 DecisionCallback = Callable[[Decision, Event], None]
@@ -787,6 +796,9 @@ class _ToolCall:
                     **_origin(context),
                 )
                 self._call_event = event
+                if config.export_signatures:
+                    span.set_attribute(CALL_SIGNATURE_ATTRIBUTE, event.signature)
+                    span.set_attribute(CALL_NEAR_KEY_ATTRIBUTE, event.near_key)
                 decision, fresh = guard.observe(event)
                 if decision.action >= self.decision.action:
                     self.decision = decision
@@ -914,12 +926,22 @@ class _ToolCall:
                 max_chars=max_chars,
                 **origin,
             )
-        decision, fresh = guard.observe(event)
-        if fresh:
-            guard._export_to(self._span, decision, event)
-        if decision.action >= self.decision.action:
-            self.decision = decision
-        return decision
+        if exc is None and guard.config.export_signatures:
+            self._span.set_attribute(RESULT_SIGNATURE_ATTRIBUTE, event.signature)
+            self._span.set_attribute(RESULT_NEAR_KEY_ATTRIBUTE, event.near_key)
+        events = [event]
+        target = handoff_target(self._name) if exc is None else None
+        if target is not None:  # a transfer_to_<agent> tool that returned: the handoff happened
+            events.append(
+                handoff_event(identity.run_id, self._agent, target, self._call_id, **origin)
+            )
+        for observed in events:
+            decision, fresh = guard.observe(observed)
+            if fresh:
+                guard._export_to(self._span, decision, observed)
+            if decision.action >= self.decision.action:
+                self.decision = decision
+        return self.decision
 
 
 def _set_usage(span: Any, summary: Any) -> None:

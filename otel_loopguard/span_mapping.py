@@ -96,28 +96,28 @@ def classify(view: SpanView) -> SpanClass:
     if isinstance(operation, str):
         found = _GENAI_OPERATIONS.get(operation)
         if found is not None:
-            if found is SpanClass.TOOL and _handoff_target(tool_name(view)):
+            if found is SpanClass.TOOL and handoff_target(tool_name(view)):
                 return SpanClass.HANDOFF
             return found
     kind = attrs.get("openinference.span.kind")
     if isinstance(kind, str):
         found = _OPENINFERENCE_KINDS.get(kind.upper())
         if found is not None:
-            if found is SpanClass.TOOL and _handoff_target(tool_name(view)):
+            if found is SpanClass.TOOL and handoff_target(tool_name(view)):
                 return SpanClass.HANDOFF
             return found
     kind = attrs.get("traceloop.span.kind")
     if isinstance(kind, str):
         found = _TRACELOOP_KINDS.get(kind.lower())
         if found is not None:
-            if found is SpanClass.TOOL and _handoff_target(tool_name(view)):
+            if found is SpanClass.TOOL and handoff_target(tool_name(view)):
                 return SpanClass.HANDOFF
             return found
     if attrs.get("mcp.method.name") == "tools/call":
         return SpanClass.TOOL
     name = view.name
     if name.startswith(("running tool", "execute_tool")) and "gen_ai.tool.name" in attrs:
-        if _handoff_target(tool_name(view)):
+        if handoff_target(tool_name(view)):
             return SpanClass.HANDOFF
         return SpanClass.TOOL
     if name.startswith("invoke_agent") or (name == "agent run" and "agent_name" in attrs):
@@ -237,6 +237,14 @@ def span_to_events(
 
 # -- tool spans ------------------------------------------------------------------------------
 
+# Our gate writes the signatures (hashes, never content) on the tool spans it makes, so a
+# saved trace replays with the same repetition and no-progress evidence even though the
+# arguments and results themselves were not exported.
+CALL_SIGNATURE_ATTRIBUTE = "loopguard.tool.call.signature"
+CALL_NEAR_KEY_ATTRIBUTE = "loopguard.tool.call.near_key"
+RESULT_SIGNATURE_ATTRIBUTE = "loopguard.tool.result.signature"
+RESULT_NEAR_KEY_ATTRIBUTE = "loopguard.tool.result.near_key"
+
 _ARGUMENT_KEYS = ("gen_ai.tool.call.arguments", "tool_arguments", "traceloop.entity.input")
 _RESULT_KEYS = ("gen_ai.tool.call.result", "tool_response", "traceloop.entity.output")
 
@@ -307,7 +315,9 @@ def _tool_events(
         max_chars=max_chars,
         **common,
     )
-    if arguments is _MISSING:
+    if arguments is _MISSING and not _recorded_signature(
+        call, view, CALL_SIGNATURE_ATTRIBUTE, CALL_NEAR_KEY_ATTRIBUTE
+    ):
         _make_unique(call, view)
     error = error_info(view)
     if error is not None:
@@ -325,9 +335,22 @@ def _tool_events(
             max_chars=max_chars,
             **common,
         )
-        if output is _MISSING:
+        if output is _MISSING and not _recorded_signature(
+            outcome, view, RESULT_SIGNATURE_ATTRIBUTE, RESULT_NEAR_KEY_ATTRIBUTE
+        ):
             _make_unique(outcome, view)
     return [call, outcome]
+
+
+def _recorded_signature(event: Event, view: SpanView, exact_key: str, near_key: str) -> bool:
+    """Use the signature the gate recorded on the span, when there is one."""
+    exact = view.attributes.get(exact_key)
+    if not isinstance(exact, str) or not exact:
+        return False
+    near = view.attributes.get(near_key)
+    event.signature = exact
+    event.near_key = near if isinstance(near, str) and near else exact
+    return True
 
 
 def _make_unique(event: Event, view: SpanView) -> None:
@@ -340,7 +363,8 @@ def _make_unique(event: Event, view: SpanView) -> None:
 # -- handoffs --------------------------------------------------------------------------------
 
 
-def _handoff_target(name: str | None) -> str | None:
+def handoff_target(name: str | None) -> str | None:
+    """The agent a ``transfer_to_<agent>`` / ``handoff_to_<agent>`` tool hands off to."""
     if not name:
         return None
     match = _HANDOFF_TOOL.match(name)
@@ -350,7 +374,7 @@ def _handoff_target(name: str | None) -> str | None:
 def _handoff_event(view: SpanView, run_id: str, actor: str | None) -> Event | None:
     attrs = view.attributes
     source = _text(attrs.get("from_agent")) or _text(attrs.get("gen_ai.agent.name")) or actor
-    target = _text(attrs.get("to_agent")) or _handoff_target(tool_name(view))
+    target = _text(attrs.get("to_agent")) or handoff_target(tool_name(view))
     if target is None:
         match = _HANDOFF_SPAN.match(view.name)
         if match is not None:
@@ -358,6 +382,15 @@ def _handoff_event(view: SpanView, run_id: str, actor: str | None) -> Event | No
             source = match.group("from") or source
     if not target:
         return None
+    return handoff_event(
+        run_id, source, target, _text(attrs.get("gen_ai.tool.call.id")), **_origin(view)
+    )
+
+
+def handoff_event(
+    run_id: str, source: str | None, target: str, call_id: str | None = None, **origin: Any
+) -> Event:
+    """A handoff from ``source`` to ``target``; shared by the mapping and the gate."""
     return Event(
         EventKind.HANDOFF,
         run_id,
@@ -365,8 +398,8 @@ def _handoff_event(view: SpanView, run_id: str, actor: str | None) -> Event | No
         target_agent=target,
         signature=f"handoff:{source or '?'}->{target}",
         near_key=f"handoff:{source or '?'}->{target}",
-        call_id=_text(attrs.get("gen_ai.tool.call.id")),
-        **_origin(view),
+        call_id=call_id,
+        **origin,
     )
 
 

@@ -118,6 +118,9 @@ class Telemetry:
             unit="{run}",
             description="Runs currently tracked",
         )
+        # a zero series from the start: "0 errors / 0 interrupts" on a dashboard, not "no data"
+        self.internal_errors.add(0)
+        self.interrupts.add(0)
         self._logged: set[str] = set()
         self._logged_lock = threading.Lock()
 

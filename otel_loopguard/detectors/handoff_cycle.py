@@ -14,6 +14,7 @@ The chain keeps at most :data:`MAX_CHAIN` agents and the counts at most
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from typing import Any
 
@@ -27,6 +28,15 @@ from otel_loopguard.detectors.call_tracking import (
     table_to_json,
 )
 from otel_loopguard.events import Event, EventKind
+
+_NON_WORD = re.compile(r"[^0-9a-z]+")
+
+
+def agent_key(name: str) -> str:
+    """One key for an agent however a framework spells it: a handoff tool names
+    "Billing Agent" as ``transfer_to_billing_agent``, so case and separators are folded."""
+    return _NON_WORD.sub("_", name[:_NAME_CAP].lower()).strip("_")
+
 
 MAX_CHAIN = 16
 MAX_CYCLES = 64
@@ -65,8 +75,8 @@ class HandoffCycleDetector:
         if event.kind != EventKind.HANDOFF or not event.target_agent:
             return None
         chain = state.chain
-        source = (event.actor or (chain[-1] if chain else ""))[:_NAME_CAP]
-        target = event.target_agent[:_NAME_CAP]
+        source = agent_key(event.actor) if event.actor else (chain[-1] if chain else "")
+        target = agent_key(event.target_agent)
         if not source or source == target:
             return None
         if not chain or chain[-1] != source:

@@ -1,0 +1,165 @@
+"""``otel-loopguard demo``: watch a stuck agent get stopped, offline, in a few seconds.
+
+Runs scripted agents (no API key, no network) under the real plugin, in ``enforce`` mode
+unless ``--mode``/``OTEL_LOOPGUARD_MODE`` says otherwise, prints a live timeline, writes the
+trace as OTLP JSON for ``otel-loopguard analyze`` or Jaeger, exports over OTLP when
+``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, and with ``--serve-metrics PORT`` keeps a Prometheus
+``/metrics`` endpoint up until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+from otel_loopguard.demo.scenarios import SCENARIOS
+
+DEFAULT_TRACE_FILE = "loopguard-demo-trace.json"
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="watch a scripted agent loop get caught and stopped (offline)",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
+    parser.add_argument(
+        "--scenario",
+        choices=[*SCENARIOS, "all"],
+        default="stuck-search",
+        help="which loop to show (default: stuck-search; 'all' runs every scenario)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=["enforce", "observe"],
+        default=None,
+        help="enforce interrupts the agent, observe only records "
+        "(default: OTEL_LOOPGUARD_MODE, else enforce)",
+    )
+    parser.add_argument(
+        "--pace",
+        type=float,
+        default=None,
+        help="seconds between agent turns (default 0.15 on a terminal, else 0)",
+    )
+    parser.add_argument(
+        "--trace-file",
+        default=DEFAULT_TRACE_FILE,
+        help=f"where to write the trace as OTLP JSON (default {DEFAULT_TRACE_FILE}; '' to skip)",
+    )
+    parser.add_argument(
+        "--serve-metrics",
+        type=int,
+        metavar="PORT",
+        default=None,
+        help="serve Prometheus /metrics on this port and keep serving until Ctrl-C",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.resources import Resource
+
+    from otel_loopguard.config import LoopGuardConfig
+    from otel_loopguard.demo.runner import (
+        DecisionFeed,
+        build_tracer_provider,
+        otlp_metric_reader,
+        run_scenario,
+    )
+    from otel_loopguard.demo.timeline import Timeline
+    from otel_loopguard.enforcement import LoopGuard
+    from otel_loopguard.otlp_json import write_otlp_json
+    from otel_loopguard.processor import LoopGuardSpanProcessor
+
+    mode = args.mode or os.environ.get("OTEL_LOOPGUARD_MODE") or "enforce"
+    if mode not in ("enforce", "observe"):
+        mode = "enforce"  # LoopGuardConfig.from_env warns about the bad variable itself
+    pace = args.pace if args.pace is not None else (0.15 if sys.stdout.isatty() else 0.0)
+    if args.pace is not None and args.pace < 0:
+        print("otel-loopguard demo: --pace must be >= 0", file=sys.stderr)
+        return 2
+
+    service = os.environ.get("OTEL_SERVICE_NAME", "otel-loopguard-demo")
+    readers = []
+    if args.serve_metrics is not None:
+        reader = _prometheus_reader(args.serve_metrics)
+        if reader is None:
+            return 2
+        readers.append(reader)
+    otlp_reader = otlp_metric_reader()
+    if otlp_reader is not None:
+        readers.append(otlp_reader)
+    meter_provider = MeterProvider(
+        resource=Resource.create({"service.name": service}), metric_readers=readers
+    )
+    tracer_provider, collected = build_tracer_provider(service)
+    guard = LoopGuard(
+        LoopGuardConfig.from_env(mode=mode),
+        meter_provider=meter_provider,
+        tracer_provider=tracer_provider,
+    )
+    tracer_provider.add_span_processor(
+        LoopGuardSpanProcessor(guard, tracer_provider=tracer_provider)
+    )
+    tracer = tracer_provider.get_tracer("otel_loopguard.demo")
+    timeline = Timeline()
+    feed = DecisionFeed(guard)
+
+    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    outcomes = [
+        run_scenario(SCENARIOS[name](), guard, tracer, timeline, feed, pace) for name in names
+    ]
+    tracer_provider.force_flush()
+    trace_file = args.trace_file or None
+    if trace_file:
+        try:
+            write_otlp_json(collected.spans, trace_file)
+        except OSError as exc:
+            print(f"otel-loopguard demo: cannot write {trace_file}: {exc}", file=sys.stderr)
+            trace_file = None
+    timeline.summary(outcomes, trace_file)
+    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        print(f"spans and metrics exported to {os.environ['OTEL_EXPORTER_OTLP_ENDPOINT']}")
+    meter_provider.force_flush()
+    if args.serve_metrics is not None:
+        print(f"serving metrics at http://127.0.0.1:{args.serve_metrics}/metrics (Ctrl-C stops)")
+        sys.stdout.flush()
+        _wait_for_signal()
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
+    return 0
+
+
+def _prometheus_reader(port: int) -> Any:
+    try:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from prometheus_client import start_http_server
+    except ImportError:
+        print(
+            "otel-loopguard demo: --serve-metrics needs the Prometheus exporter: "
+            "pip install 'otel-loopguard[prometheus]'",
+            file=sys.stderr,
+        )
+        return None
+    try:
+        start_http_server(port, addr="127.0.0.1")
+    except OSError as exc:
+        print(f"otel-loopguard demo: cannot serve metrics on port {port}: {exc}", file=sys.stderr)
+        return None
+    return PrometheusMetricReader()
+
+
+def _wait_for_signal() -> None:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,161 @@
+"""Scripted agents for ``otel-loopguard demo``: each one a loop users meet in production.
+
+A scenario is what a model would have asked for, turn by turn, and what the tools would
+have answered, written down so the demo runs offline with no API key. Each script runs to
+its natural end (``max_turns``) when nothing stops it, which is what lets the demo say what
+stopping early saved.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One model turn: the agent that speaks, the tool it asks for, what the tool does."""
+
+    agent: str
+    tool: str | None  # None: the model answers and the run ends
+    arguments: dict[str, Any] = field(default_factory=dict)
+    result: str | None = None
+    error: str | None = None  # the tool raises ToolFailure(error)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    answer: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    title: str
+    story: str
+    agent: str
+    turns: tuple[Turn, ...]
+
+
+def _tokens(turn_index: int) -> tuple[int, int]:
+    """Context grows each turn: what a real agent's prompt does, and why loops get expensive."""
+    return 1_400 + 380 * turn_index, 90
+
+
+def _request_id(index: int) -> str:
+    """A different request id on every answer, as real search APIs return."""
+    return str(uuid.UUID(int=(index + 1) * 0x9E3779B97F4A7C15_F39CC0605CEDC834 % (1 << 128)))
+
+
+def _stuck_search(max_turns: int = 30) -> Scenario:
+    queries = ["export invoices csv", "Export invoices CSV", "how to export invoices as csv"]
+    turns = []
+    for index in range(max_turns):
+        tokens_in, tokens_out = _tokens(index)
+        turns.append(
+            Turn(
+                "support-agent",
+                "search_kb",
+                {"query": queries[index % len(queries)] if index < 3 else queries[0]},
+                result=f"no results (request_id={_request_id(index)})",
+                input_tokens=tokens_in,
+                output_tokens=tokens_out,
+            )
+        )
+    return Scenario(
+        "stuck-search",
+        "A support agent stuck on an empty knowledge base",
+        'The agent searches the knowledge base; every search answers "no results". '
+        "Without a guard it keeps searching until its turn limit.",
+        "support-agent",
+        tuple(turns),
+    )
+
+
+def _ping_pong(max_turns: int = 24) -> Scenario:
+    turns = []
+    agents = ("triage-agent", "billing-agent")
+    for index in range(max_turns):
+        speaker, other = agents[index % 2], agents[(index + 1) % 2]
+        tokens_in, tokens_out = _tokens(index)
+        turns.append(
+            Turn(
+                speaker,
+                f"transfer_to_{other.replace('-', '_')}",
+                {"reason": "this request belongs to the other team"},
+                result=f"handed off to {other}",
+                input_tokens=tokens_in,
+                output_tokens=tokens_out,
+            )
+        )
+    return Scenario(
+        "ping-pong",
+        "Two sub-agents handing a ticket back and forth",
+        "Triage thinks it is a billing question, billing thinks it is a triage question. "
+        "Neither ever answers the customer.",
+        "triage-agent",
+        tuple(turns),
+    )
+
+
+def _permanent_failure(max_turns: int = 20) -> Scenario:
+    turns = []
+    for index in range(max_turns):
+        tokens_in, tokens_out = _tokens(index)
+        turns.append(
+            Turn(
+                "order-agent",
+                "fetch_order",
+                {"order_id": "A-1042"},
+                error="404 Not Found: order A-1042 does not exist",
+                input_tokens=tokens_in,
+                output_tokens=tokens_out,
+            )
+        )
+    return Scenario(
+        "permanent-failure",
+        "An agent retrying a 404 forever",
+        "The order does not exist, so every fetch fails the same way; the agent retries anyway.",
+        "order-agent",
+        tuple(turns),
+    )
+
+
+def _healthy() -> Scenario:
+    script = [
+        ("search_kb", {"query": "refund policy"}, "Refunds within 30 days of purchase."),
+        ("fetch_order", {"order_id": "B-2210"}, "order B-2210: placed 12 days ago, 49.00 EUR"),
+        ("check_status", {"job": "refund-B-2210"}, "status: pending"),
+        ("check_status", {"job": "refund-B-2210"}, "status: processing"),
+        ("check_status", {"job": "refund-B-2210"}, "status: done"),
+    ]
+    turns = []
+    for index, (tool, arguments, result) in enumerate(script):
+        tokens_in, tokens_out = _tokens(index)
+        turns.append(Turn("support-agent", tool, arguments, result, None, tokens_in, tokens_out))
+    tokens_in, tokens_out = _tokens(len(script))
+    turns.append(
+        Turn(
+            "support-agent",
+            None,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            answer="Your refund for order B-2210 is done.",
+        )
+    )
+    return Scenario(
+        "healthy",
+        "A healthy run that is left alone",
+        "Distinct searches, a lookup, and polling whose answer changes: iteration, not a "
+        "loop. The guard watches and lets it finish.",
+        "support-agent",
+        tuple(turns),
+    )
+
+
+SCENARIOS: dict[str, Callable[[], Scenario]] = {
+    "stuck-search": _stuck_search,
+    "ping-pong": _ping_pong,
+    "permanent-failure": _permanent_failure,
+    "healthy": _healthy,
+}

@@ -1,0 +1,133 @@
+"""The demo's live timeline: each call, each decision, the stop and what it saved.
+
+Plain ASCII (a CI log or a C locale must not trip on it), colour only on a terminal that
+wants it (``NO_COLOR`` is honoured).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from otel_loopguard.decisions import Action, Decision, LoopGuardInterrupt
+
+if TYPE_CHECKING:
+    from otel_loopguard.demo.runner import Outcome
+    from otel_loopguard.demo.scenarios import Scenario, Turn
+
+_COLOURS = {
+    Action.WARN: "33",
+    Action.REPLAN: "36",
+    Action.PAUSE: "35",
+    Action.STOP: "31;1",
+    "dim": "2",
+    "ok": "32",
+    "bold": "1",
+}
+_MARKS = {Action.WARN: "!", Action.REPLAN: "~", Action.PAUSE: "=", Action.STOP: "X"}
+
+
+class Timeline:
+    def __init__(self, out: TextIO | None = None, colour: bool | None = None) -> None:
+        self.out = out or sys.stdout
+        if colour is None:
+            colour = self.out.isatty() and "NO_COLOR" not in os.environ
+        self.colour = colour
+
+    def _paint(self, key: Any, text: str) -> str:
+        if not self.colour:
+            return text
+        return f"\x1b[{_COLOURS[key]}m{text}\x1b[0m"
+
+    def _print(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def scenario(self, scenario: Scenario, mode: str) -> None:
+        self._print()
+        self._print(self._paint("bold", f"== {scenario.name}: {scenario.title} ({mode} mode)"))
+        self._print(self._paint("dim", f"   {scenario.story}"))
+        self._print()
+
+    def call(self, number: int, turn: Turn) -> None:
+        arguments = ", ".join(f"{key}={value!r}" for key, value in turn.arguments.items())
+        self._print(f"  #{number:<3} {turn.agent:<14} {turn.tool}({arguments})")
+
+    def result(self, text: str) -> None:
+        self._print(self._paint("dim", f"        -> {text}"))
+
+    def failure(self, text: str) -> None:
+        self._print(self._paint("dim", f"        -> error: {text}"))
+
+    def vetoed(self) -> None:
+        self._print(self._paint(Action.STOP, "        -> vetoed: the tool never ran"))
+
+    def answer(self, text: str) -> None:
+        self._print(self._paint("ok", f"  answer: {text}"))
+
+    def decisions(self, decisions: list[Decision]) -> None:
+        for decision in decisions:
+            action = decision.action
+            detectors = ", ".join(decision.detectors) or "policy"
+            line = (
+                f"        [{_MARKS.get(action, '?')}] {action.value.upper():<6} "
+                f"risk {decision.risk:.2f}  {detectors}: {decision.reason}"
+            )
+            self._print(self._paint(action, line))
+            if decision.recommendation:
+                self._print(self._paint("dim", f"            recommend: {decision.recommendation}"))
+
+    def interrupted(self, interrupt: LoopGuardInterrupt, outcome: Outcome, *, vetoed: bool) -> None:
+        how = (
+            "the next call was vetoed before it ran"
+            if vetoed
+            else "raised right after the call that decided STOP"
+        )
+        self._print(
+            self._paint(
+                Action.STOP,
+                f"  LoopGuardInterrupt reached the agent's caller after {outcome.tool_calls} "
+                f"executed tool call(s): {how}.",
+            )
+        )
+        self._print(
+            f"  saved: {outcome.saved_tool_calls} more tool calls and "
+            f"{outcome.saved_tokens:,} tokens the script would still have spent."
+        )
+
+    def finished(self, outcome: Outcome, *, stopped_in_observe: bool) -> None:
+        if stopped_in_observe:
+            self._print(
+                self._paint(
+                    Action.STOP,
+                    "  observe mode: STOP was decided and recorded on the spans, "
+                    "but the run was not interrupted.",
+                )
+            )
+        else:
+            self._print(
+                self._paint(
+                    "ok",
+                    f"  completed untouched: {outcome.tool_calls} tool calls, "
+                    f"{outcome.tokens:,} tokens.",
+                )
+            )
+
+    def summary(self, outcomes: list[Outcome], trace_file: str | None) -> None:
+        self._print()
+        self._print(self._paint("bold", "== summary"))
+        for outcome in outcomes:
+            if outcome.interrupted is not None:
+                verdict = (
+                    f"stopped at call {outcome.tool_calls}, saved {outcome.saved_tool_calls} "
+                    f"calls / {outcome.saved_tokens:,} tokens"
+                )
+            elif any(d.action is Action.STOP for d in outcome.decisions):
+                verdict = "STOP recorded (observe mode), ran to the end"
+            else:
+                verdict = f"completed, {outcome.tool_calls} calls"
+            self._print(f"  {outcome.scenario.name:<18} {verdict}")
+        if trace_file:
+            self._print()
+            self._print(f"trace written to {trace_file} (OTLP JSON); replay it with:")
+            self._print(f"  otel-loopguard analyze {trace_file}")

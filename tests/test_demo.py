@@ -1,0 +1,174 @@
+"""`otel-loopguard demo`: README's first command shows a loop being stopped.
+
+The demo runs as a user runs it, as a subprocess of the installed console script; its
+trace file is read back as the OTLP JSON it claims to be.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def run_demo(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, Any]:
+    trace_file = tmp_path / "trace.json"
+    environment = dict(os.environ)
+    for name in list(environment):
+        if name.startswith(("OTEL_LOOPGUARD_", "OTEL_EXPORTER_OTLP")):
+            del environment[name]
+    environment.update(env or {})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "otel_loopguard.cli",
+            "demo",
+            "--trace-file",
+            str(trace_file),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    trace = json.loads(trace_file.read_text()) if trace_file.exists() else None
+    return result.returncode, result.stdout + result.stderr, trace
+
+
+def spans(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for rs in trace["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+
+
+def any_value(value: dict[str, Any]) -> Any:
+    if "arrayValue" in value:
+        return [any_value(v) for v in value["arrayValue"].get("values", [])]
+    return next(iter(value.values()), None)
+
+
+def attrs(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {item["key"]: any_value(item["value"]) for item in items or []}
+
+
+def tool_executions(trace: dict[str, Any], tool: str) -> list[dict[str, Any]]:
+    return [s for s in spans(trace) if s["name"] == f"execute_tool {tool}"]
+
+
+def decision_events(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        attrs(event.get("attributes", []))
+        for span in spans(trace)
+        for event in span.get("events", [])
+        if event["name"] == "loopguard.decision"
+    ]
+
+
+def test_default_demo_stops_the_stuck_agent_and_writes_its_trace(tmp_path: Path) -> None:
+    code, output, trace = run_demo(tmp_path)
+    assert code == 0, output
+    assert "LoopGuardInterrupt" in output
+    assert "saved:" in output
+    assert trace is not None
+    searches = tool_executions(trace, "search_kb")
+    # stopped long before the script's 30 turns
+    assert 3 <= len(searches) < 10
+    stops = [d for d in decision_events(trace) if d["loopguard.action"] == "stop"]
+    assert stops and stops[0]["loopguard.detectors"]
+    agent = next(s for s in spans(trace) if s["name"].startswith("invoke_agent"))
+    assert attrs(agent["attributes"])["loopguard.run.state"] == "stopped"
+
+
+def test_observe_mode_records_the_stop_but_lets_the_run_finish(tmp_path: Path) -> None:
+    code, output, trace = run_demo(tmp_path, "--mode", "observe")
+    assert code == 0, output
+    assert "LoopGuardInterrupt" not in output
+    assert len(tool_executions(trace, "search_kb")) == 30
+    assert any(d["loopguard.action"] == "stop" for d in decision_events(trace))
+
+
+def test_healthy_run_is_left_alone(tmp_path: Path) -> None:
+    code, output, trace = run_demo(tmp_path, "--scenario", "healthy")
+    assert code == 0, output
+    assert "completed untouched" in output
+    assert not any(d["loopguard.action"] == "stop" for d in decision_events(trace))
+    agent = next(s for s in spans(trace) if s["name"].startswith("invoke_agent"))
+    assert attrs(agent["attributes"])["loopguard.run.state"] == "completed"
+
+
+def test_every_scenario_ends_as_its_story_says(tmp_path: Path) -> None:
+    code, output, trace = run_demo(tmp_path, "--scenario", "all")
+    assert code == 0, output
+    states = sorted(
+        (attrs(s["attributes"])["gen_ai.agent.name"], attrs(s["attributes"])["loopguard.run.state"])
+        for s in spans(trace)
+        if s["name"].startswith("invoke_agent")
+    )
+    assert states == [
+        ("order-agent", "stopped"),
+        ("support-agent", "completed"),  # healthy
+        ("support-agent", "stopped"),  # stuck-search
+        ("triage-agent", "stopped"),  # ping-pong
+    ]
+    stop_detectors = {
+        detector
+        for d in decision_events(trace)
+        if d["loopguard.action"] == "stop"
+        for detector in d["loopguard.detectors"]
+    }
+    assert {"permanent_failure", "handoff_cycle"} <= stop_detectors
+    # a 404 retried: stopped at the second failure, the third fetch never ran
+    assert len(tool_executions(trace, "fetch_order")) <= 3
+
+
+def test_tool_arguments_never_leave_the_process_without_content_capture(tmp_path: Path) -> None:
+    """Arguments and results stay home; signatures (hashes) travel, so the trace replays.
+
+    Exception messages are recorded as OpenTelemetry always does (the 404 text is on the
+    failing span's ``exception`` event), so the failing tool's argument is not checked here.
+    """
+    code, _, trace = run_demo(tmp_path, "--scenario", "all")
+    assert code == 0
+    text = json.dumps(trace)
+    for secret in ("export invoices csv", "no results", "refund-B-2210", "B-2210", "pending"):
+        assert secret not in text
+    searches = tool_executions(trace, "search_kb")
+    assert all("loopguard.tool.call.signature" in attrs(s["attributes"]) for s in searches)
+
+
+def test_content_capture_exports_arguments_and_results(tmp_path: Path) -> None:
+    code, _, trace = run_demo(
+        tmp_path, "--scenario", "healthy", env={"OTEL_LOOPGUARD_CAPTURE_CONTENT": "true"}
+    )
+    assert code == 0
+    first = attrs(tool_executions(trace, "search_kb")[0]["attributes"])
+    assert "refund policy" in first["gen_ai.tool.call.arguments"]
+    assert "30 days" in first["gen_ai.tool.call.result"]
+
+
+def test_the_demo_trace_replays_to_the_same_stop(tmp_path: Path) -> None:
+    code, output, _ = run_demo(tmp_path)
+    assert code == 0, output
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "otel_loopguard.cli",
+            "analyze",
+            "--format",
+            "json",
+            str(tmp_path / "trace.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1, result.stderr  # a run reached stop
+    report = json.loads(result.stdout)
+    stopped = [run for run in report["runs"] if run["first_stop"] is not None]
+    assert len(stopped) == 1
+    assert stopped[0]["agent"] == "support-agent"
