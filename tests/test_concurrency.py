@@ -142,3 +142,39 @@ def test_asyncio_loops_in_several_threads() -> None:
     for thread in threads:
         thread.join()
     assert_exact_counts(monitor, 8)
+
+
+def test_racing_stops_are_decided_and_announced_once_per_run() -> None:
+    """Threads hit the same runs with stopping events at once: one STOP per run, shared."""
+    from monitor_doubles import SignatureTrigger
+
+    monitor = Monitor(
+        LoopGuardConfig(), detectors=[SignatureTrigger("tool:stop()", "handoff_cycle")]
+    )
+    announced: list[str] = []
+    lock = threading.Lock()
+
+    def listen(decision, event) -> None:
+        with lock:
+            announced.append(decision.run_id)
+
+    monitor.add_decision_listener(listen)
+    barrier = threading.Barrier(8)
+    seen: dict[str, set[int]] = {f"run-{n}": set() for n in range(RUNS)}
+
+    def worker() -> None:
+        barrier.wait()
+        for index in range(RUNS):
+            run_id = f"run-{index}"
+            decision = monitor.observe(call(run_id, "tool:stop()"))
+            with lock:
+                seen[run_id].add(id(decision))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(announced) == sorted(seen)  # each run's stop announced exactly once
+    assert all(len(ids) == 1 for ids in seen.values())  # and every thread got that decision
+    assert all(monitor.run_snapshot(run_id).counters.events == 8 for run_id in seen)
