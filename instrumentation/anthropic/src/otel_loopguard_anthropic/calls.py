@@ -1,0 +1,228 @@
+"""One Messages API request: pre-flight, its span, and the turn it produced.
+
+Where the span comes from: since 2.x the Anthropic SDK makes its own CLIENT span per API
+call (``anthropic.messages.create``, ``gen_ai.operation.name=chat``, usage, stop reason)
+unless tracing is off for the client (``ANTHROPIC_OPEN_TELEMETRY=false`` or
+``open_telemetry=False``). When it does, we make no second span: we mark the SDK's span as
+fed (the span processor would otherwise count the same tokens again) and feed the turn
+ourselves, because only we see the tool calls the model asked for (the SDK records no
+content by default). When the SDK makes none, we make a GenAI ``chat {model}`` span.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from otel_loopguard import LoopGuardInterrupt
+from otel_loopguard.enforcement import LoopGuard, current_run
+from otel_loopguard_anthropic.turns import Turn
+
+PROVIDER = "anthropic"
+
+# the request in flight in this context, for the SDK-span hook (set only around the send)
+IN_FLIGHT: contextvars.ContextVar[ModelCall | None] = contextvars.ContextVar(
+    "otel_loopguard_anthropic_call", default=None
+)
+
+
+class InputTokensSeen:
+    """Last input token count per run, bounded (least recently used dropped).
+
+    A conversation only grows, so the previous turn's input is a lower bound of the next
+    one's: a request that cannot fit the token budget with that many is vetoed before it is
+    sent, and one that might fit is never vetoed on a guess.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._seen: OrderedDict[str, int] = OrderedDict()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+
+    def get(self, run_id: str) -> int:
+        with self._lock:
+            return self._seen.get(run_id, 0)
+
+    def put(self, run_id: str, tokens: int) -> None:
+        with self._lock:
+            self._seen[run_id] = tokens
+            self._seen.move_to_end(run_id)
+            if len(self._seen) > self._capacity:
+                self._seen.popitem(last=False)
+
+
+INPUT_TOKENS_SEEN = InputTokensSeen()
+
+
+class ModelCall:
+    """The lifecycle of one request; every method is safe to call once, in order."""
+
+    __slots__ = ("_ended", "_guard", "_own", "_run_id", "_sdk_span", "_tracer", "request")
+
+    def __init__(self, guard: LoopGuard, tracer: Tracer, request: dict[str, Any]) -> None:
+        self._guard = guard
+        self._tracer = tracer
+        self.request = request
+        self._own: Span | None = None
+        self._sdk_span: Span | None = None
+        self._run_id: str | None = None
+        self._ended = False
+
+    # -- before the request -----------------------------------------------------------------
+
+    def preflight(self) -> None:
+        """Budgets, max steps, timeout, a stopped run: raises before anything is sent.
+
+        A request made outside any trace or agent run belongs to no run yet (its own span
+        will start one), so there is nothing to check it against.
+        """
+        guard = self._guard
+        try:
+            if not _in_a_run():
+                return
+            self._run_id = guard.resolve_run().run_id
+            expected = INPUT_TOKENS_SEEN.get(self._run_id)
+        except Exception as exc:
+            guard.telemetry.internal_error("anthropic.preflight", exc)
+            return
+        guard.preflight_llm(expected_tokens=expected)
+
+    def start_own_span(self, client: Any) -> Span | None:
+        """Our ``chat {model}`` span, unless the SDK makes its own for this client."""
+        if getattr(client, "_tracer", None) is not None:
+            return None  # the SDK's span is coming; see sdk_span_started
+        request = self.request
+        model = request.get("model")
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": PROVIDER,
+        }
+        if isinstance(model, str):
+            attributes["gen_ai.request.model"] = model
+        max_tokens = request.get("max_tokens")
+        if isinstance(max_tokens, int):
+            attributes["gen_ai.request.max_tokens"] = max_tokens
+        for key in ("temperature", "top_p", "top_k"):
+            value = request.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                attributes[f"gen_ai.request.{key}"] = value
+        base_url = getattr(client, "base_url", None)
+        host = getattr(base_url, "host", None)
+        if isinstance(host, str) and host:
+            attributes["server.address"] = host
+        name = f"chat {model}" if isinstance(model, str) else "chat"
+        self._own = self._tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+        return self._own
+
+    def sdk_span_started(self, span: Span | None) -> None:
+        """The SDK started its span for this request: we feed it, so the processor must not."""
+        if span is None or self._own is not None:
+            return
+        self._sdk_span = span
+        self._guard.mark_managed(span)
+
+    def current(self) -> Any:
+        """Make our span current while the request is sent (HTTP spans become children)."""
+        if self._own is None:
+            return _NO_SPAN
+        return trace.use_span(self._own, end_on_exit=False)
+
+    # -- after the response -----------------------------------------------------------------
+
+    def finish(self, turn: Turn) -> None:
+        """Feed the turn (decision event on the open span), end our span, raise at STOP."""
+        if self._ended:
+            return
+        self._ended = True
+        guard = self._guard
+        # the decision event goes on an open span of this request: ours, or the SDK's while
+        # it is still open (streams); an SDK span that already ended is only made current,
+        # for the run identity and a decision span beside it
+        span = self._own
+        sdk_span = self._sdk_span
+        if span is None and sdk_span is not None and sdk_span.is_recording():
+            span = sdk_span
+        ended_sdk_span = None
+        if span is None and sdk_span is not None and not _in_a_run():
+            ended_sdk_span = sdk_span  # else the decision goes on the run's open agent span
+        try:
+            if self._own is not None:
+                _set_response_attributes(self._own, turn)
+            run_id = self._run_id or guard.resolve_run(span or ended_sdk_span).run_id
+            if turn.input_tokens:
+                INPUT_TOKENS_SEEN.put(run_id, turn.input_tokens)
+        except Exception as exc:
+            guard.telemetry.internal_error("anthropic.response", exc)
+        context = trace.use_span(ended_sdk_span) if ended_sdk_span is not None else _NO_SPAN
+        try:
+            with context:
+                guard.observe_llm_response(
+                    model=turn.model or self.request.get("model"),
+                    finish_reason=turn.stop_reason,
+                    input_tokens=turn.input_tokens,
+                    output_tokens=turn.output_tokens,
+                    empty=turn.empty,
+                    requested_tool_calls=turn.tool_calls,
+                    span=span,
+                )
+        except LoopGuardInterrupt as interrupt:
+            self._end_own(interrupt)
+            raise
+        self._end_own(None)
+
+    def fail(self, error: BaseException) -> None:
+        """The request failed or the stream ended before the message did."""
+        if self._ended:
+            return
+        self._ended = True
+        self._end_own(error)
+
+    def _end_own(self, error: BaseException | None) -> None:
+        span = self._own
+        if span is None:
+            return
+        try:
+            if isinstance(error, LoopGuardInterrupt):
+                span.set_attribute("error.type", "LoopGuardInterrupt")
+                span.set_status(Status(StatusCode.ERROR, str(error)))
+            elif error is not None:
+                span.set_attribute("error.type", type(error).__qualname__)
+                span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+        except Exception as exc:  # pragma: no cover - defensive
+            self._guard.telemetry.internal_error("anthropic.span", exc)
+        finally:
+            span.end()
+
+
+def _in_a_run() -> bool:
+    """Whether this code runs inside an agent run or at least a trace (a run's scope)."""
+    return current_run() is not None or trace.get_current_span().get_span_context().is_valid
+
+
+def _set_response_attributes(span: Span, turn: Turn) -> None:
+    if turn.response_id:
+        span.set_attribute("gen_ai.response.id", turn.response_id)
+    if turn.model:
+        span.set_attribute("gen_ai.response.model", turn.model)
+    if turn.stop_reason:
+        span.set_attribute("gen_ai.response.finish_reasons", [turn.stop_reason])
+    if turn.input_tokens is not None:
+        span.set_attribute("gen_ai.usage.input_tokens", turn.input_tokens)
+    if turn.output_tokens is not None:
+        span.set_attribute("gen_ai.usage.output_tokens", turn.output_tokens)
+
+
+class _NoSpan:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+_NO_SPAN = _NoSpan()

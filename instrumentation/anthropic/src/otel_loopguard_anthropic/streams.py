@@ -1,0 +1,127 @@
+"""Streamed responses: watch the events as the application reads them.
+
+The proxies stand in for the SDK's ``Stream`` / ``AsyncStream`` (``messages.stream``'s
+``MessageStream`` reads through them too). At ``message_stop`` the turn is complete and is
+fed: at STOP in ``enforce`` mode the stream is closed and ``LoopGuardInterrupt`` raised
+instead of handing out the last event, so the application does not act on that turn. Our
+span ends exactly once: at ``message_stop``, on an error, on ``close()``, or when a stream
+dropped without closing is collected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from typing import Any
+
+import wrapt
+
+from otel_loopguard import LoopGuardInterrupt
+from otel_loopguard_anthropic.calls import ModelCall
+from otel_loopguard_anthropic.turns import StreamedTurn
+
+
+class _Watch:
+    """Per-stream state, shared by the proxy and its finalizer (which must not hold the proxy)."""
+
+    __slots__ = ("__weakref__", "call", "turn")
+
+    def __init__(self, call: ModelCall) -> None:
+        self.call = call
+        self.turn = StreamedTurn()
+
+    def event(self, event: Any) -> bool:
+        """Feed one event; True when the message is complete and was fed (may raise)."""
+        if not self.turn.add(event):
+            return False
+        self.call.finish(self.turn.turn)
+        return True
+
+    def ended(self, error: BaseException | None) -> None:
+        """The stream ended before ``message_stop`` (error, close, garbage collection)."""
+        self.call.fail(error if error is not None else GeneratorExit())
+
+
+def _finalizer(proxy: Any, watch: _Watch) -> None:
+    with contextlib.suppress(TypeError):  # not weak-referenceable: close() and errors still end it
+        weakref.finalize(proxy, watch.ended, None)
+
+
+class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
+    def __init__(self, stream: Any, call: ModelCall) -> None:
+        super().__init__(stream)
+        self._self_watch = _Watch(call)
+        _finalizer(self, self._self_watch)
+
+    def __iter__(self) -> ObservedStream:
+        return self
+
+    def __next__(self) -> Any:
+        watch = self._self_watch
+        try:
+            item = self.__wrapped__.__next__()
+        except StopIteration:
+            watch.ended(None)
+            raise
+        except BaseException as exc:
+            watch.ended(exc)
+            raise
+        try:
+            watch.event(item)
+        except LoopGuardInterrupt:
+            with contextlib.suppress(Exception):
+                self.__wrapped__.close()
+            raise
+        return item
+
+    def close(self) -> None:
+        try:
+            self.__wrapped__.close()
+        finally:
+            self._self_watch.ended(None)
+
+    def __enter__(self) -> ObservedStream:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class AsyncObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
+    def __init__(self, stream: Any, call: ModelCall) -> None:
+        super().__init__(stream)
+        self._self_watch = _Watch(call)
+        _finalizer(self, self._self_watch)
+
+    def __aiter__(self) -> AsyncObservedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        watch = self._self_watch
+        try:
+            item = await self.__wrapped__.__anext__()
+        except StopAsyncIteration:
+            watch.ended(None)
+            raise
+        except BaseException as exc:
+            watch.ended(exc)
+            raise
+        try:
+            watch.event(item)
+        except LoopGuardInterrupt:
+            with contextlib.suppress(Exception):
+                await self.__wrapped__.close()
+            raise
+        return item
+
+    async def close(self) -> None:
+        try:
+            await self.__wrapped__.close()
+        finally:
+            self._self_watch.ended(None)
+
+    async def __aenter__(self) -> AsyncObservedStream:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
