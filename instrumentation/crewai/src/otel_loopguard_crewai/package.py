@@ -1,0 +1,3 @@
+"""The CrewAI versions this instrumentation supports (``instruments`` extra)."""
+
+_instruments = ("crewai >= 1.10, < 2",)

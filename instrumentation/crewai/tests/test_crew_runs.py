@@ -1,0 +1,110 @@
+"""CrewAI end to end, both tool paths, driven by a scripted LLM."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import PROVIDER
+from crewai.tools.tool_failure import ToolExecutionFailedError
+from otel_loopguard_crewai import CrewAIInstrumentor
+from scripted_crew import CountingSearch, make_crew, same_search
+
+from otel_loopguard.decisions import LoopGuardInterrupt
+
+
+def productive(step: int):
+    if step <= 3:
+        return ("tool", "search", {"query": f"pricing page {step}"})
+    return ("answer", "https://example.test/pricing", None)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "react"])
+def test_looping_crew_is_stopped_in_enforce_mode(loopguard, native):
+    lg = loopguard(mode="enforce")
+    search = CountingSearch(lambda query, n: "no results")
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        make_crew(search, same_search, native=native).kickoff()
+
+    assert 1 <= len(search.executions) <= 4
+    assert stopped.value.decision.action.value == "stop"
+    (agent,) = lg.spans("invoke_agent")
+    assert agent.name == "invoke_agent researcher"
+    assert agent.attributes["loopguard.run.state"] == "stopped"
+    tools = lg.spans("execute_tool search")
+    assert tools and all(s.parent.span_id == agent.context.span_id for s in tools)
+    assert any(e["loopguard.action"] == "stop" for s in tools for e in lg.decision_events(s))
+    assert lg.open_spans() == []
+
+
+def test_looping_crew_in_observe_mode_behaves_as_without_the_plugin(loopguard):
+    lg = loopguard(mode="observe")
+    search = CountingSearch(lambda query, n: "no results")
+
+    # CrewAI's own guard ends this loop at its 5th identical call; we must not change that
+    with pytest.raises(ToolExecutionFailedError):
+        make_crew(search, same_search).kickoff()
+
+    assert len(search.executions) == 5
+    stops = [
+        e
+        for s in lg.spans("execute_tool")
+        for e in lg.decision_events(s)
+        if e["loopguard.action"] == "stop"
+    ]
+    assert stops
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "react"])
+def test_productive_crew_gives_the_same_answer_as_without_the_plugin(loopguard, native):
+    lg = loopguard(mode="enforce")
+    CrewAIInstrumentor().uninstrument()
+    try:
+        plain = CountingSearch(lambda query, n: f"result {n} for {query}")
+        expected = make_crew(plain, productive, native=native).kickoff().raw
+    finally:
+        CrewAIInstrumentor().instrument(tracer_provider=PROVIDER)
+
+    search = CountingSearch(lambda query, n: f"result {n} for {query}")
+    result = make_crew(search, productive, native=native).kickoff()
+
+    assert result.raw == expected == "https://example.test/pricing"
+    assert len(search.executions) == len(plain.executions) == 3
+    tools = lg.spans("execute_tool")
+    assert [s.name for s in tools] == ["execute_tool search"] * 3
+    first = tools[0].attributes
+    assert first["gen_ai.operation.name"] == "execute_tool"
+    assert first["gen_ai.tool.name"] == "search"
+    assert "pricing" not in str(dict(first))  # no content without opt-in
+    (agent,) = lg.spans("invoke_agent")
+    assert agent.attributes["loopguard.run.state"] == "completed"
+
+
+def test_failing_tool_is_stopped_although_crewai_turns_it_into_text(loopguard):
+    lg = loopguard(mode="enforce")
+
+    def failing(query: str, n: int) -> str:
+        raise PermissionError(f"permission denied: {query}")
+
+    search = CountingSearch(failing)
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        make_crew(search, same_search).kickoff()
+
+    assert 1 <= len(search.executions) <= 4
+    assert "permanent_failure" in stopped.value.decision.detectors
+    failed = lg.spans("execute_tool search")[0]
+    assert failed.attributes["error.type"] == "PermissionError"
+
+
+def test_async_kickoff_is_stopped_the_same_way(loopguard):
+    lg = loopguard(mode="enforce")
+    search = CountingSearch(lambda query, n: "no results")
+
+    with pytest.raises(LoopGuardInterrupt):
+        asyncio.run(make_crew(search, same_search).akickoff())
+
+    assert 1 <= len(search.executions) <= 4
+    (agent,) = lg.spans("invoke_agent")
+    assert agent.attributes["loopguard.run.state"] == "stopped"
+    assert lg.open_spans() == []

@@ -1,0 +1,46 @@
+"""``Crew(stream=True)``: the crew runs in CrewAI's worker thread; the interrupt still
+reaches the consumer, and every span ends once."""
+
+from __future__ import annotations
+
+import pytest
+from scripted_crew import CountingSearch, make_crew, same_search
+
+from otel_loopguard.decisions import LoopGuardInterrupt
+
+
+def test_streamed_looping_crew_raises_the_interrupt_to_the_consumer(loopguard):
+    lg = loopguard(mode="enforce")
+    search = CountingSearch(lambda query, n: "no results")
+    crew = make_crew(search, same_search)
+    crew.stream = True
+
+    stream = crew.kickoff()
+    with pytest.raises(LoopGuardInterrupt):
+        for _chunk in stream:
+            pass
+
+    assert 1 <= len(search.executions) <= 4
+    (agent,) = lg.spans("invoke_agent")
+    assert agent.attributes["loopguard.run.state"] == "stopped"
+    assert lg.open_spans() == []
+
+
+def test_streamed_productive_crew_is_untouched(loopguard):
+    lg = loopguard(mode="enforce")
+    search = CountingSearch(lambda query, n: f"result {n}")
+
+    def script(step: int):
+        if step == 1:
+            return ("tool", "search", {"query": "pricing"})
+        return ("answer", "https://example.test/pricing", None)
+
+    crew = make_crew(search, script)
+    crew.stream = True
+    stream = crew.kickoff()
+    for _chunk in stream:
+        pass
+
+    assert stream.result.raw == "https://example.test/pricing"
+    assert len(lg.spans("execute_tool search")) == 1
+    assert lg.open_spans() == []
