@@ -158,3 +158,27 @@ def test_handoff_ping_pong_between_agents_is_stopped(loopguard):
     (agent,) = guard.agent_spans()
     assert agent.name == "invoke_agent swarm"
     guard.assert_every_span_ended_once()
+
+
+class _Opaque:
+    """A tool result that refuses every attribute lookup (a proxy to a closed resource)."""
+
+    def __getattr__(self, name):
+        raise RuntimeError("closed")
+
+
+def test_our_bookkeeping_errors_never_reach_the_caller(loopguard):
+    from langchain_core.tools import tool
+
+    guard = loopguard(mode="enforce")
+    opaque = _Opaque()
+
+    @tool
+    def fetch(key: str) -> object:
+        """Fetch a handle."""
+        return opaque
+
+    assert fetch.invoke({"key": "a"}) is opaque
+    (span,) = guard.tool_spans("fetch")
+    assert "error.type" not in span.attributes
+    guard.assert_every_span_ended_once()

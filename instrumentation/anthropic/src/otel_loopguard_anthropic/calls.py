@@ -119,6 +119,10 @@ class ModelCall:
         self._own = self._tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
         return self._own
 
+    @property
+    def guard(self) -> LoopGuard:
+        return self._guard
+
     def sdk_span_started(self, span: Span | None) -> None:
         """The SDK started its span for this request: we feed it, so the processor must not."""
         if span is None or self._own is not None:

@@ -31,11 +31,16 @@ class _Watch:
         self.turn = StreamedTurn()
 
     def event(self, event: Any) -> bool:
-        """Feed one event; True when the message is complete and was fed (may raise)."""
-        if not self.turn.add(event):
+        """Feed one event; True when the message is complete and was fed (raises only
+        ``LoopGuardInterrupt``, at STOP in ``enforce`` mode)."""
+        try:
+            complete = self.turn.add(event)
+        except Exception as exc:  # an event we cannot read: the stream goes on unwatched
+            self.call.guard.telemetry.internal_error("anthropic.stream_event", exc)
             return False
-        self.call.finish(self.turn.turn)
-        return True
+        if complete:
+            self.call.finish(self.turn.turn)
+        return complete
 
     def ended(self, error: BaseException | None) -> None:
         """The stream ended before ``message_stop`` (error, close, garbage collection)."""

@@ -119,14 +119,19 @@ def _agent(agent: str | None) -> dict[str, str] | None:
 def _record(
     call: Any, output: Any, guard: Any, name: str, agent: str | None, call_id: str | None
 ) -> None:
-    content, error_text = tool_outcome(output)
-    set_error = getattr(call, "set_error", None)
-    if error_text is None or set_error is None:
-        call.set_result(content)
-    else:
-        set_error("ToolException", error_text)
-    handoff = _HANDOFF_TOOL.match(name)
-    if handoff is not None and error_text is None:
+    """Hand the outcome to the gate. Never raises: inside the gate's ``with`` block, our own
+    bookkeeping error would look like the tool failing."""
+    try:
+        content, error_text = tool_outcome(output)
+        if error_text is None:
+            call.set_result(content)
+        else:
+            call.set_error("ToolException", error_text)
+        handoff = _HANDOFF_TOOL.match(name) if error_text is None else None
+    except Exception as exc:
+        guard.telemetry.internal_error("langchain.tool_result", exc)
+        return
+    if handoff is not None:
         # the gate's span is ours, so no span processor will read it as a handoff: say so;
         # a STOP here is raised by the gate when the tool call ends (the run is stopped)
         guard.observe_handoff(

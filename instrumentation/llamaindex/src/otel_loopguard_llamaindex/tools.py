@@ -47,13 +47,17 @@ def _agent_attributes(agent: str | None) -> dict[str, str] | None:
     return {"gen_ai.agent.name": agent} if agent else None
 
 
-def _record(call: Any, output: Any) -> None:
-    content, error_text = tool_outcome(output)
-    set_error = getattr(call, "set_error", None)
-    if error_text is None or set_error is None:
-        call.set_result(content)
-    else:
-        set_error("ToolError", error_text)
+def _record(call: Any, output: Any, guard: Any) -> None:
+    """Hand the outcome to the gate. Never raises: inside the gate's ``with`` block, our own
+    bookkeeping error would look like the tool failing."""
+    try:
+        content, error_text = tool_outcome(output)
+        if error_text is None:
+            call.set_result(content)
+        else:
+            call.set_error("ToolError", error_text)
+    except Exception as exc:
+        guard.telemetry.internal_error("llamaindex.tool_result", exc)
 
 
 def _prepare(instance: Any, args: Any, kwargs: Any) -> tuple[str, Any, str | None]:
@@ -73,7 +77,7 @@ def sync_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
             tracer, name, arguments, agent_name=agent, attributes=_agent_attributes(agent)
         ) as call:
             output = wrapped(*args, **kwargs)
-            _record(call, output)
+            _record(call, output, guard)
         return output
 
     return wrapper
@@ -91,7 +95,7 @@ def async_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
             tracer, name, arguments, agent_name=agent, attributes=_agent_attributes(agent)
         ) as call:
             output = await wrapped(*args, **kwargs)
-            _record(call, output)
+            _record(call, output, guard)
         return output
 
     return wrapper
