@@ -181,18 +181,51 @@ def _may_fail(text: str) -> bool:
     )
 
 
+_NEEDLES = (
+    "Error",
+    "not found",
+    "No module",
+    "o such file",
+    "ermission denied",
+    "yntax error",
+    "not recognized",
+    "127",
+    "an't open",
+    "cannot import",
+    "unexpected EOF",
+)
+_LINES_PER_NEEDLE = 4
+
+
+def _suspect_lines(text: str) -> list[str]:
+    """The lines holding a needle, the last few per needle (errors end an output).
+
+    Every pattern matches within one line, so the regexes run on these short lines only,
+    never across the whole capped text: finding them is C-speed substring search.
+    """
+    lines: list[str] = []
+    starts: set[int] = set()
+    for needle in _NEEDLES:
+        end = len(text)
+        for _ in range(_LINES_PER_NEEDLE):
+            at = text.rfind(needle, 0, end)
+            if at < 0:
+                break
+            begin = text.rfind("\n", 0, at) + 1
+            if begin not in starts:
+                starts.add(begin)
+                stop = text.find("\n", at)
+                lines.append(text[begin : stop if stop >= 0 else len(text)])
+            end = begin
+    return lines
+
+
 def _match(texts: list[str]) -> ShellFailure | None:
-    texts = [text for text in texts if _may_fail(text)]
-    if not texts:
-        return None
+    lines = [line for text in texts if _may_fail(text) for line in _suspect_lines(text)]
     for failure_class, pattern in _PATTERNS:
-        for text in texts:
-            found = pattern.search(text)
-            if found:
-                start = text.rfind("\n", 0, found.start()) + 1
-                end = text.find("\n", found.end())
-                line = text[start : end if end >= 0 else len(text)].strip()
-                return ShellFailure(failure_class, line[:EXCERPT_CHARS])
+        for line in lines:
+            if pattern.search(line):
+                return ShellFailure(failure_class, line.strip()[:EXCERPT_CHARS])
     return None
 
 
