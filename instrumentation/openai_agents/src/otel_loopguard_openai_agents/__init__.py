@@ -1,0 +1,78 @@
+"""otel-loopguard instrumentation for the OpenAI Agents SDK (``openai-agents``).
+
+Every function-tool execution becomes an ``execute_tool {tool}`` span and every
+``Runner.run`` / ``Runner.run_streamed`` an ``invoke_agent {agent}`` span; handoffs
+(``transfer_to_<agent>``) are reported as handoff events. In ``enforce`` mode a STOP
+decision raises :class:`otel_loopguard.LoopGuardInterrupt` out of the run.
+
+Why these hook points (openai-agents 0.24):
+
+* ``FunctionTool.on_invoke_tool`` is a per-instance field, so wrapping the class would miss
+  every tool. The runner calls ``_invoke_function_tool_with_metadata`` in
+  ``agents.run_internal.tool_execution`` for every function tool instead; it also tells an
+  SDK-generated error text (the tool body raised) from a real result.
+* A tool body's exception becomes a text for the model in the tool's own failure handler,
+  which calls ``agents.tool.maybe_invoke_function_tool_failure_error_function`` with the
+  exception: we keep it there and report the call as that error.
+* Errors raised by the runner's hook are re-raised as ``UserError`` unless they are
+  ``AgentsException``; ``LoopGuardInterrupt`` derives from ``BaseException``, passes the runner's
+  ``except Exception`` untouched and wins its failure arbitration, so the caller of the run
+  receives it as is.
+* ``run_streamed`` returns at once and runs the agent in a background task that awaits
+  ``agents.run.start_streaming``: the agent span is opened inside that task so it ends
+  when the run really ends (also when the consumer stops early or cancels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
+from opentelemetry.instrumentation.utils import unwrap
+from wrapt import wrap_function_wrapper
+
+from otel_loopguard_openai_agents.package import _instruments
+from otel_loopguard_openai_agents.runs import run_wrapper, streaming_wrapper
+from otel_loopguard_openai_agents.tools import failure_wrapper, handoff_wrapper, tool_wrapper
+from otel_loopguard_openai_agents.version import __version__
+
+__all__ = ["OpenAIAgentsInstrumentor", "__version__"]
+
+_RUN_MODULE = "agents.run"
+_TOOL_MODULE = "agents.run_internal.tool_execution"
+_TURN_MODULE = "agents.run_internal.turn_resolution"
+
+
+class OpenAIAgentsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Adds loop detection and enforcement to OpenAI Agents SDK runs."""
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return _instruments
+
+    def _instrument(self, **kwargs: Any) -> None:
+        tracer = trace.get_tracer(
+            __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
+        )
+        wrap_function_wrapper(_RUN_MODULE, "AgentRunner.run", run_wrapper(tracer))
+        wrap_function_wrapper(_RUN_MODULE, "start_streaming", streaming_wrapper(tracer))
+        wrap_function_wrapper(
+            _TOOL_MODULE, "_invoke_function_tool_with_metadata", tool_wrapper(tracer)
+        )
+        wrap_function_wrapper(
+            "agents.tool", "maybe_invoke_function_tool_failure_error_function", failure_wrapper
+        )
+        wrap_function_wrapper(_TURN_MODULE, "execute_handoffs", handoff_wrapper(tracer))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        import agents.run
+        import agents.run_internal.tool_execution
+        import agents.run_internal.turn_resolution
+        import agents.tool
+
+        unwrap(agents.run.AgentRunner, "run")
+        unwrap(agents.run, "start_streaming")
+        unwrap(agents.run_internal.tool_execution, "_invoke_function_tool_with_metadata")
+        unwrap(agents.run_internal.turn_resolution, "execute_handoffs")
+        unwrap(agents.tool, "maybe_invoke_function_tool_failure_error_function")

@@ -1,0 +1,18 @@
+"""A real OpenTelemetry SDK pipeline with otel-loopguard and this instrumentation installed."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+# shared real-OpenTelemetry helpers of the instrumentation suites
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_testing"))
+# the SDK's own tracing would try to upload traces to OpenAI
+os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
+
+from loopguard_testing import harness_fixtures
+from otel_loopguard_openai_agents import OpenAIAgentsInstrumentor
+
+# ``loopguard``: enforce mode; ``observe_loopguard``: observe mode (see loopguard_testing)
+loopguard, observe_loopguard = harness_fixtures(OpenAIAgentsInstrumentor)

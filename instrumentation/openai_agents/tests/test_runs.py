@@ -1,0 +1,178 @@
+"""End-to-end runs of real OpenAI Agents SDK agents (ScriptedModel, no network)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from agents import Runner
+from opentelemetry.trace import StatusCode
+from scripted_agents import (
+    FINAL_ANSWER,
+    LOOP_STEPS,
+    failing_agent,
+    looping_agent,
+    ping_pong_agents,
+    productive_agent,
+)
+
+from otel_loopguard import LoopGuardInterrupt
+
+MAX_EXECUTIONS = 4
+
+
+def test_looping_run_is_interrupted_in_enforce_mode(loopguard):
+    scenario = looping_agent()
+
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        asyncio.run(Runner.run(scenario.agent, "What does it cost?"))
+
+    assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
+    assert raised.value.decision.action.value == "stop"
+    # one span per real execution of the tool
+    assert len(loopguard.executed_tool_spans("search")) == len(scenario.executions)
+    assert loopguard.decisions("stop"), "the STOP decision is exported on a span"
+    (agent_span,) = loopguard.named("invoke_agent researcher")
+    assert agent_span.attributes["loopguard.run.state"] == "stopped"
+    loopguard.assert_all_spans_ended_once()
+
+
+def test_run_sync_is_interrupted_too(loopguard):
+    scenario = looping_agent()
+
+    with pytest.raises(LoopGuardInterrupt):
+        Runner.run_sync(scenario.agent, "What does it cost?")
+
+    assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
+    loopguard.assert_all_spans_ended_once()
+
+
+def test_looping_run_in_observe_mode_runs_to_its_end(observe_loopguard):
+    scenario = looping_agent()
+
+    result = asyncio.run(Runner.run(scenario.agent, "What does it cost?"))
+
+    assert result.final_output == "I could not find anything."
+    assert len(scenario.executions) == LOOP_STEPS
+    assert len(observe_loopguard.tool_spans("search")) == LOOP_STEPS
+    stops = observe_loopguard.decisions("stop")
+    assert stops, "observe mode still records the STOP decision"
+    assert all(span.name.startswith(("execute_tool", "invoke_agent")) for span, _ in stops)
+    observe_loopguard.assert_all_spans_ended_once()
+
+
+def test_productive_run_completes_untouched(loopguard):
+    loopguard_off = productive_agent()
+    loopguard.uninstrument()
+    baseline = asyncio.run(Runner.run(loopguard_off.agent, "What does it cost?")).final_output
+    loopguard.reinstrument()
+
+    scenario = productive_agent()
+    result = asyncio.run(Runner.run(scenario.agent, "What does it cost?"))
+
+    assert baseline == FINAL_ANSWER
+    assert result.final_output == baseline
+    assert scenario.executions == loopguard_off.executions
+    assert loopguard.decisions("stop") == []
+    loopguard.assert_all_spans_ended_once()
+
+
+def test_spans_follow_the_genai_conventions(loopguard):
+    scenario = productive_agent()
+    asyncio.run(Runner.run(scenario.agent, "What does it cost?"))
+
+    (agent_span,) = loopguard.named("invoke_agent researcher")
+    assert agent_span.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert agent_span.attributes["gen_ai.agent.name"] == "researcher"
+    assert agent_span.attributes["loopguard.run.state"] == "completed"
+    tool_spans = loopguard.tool_spans("search")
+    assert len(tool_spans) == len(scenario.executions) == 4
+    call_ids = set()
+    for span in tool_spans:
+        assert span.parent is not None and span.parent.span_id == agent_span.context.span_id
+        assert span.attributes["gen_ai.operation.name"] == "execute_tool"
+        assert span.attributes["gen_ai.tool.name"] == "search"
+        call_ids.add(span.attributes["gen_ai.tool.call.id"])
+        # content is not exported unless the user opts in
+        assert "gen_ai.tool.call.arguments" not in span.attributes
+        assert "gen_ai.tool.call.result" not in span.attributes
+    assert call_ids == {f"call_{i}" for i in range(4)}
+
+
+def test_streamed_looping_run_is_interrupted_and_leaves_no_span_open(loopguard):
+    scenario = looping_agent()
+
+    async def consume() -> int:
+        streamed = Runner.run_streamed(scenario.agent, "What does it cost?")
+        seen = 0
+        async for _event in streamed.stream_events():
+            seen += 1
+        return seen
+
+    with pytest.raises(LoopGuardInterrupt):
+        asyncio.run(consume())
+
+    assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
+    (agent_span,) = loopguard.named("invoke_agent researcher")
+    assert agent_span.attributes["loopguard.run.state"] == "stopped"
+    loopguard.assert_all_spans_ended_once()
+
+
+def test_streamed_run_cancelled_by_the_consumer_ends_its_spans(loopguard):
+    scenario = productive_agent()
+
+    async def consume_one_then_cancel() -> None:
+        streamed = Runner.run_streamed(scenario.agent, "What does it cost?")
+        async for _event in streamed.stream_events():
+            streamed.cancel()
+            break
+        # let the cancelled background task unwind
+        if streamed.run_loop_task is not None:
+            await asyncio.gather(streamed.run_loop_task, return_exceptions=True)
+
+    asyncio.run(consume_one_then_cancel())
+
+    (agent_span,) = loopguard.named("invoke_agent researcher")
+    assert agent_span.attributes["loopguard.run.state"] == "cancelled"
+    loopguard.assert_all_spans_ended_once()
+
+
+def test_streamed_productive_run_gives_the_same_answer(loopguard):
+    scenario = productive_agent()
+
+    async def consume() -> str:
+        streamed = Runner.run_streamed(scenario.agent, "What does it cost?")
+        async for _event in streamed.stream_events():
+            pass
+        return streamed.final_output
+
+    assert asyncio.run(consume()) == FINAL_ANSWER
+    assert len(loopguard.tool_spans("search")) == 4
+    loopguard.assert_all_spans_ended_once()
+
+
+def test_handoff_ping_pong_is_stopped(loopguard):
+    triage, _billing = ping_pong_agents(rounds=8)
+
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        asyncio.run(Runner.run(triage, "I have a billing question"))
+
+    assert "handoff_cycle" in raised.value.decision.detectors
+    handoff_spans = [s for s in loopguard.spans() if s.name.startswith("execute_tool transfer_to_")]
+    assert len(handoff_spans) < 8
+    loopguard.assert_all_spans_ended_once()
+
+
+def test_a_failing_tool_body_is_an_error_span_and_repeats_are_stopped(loopguard):
+    scenario = failing_agent()
+
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        asyncio.run(Runner.run(scenario.agent, "Read the admin page"))
+
+    assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
+    spans = loopguard.executed_tool_spans("fetch")
+    assert len(spans) == len(scenario.executions)
+    for span in spans:
+        assert span.attributes["error.type"] == "PermissionError"
+        assert span.status.status_code is StatusCode.ERROR
+    assert "permanent_failure" in raised.value.decision.detectors
