@@ -13,6 +13,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Status, StatusCode
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.enforcement import LoopGuard
@@ -50,26 +51,41 @@ def sdk_stack(**config: Any) -> SdkStack:
 AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "writer"}
 
 
-def chat_span(stack: SdkStack, finish: str, *, input_tokens: int = 0, output_tokens: int = 0):
+def chat_span(
+    stack: SdkStack,
+    finish: str,
+    *,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    output_messages: str | None = None,
+) -> None:
     """One GenAI semantic-conventions ``chat`` span, ended at once."""
-    attributes = {
+    attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
         "gen_ai.request.model": "gpt-4o",
         "gen_ai.response.finish_reasons": (finish,),
         "gen_ai.usage.input_tokens": input_tokens,
         "gen_ai.usage.output_tokens": output_tokens,
     }
+    if output_messages is not None:  # content capture on in the instrumentation
+        attributes["gen_ai.output.messages"] = output_messages
     with stack.tracer.start_as_current_span("chat gpt-4o", attributes=attributes):
         pass
 
 
-def tool_span(stack: SdkStack, tool: str, arguments: str, result: str) -> None:
-    """One GenAI semantic-conventions ``execute_tool`` span with its (opted-in) content."""
+def tool_span(
+    stack: SdkStack, tool: str, arguments: str, result: str, *, error_type: str | None = None
+) -> None:
+    """One GenAI semantic-conventions ``execute_tool`` span with its (opted-in) content;
+    with ``error_type`` it failed (``error.type`` and an ERROR status, as semconv says)."""
     attributes = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": tool,
         "gen_ai.tool.call.arguments": arguments,
         "gen_ai.tool.call.result": result,
     }
-    with stack.tracer.start_as_current_span(f"execute_tool {tool}", attributes=attributes):
-        pass
+    if error_type:
+        attributes["error.type"] = error_type
+    with stack.tracer.start_as_current_span(f"execute_tool {tool}", attributes=attributes) as span:
+        if error_type:
+            span.set_status(Status(StatusCode.ERROR, result))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from sdk_stack import AGENT, chat_span, sdk_stack, tool_span
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Action
@@ -193,3 +194,29 @@ def test_monitor_replans_with_the_prompt_and_leaves_successful_runs_alone() -> N
     quiet = Monitor(LoopGuardConfig())
     events = [*_successful_read(), _turn(empty=True)]
     assert {quiet.observe(e).action for e in events} == {Action.CONTINUE}
+
+
+def test_genai_spans_an_empty_turn_after_a_failed_tool_gets_the_prompt_as_a_span_event() -> None:
+    """Real SDK spans in the GenAI semantic conventions, fed through the span processor."""
+    stack = sdk_stack()
+    nothing = json.dumps([{"role": "assistant", "parts": []}])
+    with stack.tracer.start_as_current_span("invoke_agent writer", attributes=AGENT):
+        chat_span(stack, "tool_calls")
+        tool_span(stack, "fetch", '{"url": "https://x.invalid"}', "404", error_type="HTTPError")
+        chat_span(stack, "stop", output_messages=nothing)
+    stack.provider.shutdown()
+    decisions = [d for d in stack.decisions() if "premature_end" in d["loopguard.detectors"]]
+    assert [d["loopguard.action"] for d in decisions] == ["replan"]
+    assert "without completing the task" in decisions[0]["loopguard.recommendation"]
+    assert "fetch: HTTPError" in decisions[0]["loopguard.recommendation"]
+
+
+def test_genai_spans_an_empty_turn_after_tools_that_worked_is_quiet() -> None:
+    stack = sdk_stack()
+    nothing = json.dumps([{"role": "assistant", "parts": []}])
+    with stack.tracer.start_as_current_span("invoke_agent writer", attributes=AGENT):
+        chat_span(stack, "tool_calls")
+        tool_span(stack, "fetch", '{"url": "https://x.invalid"}', "<html>ok</html>")
+        chat_span(stack, "stop", output_messages=nothing)
+    stack.provider.shutdown()
+    assert stack.decisions() == []
