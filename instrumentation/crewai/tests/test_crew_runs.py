@@ -108,3 +108,18 @@ def test_async_kickoff_is_stopped_the_same_way(loopguard):
     (agent,) = lg.spans("invoke_agent")
     assert agent.attributes["loopguard.run.state"] == "stopped"
     assert lg.open_spans() == []
+
+
+def test_standalone_agent_kickoff_is_its_own_run_and_is_stopped(loopguard):
+    lg = loopguard(mode="enforce")
+    search = CountingSearch(lambda query, n: "no results")
+    agent = make_crew(search, same_search).agents[0]
+
+    with pytest.raises(LoopGuardInterrupt):
+        agent.kickoff("Find the pricing page")
+
+    assert 1 <= len(search.executions) <= 4
+    (run,) = lg.spans("invoke_agent")
+    assert run.name == "invoke_agent researcher"
+    assert run.attributes["loopguard.run.state"] == "stopped"
+    assert all(s.parent.span_id == run.context.span_id for s in lg.spans("execute_tool"))

@@ -30,6 +30,9 @@ _TARGETS = (
     ("crewai.crew", "Crew", "kickoff", "crew_kickoff"),
     ("crewai.agent.core", "Agent", "execute_task", "execute_task"),
     ("crewai.agent.core", "Agent", "aexecute_task", "aexecute_task"),
+    # standalone Agent.kickoff / kickoff_async (no crew): where they run the executor
+    ("crewai.agent.core", "Agent", "_execute_and_build_output", "execute_task"),
+    ("crewai.agent.core", "Agent", "_execute_and_build_output_async", "aexecute_task"),
     (
         "crewai.agents.agent_executor",
         "AgentExecutor",

@@ -4,6 +4,9 @@ Where the hooks sit, and why (crewai 1.x, ``AgentExecutor``):
 
 - ``Agent.execute_task`` / ``aexecute_task``: one ``invoke_agent {role}`` span per task an
   agent works on; each is its own run (give the crew a conversation id to make it one).
+  A standalone ``Agent.kickoff`` (no crew) runs its executor through
+  ``_execute_and_build_output`` (``_async``), wrapped the same way: without a run, its
+  tool calls would share one process-wide run.
 - Native function calling: ``AgentExecutor._execute_single_native_tool_call`` sees every
   call the model asked for, also those the tool cache answers without running the tool:
   the model still made the same call and got the same answer, which is the loop.
