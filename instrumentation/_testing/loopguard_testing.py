@@ -272,6 +272,11 @@ class Harness:
                     found.append((span, dict(event.attributes)))
         return found
 
+    def run_state(self, agent: str) -> str:
+        """``loopguard.run.state`` of the one ``invoke_agent {agent}`` span."""
+        (span,) = self.named(f"invoke_agent {agent}")
+        return span.attributes["loopguard.run.state"]
+
     def assert_all_spans_ended_once(self) -> None:
         assert self.lifecycle.open_spans() == [], "spans left open"
         assert self.lifecycle.ended_more_than_once() == [], "spans ended twice"

@@ -32,8 +32,7 @@ def test_looping_run_is_interrupted_in_enforce_mode(loopguard):
     # one span per real execution of the tool
     assert len(loopguard.executed_tool_spans("search")) == len(scenario.executions)
     assert loopguard.decisions("stop"), "the STOP decision is exported on a span"
-    (agent_span,) = loopguard.named("invoke_agent researcher")
-    assert agent_span.attributes["loopguard.run.state"] == "stopped"
+    assert loopguard.run_state("researcher") == "stopped"
     loopguard.assert_all_spans_ended_once()
 
 
@@ -113,8 +112,7 @@ def test_streamed_looping_run_is_interrupted_and_leaves_no_span_open(loopguard):
         asyncio.run(consume())
 
     assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
-    (agent_span,) = loopguard.named("invoke_agent researcher")
-    assert agent_span.attributes["loopguard.run.state"] == "stopped"
+    assert loopguard.run_state("researcher") == "stopped"
     loopguard.assert_all_spans_ended_once()
 
 
@@ -132,8 +130,7 @@ def test_streamed_run_cancelled_by_the_consumer_ends_its_spans(loopguard):
 
     asyncio.run(consume_one_then_cancel())
 
-    (agent_span,) = loopguard.named("invoke_agent researcher")
-    assert agent_span.attributes["loopguard.run.state"] == "cancelled"
+    assert loopguard.run_state("researcher") == "cancelled"
     loopguard.assert_all_spans_ended_once()
 
 

@@ -1,0 +1,3 @@
+"""The framework versions this instrumentation supports (its ``instruments`` extra)."""
+
+_instruments = ("mcp >= 2.3, < 3",)

@@ -1,0 +1,80 @@
+"""The user's path: ``opentelemetry-instrument --loopguard_mode enforce python agent.py``.
+
+A real client process under ``opentelemetry-instrument`` (this package found through its
+``opentelemetry_instrumentor`` entry point) drives a real MCP server process over stdio;
+spans go over OTLP/HTTP to a receiver on a loopback port.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from loopguard_testing import (
+    OTLPReceiver,
+    printed_count,
+    received_decisions,
+    run_under_opentelemetry_instrument,
+)
+
+TESTS = Path(__file__).resolve().parent
+
+AGENT_SCRIPT = textwrap.dedent(
+    """
+    import os
+    import sys
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from scripted_agent import LOOPING_PLAN, run_agent
+
+    log = os.environ["KB_EXECUTIONS_FILE"]
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=[os.path.join(os.environ["TESTS"], "kb_server.py")],
+        env={"KB_EXECUTIONS_FILE": log},
+    )
+
+
+    async def main():
+        async with Client(server) as client:
+            try:
+                print("ANSWER", await run_agent(client, LOOPING_PLAN, None))
+            finally:
+                with open(log, encoding="utf-8") as handle:
+                    print("EXECUTIONS", len(handle.read().splitlines()), flush=True)
+
+
+    anyio.run(main)
+    """
+)
+
+
+def test_enforce_mode_interrupts_the_run_in_a_real_process(tmp_path):
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT_SCRIPT, encoding="utf-8")
+    log = tmp_path / "executions.txt"
+    log.touch()
+    with OTLPReceiver() as receiver:
+        completed = run_under_opentelemetry_instrument(
+            script,
+            receiver,
+            extra_args=("--loopguard_mode", "enforce"),
+            env={"PYTHONPATH": str(TESTS), "TESTS": str(TESTS), "KB_EXECUTIONS_FILE": str(log)},
+        )
+        spans = receiver.spans()
+
+    assert completed.returncode != 0
+    assert "LoopGuardInterrupt" in completed.stderr, completed.stderr[-2000:]
+    assert "ANSWER" not in completed.stdout
+    executions = printed_count(completed.stdout, "EXECUTIONS")
+    assert 1 <= executions <= 4
+    tool_spans = [s for s in spans if s.name == "execute_tool search"]
+    assert len(tool_spans) == executions
+    (agent_span,) = [s for s in spans if s.name == "invoke_agent researcher"]
+    assert agent_span.attributes["loopguard.run.state"] == "stopped"
+    assert received_decisions(spans, "stop")
+    # the SDK's own client span of each request is kept, inside our tool span
+    sends = [s for s in spans if s.name == "MCP send tools/call search"]
+    assert len(sends) == executions
+    assert {s.parent_span_id for s in sends} == {s.span_id for s in tool_spans}

@@ -1,0 +1,95 @@
+"""pydantic-ai agents driven offline by ``FunctionModel`` (plain and streaming).
+
+Each scenario counts the real executions of its tool function, so tests do not have to
+trust spans to know how often the tool ran.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from pydantic_ai.models.instrumented import InstrumentationSettings
+
+# pydantic-ai's own OpenTelemetry instrumentation: on, off, or its settings
+Instrument = bool | InstrumentationSettings
+
+LOOP_STEPS = 10
+FINAL_ANSWER = "Pricing starts at 10 EUR per seat."
+CATALOGUE = {
+    "pricing page": "pricing: see /pricing",
+    "/pricing": "plans: basic, team",
+    "team plan price": "team: 10 EUR per seat",
+    "currency": "all prices in EUR",
+}
+
+
+@dataclass
+class Scenario:
+    agent: Agent[None, str]
+    executions: list[str] = field(default_factory=list)
+
+
+def _tool_returns(messages: list[ModelMessage]) -> int:
+    return sum(isinstance(part, ToolReturnPart) for message in messages for part in message.parts)
+
+
+def _plan(queries: list[str], final: str):
+    """A model that asks for ``queries[i]`` at step i, then answers ``final``."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        step = _tool_returns(messages)
+        if step < len(queries):
+            return ModelResponse(parts=[ToolCallPart("search", {"query": queries[step]})])
+        return ModelResponse(parts=[TextPart(final)])
+
+    async def stream(
+        messages: list[ModelMessage], info: AgentInfo
+    ) -> AsyncIterator[str | DeltaToolCalls]:
+        step = _tool_returns(messages)
+        if step < len(queries):
+            yield {0: DeltaToolCall(name="search", json_args=json.dumps({"query": queries[step]}))}
+        else:
+            words = final.split(" ")
+            for index, word in enumerate(words):
+                yield word if index == 0 else " " + word
+
+    return FunctionModel(respond, stream_function=stream)
+
+
+def looping_agent(steps: int = LOOP_STEPS, *, instrument: Instrument | None = None) -> Scenario:
+    """The model asks for ``search(query="pricing")`` ``steps`` times; it always gets nothing."""
+    executions: list[str] = []
+    agent: Agent[None, str] = Agent(
+        _plan(["pricing"] * steps, "I could not find anything."), name="researcher"
+    )
+    if instrument is not None:  # else pydantic-ai's default (``Agent.instrument_all``)
+        agent.instrument = instrument
+
+    @agent.tool_plain
+    def search(query: str) -> str:
+        """Search the knowledge base."""
+        executions.append(query)
+        return "no results"
+
+    return Scenario(agent, executions)
+
+
+def productive_agent(*, instrument: Instrument | None = None) -> Scenario:
+    """Distinct searches with changing results, then a final answer."""
+    executions: list[str] = []
+    agent: Agent[None, str] = Agent(_plan(list(CATALOGUE), FINAL_ANSWER), name="researcher")
+    if instrument is not None:  # else pydantic-ai's default (``Agent.instrument_all``)
+        agent.instrument = instrument
+
+    @agent.tool_plain
+    def search(query: str) -> str:
+        """Search the knowledge base."""
+        executions.append(query)
+        return CATALOGUE[query]
+
+    return Scenario(agent, executions)

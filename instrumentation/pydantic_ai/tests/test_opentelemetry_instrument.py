@@ -1,0 +1,71 @@
+"""The user's path: ``opentelemetry-instrument --loopguard_mode enforce python agent.py``.
+
+A real subprocess; this package is found through its ``opentelemetry_instrumentor`` entry
+point, spans go over OTLP/HTTP to a receiver on a loopback port. Run once with
+pydantic-ai's own instrumentation off (our spans) and once on (``Agent.instrument_all()``:
+pydantic-ai's spans, our enforcement).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from loopguard_testing import (
+    OTLPReceiver,
+    printed_count,
+    received_decisions,
+    run_under_opentelemetry_instrument,
+)
+
+TESTS = Path(__file__).resolve().parent
+
+AGENT_SCRIPT = textwrap.dedent(
+    """
+    import sys
+
+    from pydantic_ai import Agent
+    from scripted_agents import looping_agent
+
+    if "--pydantic-ai-spans" in sys.argv:
+        Agent.instrument_all()
+    scenario = looping_agent()
+    try:
+        print("FINAL", scenario.agent.run_sync("What does it cost?").output)
+    finally:
+        print("EXECUTIONS", len(scenario.executions), flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("own_spans", [False, True], ids=["our-spans", "pydantic-ai-spans"])
+def test_enforce_mode_interrupts_the_run_in_a_real_process(tmp_path, own_spans):
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT_SCRIPT, encoding="utf-8")
+    with OTLPReceiver() as receiver:
+        completed = run_under_opentelemetry_instrument(
+            script,
+            receiver,
+            extra_args=("--loopguard_mode", "enforce"),
+            script_args=("--pydantic-ai-spans",) if own_spans else (),
+            env={"PYTHONPATH": str(TESTS)},
+        )
+        spans = receiver.spans()
+
+    assert completed.returncode != 0
+    assert "LoopGuardInterrupt" in completed.stderr, completed.stderr[-2000:]
+    executions = printed_count(completed.stdout, "EXECUTIONS")
+    assert 1 <= executions <= 4
+    tool_spans = [s for s in spans if s.name == "execute_tool search"]
+    executed = [s for s in tool_spans if s.attributes.get("error.type") != "LoopGuardInterrupt"]
+    assert len(executed) == executions  # one span per execution, never two
+    agent_spans = [s for s in spans if s.name == "invoke_agent researcher"]
+    assert len(agent_spans) == 1
+    assert received_decisions(spans, "stop")
+    made_by = {span.scope for span in [*tool_spans, *agent_spans]}
+    if own_spans:
+        assert made_by == {"pydantic-ai"}
+    else:
+        assert made_by == {"otel_loopguard_pydantic_ai"}
+        assert agent_spans[0].attributes["loopguard.run.state"] == "stopped"
