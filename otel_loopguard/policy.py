@@ -13,9 +13,10 @@ is stuck, not merely busy:
 
 - ``repetition``, ``action_cycle`` and ``repeated_tool_steps`` alone **warn** (polling, the
   same tool over new arguments and edit/test iterations repeat calls too); together with
-  ``no_progress`` evidence anywhere in the window (the calls return unchanged output) they
-  **stop**. ``no_progress`` alone warns, and stops when a loop signal is in the window, so
-  the order in which the two arrive does not matter.
+  ``no_progress`` evidence in the window about the same tool (evidence ``tool`` /
+  ``tools``; a signal naming no tool matches any) they **stop**: the calls return
+  unchanged output. ``no_progress`` alone warns, and stops when a matching loop signal is
+  in the window, so the order in which the two arrive does not matter.
 - ``permanent_failure`` of kind ``permanent`` (the same 404 / permission denied / invalid
   argument again) **stops**; of kind ``retryable`` (the same timeout / 429 / 5xx repeated)
   it **pauses**: the agent should back off, it is not looping, and enforcement does not
@@ -112,6 +113,27 @@ def risk_score(window: tuple[Signal, ...]) -> float:
     return min(max(1.0 - keep, 0.0), 1.0)
 
 
+def _tools(signal: Signal) -> frozenset[str]:
+    evidence = signal.evidence
+    tool = evidence.get("tool")
+    tools = evidence.get("tools")
+    found = {str(t) for t in tools} if isinstance(tools, (list, tuple)) else set()
+    if tool:
+        found.add(str(tool))
+    return frozenset(found)
+
+
+def _same_work(loop: Signal, no_progress: Signal) -> bool:
+    """Do a loop signal and a no-progress signal speak of the same tools?
+
+    Unchanged output from one tool is no evidence that another tool's repeats are stuck
+    (polling ``status`` while ``search`` returns the same page). Signals that name no tool
+    (a step of requested calls) are taken as related.
+    """
+    loop_tools, stuck_tools = _tools(loop), _tools(no_progress)
+    return not loop_tools or not stuck_tools or not loop_tools.isdisjoint(stuck_tools)
+
+
 def _verdict(
     signal: Signal, window: tuple[Signal, ...], strict: bool
 ) -> tuple[Action, RunEndState | None, tuple[Signal, ...]]:
@@ -120,12 +142,16 @@ def _verdict(
     if detector in LOOP_DETECTORS:
         if strict:
             return Action.STOP, RunEndState.STOPPED, (signal,)
-        support = tuple(s for s in window if s.detector == NO_PROGRESS)
+        support = tuple(
+            s for s in window if s.detector == NO_PROGRESS and _same_work(signal, s)
+        )
         if support:
             return Action.STOP, RunEndState.STOPPED, (signal, *support)
         return Action.WARN, None, (signal,)
     if detector == NO_PROGRESS:
-        support = tuple(s for s in window if s.detector in LOOP_DETECTORS)
+        support = tuple(
+            s for s in window if s.detector in LOOP_DETECTORS and _same_work(signal, s)
+        )
         if support:
             return Action.STOP, RunEndState.STOPPED, (*support, signal)
         return Action.WARN, None, (signal,)

@@ -60,6 +60,19 @@ def test_default_stops_a_loop_with_no_progress_evidence_in_either_order(loop: st
         assert set(decision.detectors) == {loop, "no_progress"}  # the evidence, nothing else
 
 
+def test_loop_and_no_progress_about_different_tools_only_warn() -> None:
+    polling = signal("repetition", "exact", evidence={"tool": "status"})
+    stuck = signal("no_progress", evidence={"tool": "search"})
+    assert decide(default, [polling], [stuck]).action is Action.WARN
+    assert decide(default, [stuck], [polling]).action is Action.WARN
+    same = signal("no_progress", evidence={"tool": "status"})
+    assert decide(default, [same], [stuck, polling]).action is Action.STOP
+    cycle = signal("action_cycle", evidence={"tools": ["search", "open"]})
+    assert decide(default, [cycle], [stuck]).action is Action.STOP
+    unnamed_step = signal("repeated_tool_steps", evidence={"tools": []})
+    assert decide(default, [unnamed_step], [stuck]).action is Action.STOP
+
+
 def test_no_progress_alone_warns() -> None:
     assert decide(default, [signal("no_progress")]).action is Action.WARN
 
