@@ -142,16 +142,12 @@ def _verdict(
     if detector in LOOP_DETECTORS:
         if strict:
             return Action.STOP, RunEndState.STOPPED, (signal,)
-        support = tuple(
-            s for s in window if s.detector == NO_PROGRESS and _same_work(signal, s)
-        )
+        support = tuple(s for s in window if s.detector == NO_PROGRESS and _same_work(signal, s))
         if support:
             return Action.STOP, RunEndState.STOPPED, (signal, *support)
         return Action.WARN, None, (signal,)
     if detector == NO_PROGRESS:
-        support = tuple(
-            s for s in window if s.detector in LOOP_DETECTORS and _same_work(signal, s)
-        )
+        support = tuple(s for s in window if s.detector in LOOP_DETECTORS and _same_work(signal, s))
         if support:
             return Action.STOP, RunEndState.STOPPED, (*support, signal)
         return Action.WARN, None, (signal,)
