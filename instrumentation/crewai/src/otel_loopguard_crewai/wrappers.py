@@ -44,6 +44,17 @@ def _parse_arguments(raw: Any) -> Any:
     return raw
 
 
+def _tool_call_info(tool_call: Any) -> tuple[Any, str, Any] | None:
+    """(call id, name, raw arguments) as CrewAI reads them from any provider's shape;
+    ``None`` (call passed through unobserved) if this CrewAI version reads them otherwise."""
+    try:
+        from crewai.utilities.agent_utils import extract_tool_call_info
+
+        return extract_tool_call_info(tool_call)
+    except Exception:
+        return None
+
+
 def _report_failure(call: Any, failure: Any) -> None:
     """A ``ToolFailure`` (returned, not raised) becomes the call's error."""
     if failure is None:
@@ -92,10 +103,8 @@ class CrewAIWrappers:
     def native_tool_call(
         self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        from crewai.utilities.agent_utils import extract_tool_call_info
-
         tool_call = args[0] if args else kwargs.get("tool_call")
-        info = extract_tool_call_info(tool_call)
+        info = _tool_call_info(tool_call)
         if info is None:  # crewai answers malformed calls itself; nothing ran
             return wrapped(*args, **kwargs)
         call_id, name, raw_arguments = info

@@ -172,6 +172,20 @@ class ModelCallRecorder:
         span.set_status(Status(StatusCode.ERROR, str(error)[:200] or type(error).__name__))
         span.end()
 
+    def finish_result(
+        self, span: Span | None, request_model: str | None, shape: ApiShape, result: Any
+    ) -> None:
+        """``finish`` for a non-streamed answer; a shape we cannot read is an internal error."""
+        if span is None:
+            return
+        try:
+            turn = _parse_result(shape, result)
+        except Exception as exc:
+            self._internal_error("openai.parse", exc)
+            span.end()
+            return
+        self.finish(span, request_model, turn)
+
     def finish(self, span: Span | None, request_model: str | None, turn: ModelTurn | None) -> None:
         """Record the answer on the span, tell the guard, end the span; may raise STOP."""
         if span is None:
@@ -279,7 +293,7 @@ def sync_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., 
             return ObservedStream(
                 result, shape.accumulator(), recorder.stream_callback(span, request_model)
             )
-        recorder.finish(span, request_model, _parse_result(shape, result))
+        recorder.finish_result(span, request_model, shape, result)
         return result
 
     return wrapper
@@ -303,7 +317,7 @@ def async_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[...,
             return ObservedAsyncStream(
                 result, shape.accumulator(), recorder.stream_callback(span, request_model)
             )
-        recorder.finish(span, request_model, _parse_result(shape, result))
+        recorder.finish_result(span, request_model, shape, result)
         return result
 
     return wrapper
