@@ -76,11 +76,10 @@ class OpenAgent:
 
 @dataclass(slots=True)
 class TraceState:
-    """What is open in one trace: its local root, agent spans, tool spans, conversation."""
+    """What is open in one trace: its local root, agent spans, conversation."""
 
     local_root: int | None = None
     agents: list[OpenAgent] = field(default_factory=list)
-    tool_spans: set[int] = field(default_factory=set)
     # span ids that have a tool span child already fed (its parent must not be fed again)
     fed_tool_parents: set[int] = field(default_factory=set)
     conversation: str | None = None
@@ -183,6 +182,8 @@ class LoopGuard:
         self._tracer: trace.Tracer | None = None
         # span ids of spans the gate made and fed itself: the processor skips them
         self._managed: set[int] = set()
+        # the subset that are gate tool spans (a tool span inside one is the same execution)
+        self._managed_tools: set[int] = set()
         self._fresh = threading.local()
         self.monitor.add_decision_listener(self._remember_fresh)
 
@@ -242,6 +243,10 @@ class LoopGuard:
 
     def is_managed(self, span_id: int) -> bool:
         return span_id in self._managed
+
+    def is_gate_tool_span(self, span_id: int) -> bool:
+        """A still-open tool span of :meth:`tool_call`."""
+        return span_id in self._managed_tools
 
     # -- run identity -------------------------------------------------------------------------
 
@@ -437,6 +442,7 @@ class LoopGuard:
         managed = self._managed
         if len(managed) >= _MAX_MANAGED:  # no processor is removing them: stay bounded
             managed.clear()
+            self._managed_tools.clear()
         managed.add(span_id)
 
     def check_current_run(self) -> Decision:
@@ -768,6 +774,7 @@ class _ToolCall:
             context = span.get_span_context()
             if context.is_valid:
                 guard._add_managed(context.span_id)
+                guard._managed_tools.add(context.span_id)
             identity = guard.resolve_run(span)
             self._identity = identity
             handle = _CURRENT_RUN.get()
@@ -833,7 +840,9 @@ class _ToolCall:
         except Exception as exc:  # pragma: no cover
             self._guard.telemetry.internal_error("tool_call.detach", exc)
         self._span.end()
-        self._guard._managed.discard(self._span.get_span_context().span_id)
+        span_id = self._span.get_span_context().span_id
+        self._guard._managed.discard(span_id)
+        self._guard._managed_tools.discard(span_id)
         try:
             self._guard.telemetry.record_processing(
                 time.perf_counter() - self._started, "tool_gate"

@@ -42,12 +42,13 @@ from otel_loopguard.span_mapping import (
     RUN_ROOT_CLASSES,
     SpanClass,
     agent_name,
-    classify,
+    classify_parts,
     conversation_id,
+    conversation_in,
     run_identity,
     span_to_events,
 )
-from otel_loopguard.span_view import SpanView, from_readable_span
+from otel_loopguard.span_view import SpanView, from_readable_span, span_attributes
 from otel_loopguard.telemetry import DECISION_SPAN, RUN_SPAN, SCOPE_NAME
 
 _OWN_SPANS = frozenset({DECISION_SPAN, RUN_SPAN})
@@ -88,31 +89,37 @@ class LoopGuardSpanProcessor(SpanProcessor):
         if name in _OWN_SPANS and _scope_name(span) == SCOPE_NAME:
             return
         parent = span.parent
-        attributes = span.attributes if span.attributes is not None else {}
+        is_root = parent is None or parent.is_remote
+        attributes = span_attributes(span)
+        span_class = classify_parts(name, attributes)
+        run_root = span_class in RUN_ROOT_CLASSES
+        if not (is_root or run_root):
+            # tool and model spans are read when they end; only a conversation id they
+            # carry from the start matters now (it keys the run of the whole trace)
+            if span_class is SpanClass.OTHER:
+                return
+            conversation = conversation_in(attributes)
+            if conversation:
+                with guard.tracker.lock:
+                    state = guard.tracker.get_or_create(context.trace_id)
+                    if state.conversation is None:
+                        state.conversation = conversation
+            return
         view = SpanView(name, "", "", attributes=attributes)
-        span_class = classify(view)
+        conversation = conversation_id(view)
         tracker = guard.tracker
         with tracker.lock:
-            if parent is None or parent.is_remote:
-                state = tracker.get_or_create(context.trace_id)
-                if state.local_root is None:
-                    state.local_root = context.span_id
-            elif span_class is SpanClass.OTHER:
-                return
-            else:
-                state = tracker.get_or_create(context.trace_id)
-            conversation = conversation_id(view)
+            state = tracker.get_or_create(context.trace_id)
+            if is_root and state.local_root is None:
+                state.local_root = context.span_id
             if conversation and state.conversation is None:
                 state.conversation = conversation
-            if span_class is SpanClass.TOOL or span_class is SpanClass.HANDOFF:
-                state.tool_spans.add(context.span_id)
-            elif span_class in RUN_ROOT_CLASSES:
-                managed = guard.is_managed(context.span_id)
-                outermost = not state.agents
-                state.agents.append(OpenAgent(context.span_id, agent_name(view), span, managed))
-            else:
+            if not run_root:
                 return
-        if span_class in RUN_ROOT_CLASSES and outermost and not managed:
+            managed = guard.is_managed(context.span_id)
+            outermost = not state.agents
+            state.agents.append(OpenAgent(context.span_id, agent_name(view), span, managed))
+        if outermost and not managed:
             identity = run_identity(
                 format(context.trace_id, "032x"),
                 conversation=state.conversation,
@@ -143,23 +150,36 @@ class LoopGuardSpanProcessor(SpanProcessor):
         started = time.perf_counter()
         trace_id = context.trace_id
         span_id = context.span_id
-        managed = guard.is_managed(span_id)
         tracker = guard.tracker
-        view = from_readable_span(span)
-        span_class = classify(view)
+        span_class = classify_parts(name, span_attributes(span))
         parent = span.parent
+        if span_class is SpanClass.OTHER:
+            # not GenAI: only the trace bookkeeping (a local root ends a trace-keyed run)
+            with tracker.lock:
+                state = tracker.get(trace_id)
+                if state is None:
+                    return
+                state.fed_tool_parents.discard(span_id)
+                if state.local_root != span_id:
+                    return
+                tracker.drop(trace_id)
+            if state.trace_run_used:
+                view = from_readable_span(span, detection_only=True)
+                summary = guard.monitor.end_run(view.trace_id)
+                if summary is not None:
+                    guard.telemetry.record_run_end(_end_state(view, summary))
+            return
+        managed = guard.is_managed(span_id)
+        view = from_readable_span(span, detection_only=True)
         with tracker.lock:
             state = tracker.get(trace_id)
-            if state is None and span_class is SpanClass.OTHER:
-                return
             if state is None:
                 state = TraceState()  # evicted or started before us: work on a scratch state
             duplicate = False
             if span_class is SpanClass.TOOL or span_class is SpanClass.HANDOFF:
-                state.tool_spans.discard(span_id)
                 duplicate = span_id in state.fed_tool_parents
                 if parent is not None and not parent.is_remote:
-                    if parent.span_id in state.tool_spans and guard.is_managed(parent.span_id):
+                    if guard.is_gate_tool_span(parent.span_id):
                         # inside a wrapper's gate span (e.g. the MCP SDK's client span):
                         # the gate reports this execution itself, with its arguments
                         duplicate = True

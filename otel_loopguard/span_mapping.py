@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.events import ErrorInfo, Event, EventKind, tool_call, tool_error, tool_result
+from otel_loopguard.events import ErrorInfo, Event, EventKind, tool_error
+from otel_loopguard.signatures import call_signature, output_signature
 from otel_loopguard.span_view import SpanView
 
 
@@ -91,33 +92,36 @@ _MAX_INDEXED = 64
 
 def classify(view: SpanView) -> SpanClass:
     """The class of a span; first matching dialect wins. Cheap: a handful of lookups."""
-    attrs = view.attributes
+    return classify_parts(view.name, view.attributes)
+
+
+def classify_parts(name: str, attrs: Mapping[str, Any]) -> SpanClass:
+    """:func:`classify` for a name and attributes (no view needed, for ``on_start``)."""
     operation = attrs.get("gen_ai.operation.name")
     if isinstance(operation, str):
         found = _GENAI_OPERATIONS.get(operation)
         if found is not None:
-            if found is SpanClass.TOOL and handoff_target(tool_name(view)):
+            if found is SpanClass.TOOL and handoff_target(_tool_name(name, attrs)):
                 return SpanClass.HANDOFF
             return found
     kind = attrs.get("openinference.span.kind")
     if isinstance(kind, str):
         found = _OPENINFERENCE_KINDS.get(kind.upper())
         if found is not None:
-            if found is SpanClass.TOOL and handoff_target(tool_name(view)):
+            if found is SpanClass.TOOL and handoff_target(_tool_name(name, attrs)):
                 return SpanClass.HANDOFF
             return found
     kind = attrs.get("traceloop.span.kind")
     if isinstance(kind, str):
         found = _TRACELOOP_KINDS.get(kind.lower())
         if found is not None:
-            if found is SpanClass.TOOL and handoff_target(tool_name(view)):
+            if found is SpanClass.TOOL and handoff_target(_tool_name(name, attrs)):
                 return SpanClass.HANDOFF
             return found
     if attrs.get("mcp.method.name") == "tools/call":
         return SpanClass.TOOL
-    name = view.name
     if name.startswith(("running tool", "execute_tool")) and "gen_ai.tool.name" in attrs:
-        if handoff_target(tool_name(view)):
+        if handoff_target(_tool_name(name, attrs)):
             return SpanClass.HANDOFF
         return SpanClass.TOOL
     if name.startswith("invoke_agent") or (name == "agent run" and "agent_name" in attrs):
@@ -130,12 +134,14 @@ def classify(view: SpanView) -> SpanClass:
 
 
 def tool_name(view: SpanView) -> str | None:
-    attrs = view.attributes
+    return _tool_name(view.name, view.attributes)
+
+
+def _tool_name(name: str, attrs: Mapping[str, Any]) -> str | None:
     for key in ("gen_ai.tool.name", "tool.name", "traceloop.entity.name"):
         value = attrs.get(key)
         if isinstance(value, str) and value:
             return value
-    name = view.name
     for prefix in ("execute_tool ", "tools/call ", "running tool: "):
         if name.startswith(prefix) and len(name) > len(prefix):
             return name[len(prefix) :]
@@ -175,9 +181,15 @@ _CONVERSATION_KEYS = (
 
 def conversation_id(view: SpanView) -> str | None:
     """``gen_ai.conversation.id``, OpenInference ``session.id`` or a traceloop association."""
-    attrs = view.attributes
+    return conversation_in(view.attributes)
+
+
+def conversation_in(attrs: Mapping[str, Any]) -> str | None:
+    """:func:`conversation_id` for bare attributes (no view needed, for ``on_start``)."""
     for key in _CONVERSATION_KEYS:
         value = attrs.get(key)
+        if value is None:
+            continue
         if isinstance(value, str) and value:
             return value
         if isinstance(value, int) and not isinstance(value, bool):
@@ -298,47 +310,72 @@ def error_info(view: SpanView) -> ErrorInfo | None:
 def _tool_events(
     view: SpanView, run_id: str, config: LoopGuardConfig, actor: str | None
 ) -> list[Event]:
+    # Events are built directly rather than through events.tool_call/tool_result: this runs
+    # for every tool span on the host's hot path, and the builders' keyword plumbing showed
+    # up in benchmarks/span_overhead.py. The signatures are the same functions.
+    attrs = view.attributes
     name = tool_name(view) or view.name or "unknown"
     actor = agent_name(view) or actor
-    call_id = _text(view.attributes.get("gen_ai.tool.call.id")) or _text(
-        view.attributes.get("tool_call.id")
-    )
+    call_id = _text(attrs.get("gen_ai.tool.call.id")) or _text(attrs.get("tool_call.id"))
     arguments = tool_arguments(view)
-    common = _origin(view)
+    trace_id = view.trace_id or None
+    span_id = view.span_id or None
+    end = view.end_time_unix_nano
+    timestamp = end / 1e9 if isinstance(end, int) else None
     max_chars = config.signature_max_chars
-    call = tool_call(
+    recorded = arguments is not _MISSING
+    exact, near = call_signature(name, arguments if recorded else None, max_chars=max_chars)
+    call = Event(
+        EventKind.TOOL_CALL,
         run_id,
+        actor,
         name,
-        None if arguments is _MISSING else arguments,
-        actor=actor,
-        call_id=call_id,
-        max_chars=max_chars,
-        **common,
+        exact,
+        near,
+        call_id,
+        trace_id=trace_id,
+        span_id=span_id,
+        timestamp=timestamp,
+        arguments=arguments if recorded else None,
     )
-    if arguments is _MISSING and not _recorded_signature(
+    if not recorded and not _recorded_signature(
         call, view, CALL_SIGNATURE_ATTRIBUTE, CALL_NEAR_KEY_ATTRIBUTE
     ):
         _make_unique(call, view)
     error = error_info(view)
     if error is not None:
         outcome = tool_error(
-            run_id, name, error, actor=actor, call_id=call_id, max_chars=max_chars, **common
-        )
-    else:
-        output = tool_output(view)
-        outcome = tool_result(
             run_id,
             name,
-            None if output is _MISSING else output,
+            error,
             actor=actor,
             call_id=call_id,
             max_chars=max_chars,
-            **common,
+            trace_id=trace_id,
+            span_id=span_id,
+            timestamp=timestamp,
         )
-        if output is _MISSING and not _recorded_signature(
-            outcome, view, RESULT_SIGNATURE_ATTRIBUTE, RESULT_NEAR_KEY_ATTRIBUTE
-        ):
-            _make_unique(outcome, view)
+        return [call, outcome]
+    output = tool_output(view)
+    recorded = output is not _MISSING
+    exact, near = output_signature(output if recorded else None, max_chars=max_chars)
+    outcome = Event(
+        EventKind.TOOL_RESULT,
+        run_id,
+        actor,
+        name,
+        exact,
+        near,
+        call_id,
+        trace_id=trace_id,
+        span_id=span_id,
+        timestamp=timestamp,
+        output=output if recorded else None,
+    )
+    if not recorded and not _recorded_signature(
+        outcome, view, RESULT_SIGNATURE_ATTRIBUTE, RESULT_NEAR_KEY_ATTRIBUTE
+    ):
+        _make_unique(outcome, view)
     return [call, outcome]
 
 
@@ -365,7 +402,7 @@ def _make_unique(event: Event, view: SpanView) -> None:
 
 def handoff_target(name: str | None) -> str | None:
     """The agent a ``transfer_to_<agent>`` / ``handoff_to_<agent>`` tool hands off to."""
-    if not name:
+    if not name or not name.startswith(("transfer_to_", "handoff_to_")):
         return None
     match = _HANDOFF_TOOL.match(name)
     return match.group(1) if match else None
@@ -451,8 +488,6 @@ def _requested_calls(attrs: Mapping[str, Any], max_chars: int) -> tuple[list[str
     Returns ``(signatures, text_seen, text_empty)``; ``text_seen`` is False when the span
     records no output content at all (then emptiness is unknown, not true).
     """
-    from otel_loopguard.signatures import call_signature
-
     calls: list[tuple[str, Any]] = []
     text_seen = False
     text_parts: list[str] = []

@@ -63,18 +63,34 @@ _KIND_NAMES = {0: "internal", 1: "server", 2: "client", 3: "producer", 4: "consu
 _STATUS_NAMES = {0: "unset", 1: "ok", 2: "error"}
 
 
-def from_readable_span(span: Any) -> SpanView:
+def span_attributes(span: Any) -> Mapping[str, Any]:
+    """The span's attributes as a plain dict when the SDK keeps one, else its mapping.
+
+    ``ReadableSpan.attributes`` wraps the SDK's ``BoundedAttributes`` in a mapping proxy,
+    and a missing key then costs an exception inside ``Mapping.get``; the dialect mapping
+    looks up dozens of keys that are usually absent. Reading the dict underneath (never
+    writing it) makes each lookup a plain ``dict.get``. Falls back to the public property
+    for any other span type.
+    """
+    raw = getattr(span, "_attributes", None)
+    inner = getattr(raw, "_dict", None)
+    if isinstance(inner, dict):
+        return inner
+    public = span.attributes
+    return public if public is not None else _EMPTY
+
+
+def from_readable_span(span: Any, *, detection_only: bool = False) -> SpanView:
     """View an SDK span (``ReadableSpan`` or a live ``Span``) without copying its attributes.
 
-    Tolerates partial objects (no context, no parent, no status): a processor hook must
-    never fail because a span is unusual.
+    ``detection_only`` leaves out what the dialect mapping never reads (kind, resource,
+    instrumentation scope, start time): the processor calls this for every GenAI span on
+    the host's hot path. Tolerates partial objects (no context, no parent, no status): a
+    processor hook must never fail because a span is unusual.
     """
     context = span.context
     parent = span.parent
     status = span.status
-    kind = span.kind
-    resource = span.resource
-    scope = span.instrumentation_scope
     raw_events = span.events
     events: tuple[SpanEventView, ...] = ()
     if raw_events:
@@ -82,20 +98,25 @@ def from_readable_span(span: Any) -> SpanView:
             SpanEventView(event.name, event.attributes or _EMPTY, event.timestamp)
             for event in raw_events
         )
-    return SpanView(
-        name=span.name or "",
-        trace_id=format_trace_id(context.trace_id) if context is not None else "",
-        span_id=format_span_id(context.span_id) if context is not None else "",
-        parent_span_id=format_span_id(parent.span_id) if parent is not None else None,
-        kind=_KIND_NAMES.get(getattr(kind, "value", 0), "internal"),
-        start_time_unix_nano=span.start_time,
+    view = SpanView(
+        span.name or "",
+        format(context.trace_id, "032x") if context is not None else "",
+        format(context.span_id, "016x") if context is not None else "",
+        format(parent.span_id, "016x") if parent is not None else None,
         end_time_unix_nano=span.end_time,
-        attributes=span.attributes if span.attributes is not None else _EMPTY,
+        attributes=span_attributes(span),
         status_code=_STATUS_NAMES.get(getattr(status.status_code, "value", 0), "unset")
         if status is not None
         else "unset",
         status_description=status.description if status is not None else None,
         events=events,
-        resource_attributes=resource.attributes if resource is not None else _EMPTY,
-        scope_name=scope.name if scope is not None else None,
     )
+    if not detection_only:
+        kind = span.kind
+        resource = span.resource
+        scope = span.instrumentation_scope
+        view.kind = _KIND_NAMES.get(getattr(kind, "value", 0), "internal")
+        view.start_time_unix_nano = span.start_time
+        view.resource_attributes = resource.attributes if resource is not None else _EMPTY
+        view.scope_name = scope.name if scope is not None else None
+    return view

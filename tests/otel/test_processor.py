@@ -175,3 +175,29 @@ def test_disabled_guard_does_nothing() -> None:
     disabled = make_stack(enabled=False)
     looping_agent(disabled)
     assert not disabled.decision_events() and not disabled.spans("loopguard.run")
+
+
+def test_a_conversation_id_on_a_model_span_keys_the_whole_trace(stack: Stack) -> None:
+    tracer = stack.tracer
+    for _ in range(2):  # two traces of one conversation
+        with tracer.start_as_current_span(
+            "invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}
+        ):
+            with tracer.start_as_current_span(
+                "chat m",
+                attributes={"gen_ai.operation.name": "chat", "gen_ai.conversation.id": "c-9"},
+            ):
+                pass
+            with tracer.start_as_current_span(
+                "execute_tool search",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "search",
+                    "gen_ai.tool.call.arguments": '{"q": "x"}',
+                    "gen_ai.tool.call.result": "none",
+                },
+            ):
+                pass
+    snapshot = stack.guard.monitor.run_snapshot("c-9")
+    assert snapshot is not None
+    assert (snapshot.counters.tool_calls, snapshot.counters.steps) == (2, 2)
