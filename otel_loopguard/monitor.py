@@ -32,9 +32,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from otel_loopguard.config import LoopGuardConfig
@@ -76,9 +76,8 @@ class FirstDecision:
 class RunSummary:
     """A run's state as a caller sees it (a copy: later events do not change it).
 
-    ``final_action`` is the most severe action decided in the run; ``first_decisions``
-    maps each action reached to where it was first reached (``first_stop`` is that of
-    ``stop``), which is what saved-trace analysis reports.
+    ``final_action`` is the most severe action decided in the run; ``first_stop`` is the
+    STOP decision and the event that caused it.
     """
 
     run_id: str
@@ -90,7 +89,6 @@ class RunSummary:
     end_state: RunEndState | None
     first_stop: FirstDecision | None
     last_decision: Decision
-    first_decisions: dict[Action, FirstDecision] = field(default_factory=dict)
     keyed_by: str | None = None
     signals: int = 0
 
@@ -102,7 +100,7 @@ class _Run:
         "agent",
         "continue_decision",
         "counters",
-        "first_decisions",
+        "first_stop",
         "keyed_by",
         "last_decision",
         "last_seen",
@@ -111,18 +109,18 @@ class _Run:
         "max_risk",
         "run_id",
         "signal_count",
-        "signals",
         "states",
         "stop",
         "window",
     )
 
-    def __init__(self, run_id: str, now: float, states: list[Any], window_size: int) -> None:
+    def __init__(self, run_id: str, now: float, states: list[Any]) -> None:
         self.run_id = run_id
         self.lock = threading.Lock()
         self.counters = RunCounters(started_at=now, last_seen=now, now=now)
         self.states = states
-        self.signals: deque[Signal] = deque(maxlen=window_size)
+        # the policy's window, oldest first: a tuple, replaced only when signals arrive
+        # (no deque: its first block alone weighs more than a full 12-signal tuple)
         self.window: tuple[Signal, ...] = ()
         self.signal_count = 0
         self.continue_decision = Decision(Action.CONTINUE, run_id=run_id)
@@ -130,7 +128,7 @@ class _Run:
         self.max_action = Action.CONTINUE
         self.max_risk = 0.0
         self.stop: Decision | None = None
-        self.first_decisions: dict[Action, FirstDecision] = {}
+        self.first_stop: FirstDecision | None = None
         self.agent: str | None = None
         self.keyed_by: str | None = None
         self.last_seen = now
@@ -257,8 +255,7 @@ class Monitor:
                     fresh: tuple[Signal, ...] = ()
                 else:
                     fresh = tuple(new_signals)
-                    run.signals.extend(fresh)
-                    run.window = tuple(run.signals)
+                    run.window = (run.window + fresh)[-self._window_size :]
                     run.signal_count += len(fresh)
                 decision = self._decide(run, event, fresh)
                 if decision.action is Action.CONTINUE:
@@ -368,11 +365,12 @@ class Monitor:
                     "cost": counters.cost,
                 },
                 "detectors": detector_states,
-                "signals": [_signal_to_dict(s) for s in run.signals],
+                "signals": [_signal_to_dict(s) for s in run.window],
                 "signal_count": run.signal_count,
                 "max_risk": run.max_risk,
                 "max_action": run.max_action.value,
                 "stop": _decision_to_dict(run.stop) if run.stop is not None else None,
+                "first_stop": _first_stop_to_dict(run.first_stop),
             }
 
     def restore_run(self, data: dict[str, Any]) -> None:
@@ -391,7 +389,7 @@ class Monitor:
     def _restore_run(self, data: dict[str, Any]) -> None:
         run_id = str(data["run_id"])
         now = self._clock()
-        run = _Run(run_id, now, self._new_states(), self._window_size)
+        run = _Run(run_id, now, self._new_states())
         raw = data.get("counters") or {}
         counters = run.counters
         counters.started_at = now - float(raw.get("elapsed", 0.0))
@@ -409,9 +407,9 @@ class Monitor:
                     run.states[index] = detector.restore_state(states[detector.name])
                 except Exception as exc:
                     self._internal_error(f"detector {detector.name} restore", exc)
-        run.signals.extend(_signal_from_dict(s) for s in data.get("signals") or ())
-        run.window = tuple(run.signals)
-        run.signal_count = int(data.get("signal_count", len(run.signals)))
+        signals = tuple(_signal_from_dict(s) for s in data.get("signals") or ())
+        run.window = signals[-self._window_size :]
+        run.signal_count = int(data.get("signal_count", len(signals)))
         run.max_risk = float(data.get("max_risk", 0.0))
         run.max_action = Action(data.get("max_action", Action.CONTINUE.value))
         run.agent = data.get("agent")
@@ -420,6 +418,15 @@ class Monitor:
         if stop:
             run.stop = _decision_from_dict(stop, run_id)
             run.last_decision = run.stop
+            where = data.get("first_stop") or {}
+            run.first_stop = FirstDecision(
+                run.stop,
+                int(where.get("event_index", 0)),
+                where.get("event_kind"),
+                where.get("tool_name"),
+                where.get("trace_id"),
+                where.get("span_id"),
+            )
         with self._table_lock:
             self._runs.pop(run_id, None)
             self._insert(run_id, run, now)
@@ -446,15 +453,16 @@ class Monitor:
         return decision
 
     def _record(self, run: _Run, decision: Decision, event: Event | None) -> None:
-        """Keep a non-continue decision in the run: last, most severe, first of its kind."""
+        """Keep a non-continue decision in the run: last, most severe, the stop."""
         run.last_decision = decision
         action = decision.action
         if decision.risk > run.max_risk:
             run.max_risk = decision.risk
         if action > run.max_action:
             run.max_action = action
-        if action not in run.first_decisions:
-            run.first_decisions[action] = FirstDecision(
+        if action is Action.STOP:
+            run.stop = decision
+            run.first_stop = FirstDecision(
                 decision,
                 run.counters.events,
                 event.kind.value if event is not None else None,
@@ -462,8 +470,6 @@ class Monitor:
                 event.trace_id if event is not None else None,
                 event.span_id if event is not None else None,
             )
-        if action is Action.STOP:
-            run.stop = decision
 
     def _announce(self, decision: Decision, event: Event) -> None:
         for listener in self._listeners:
@@ -488,8 +494,7 @@ class Monitor:
             )
             if signal is None:
                 return run.continue_decision
-            run.signals.append(signal)
-            run.window = tuple(run.signals)
+            run.window = (*run.window, signal)[-self._window_size :]
             run.signal_count += 1
             event = Event(
                 EventKind.LLM_RESPONSE if kind == "llm_call" else EventKind.TOOL_CALL,
@@ -565,7 +570,7 @@ class Monitor:
                 del runs[run_id]
                 self._evicted += 1
             self._sweep(now, _SWEEP_ON_CREATE)
-            run = _Run(run_id, now, self._new_states(), self._window_size)
+            run = _Run(run_id, now, self._new_states())
             self._insert(run_id, run, now)
             return run
 
@@ -601,9 +606,8 @@ class Monitor:
             final_action=run.max_action,
             stopped=run.stop is not None,
             end_state=end_state,
-            first_stop=run.first_decisions.get(Action.STOP),
+            first_stop=run.first_stop,
             last_decision=run.last_decision,
-            first_decisions=dict(run.first_decisions),
             keyed_by=run.keyed_by,
             signals=run.signal_count,
         )
@@ -655,6 +659,18 @@ def _decision_to_dict(decision: Decision) -> dict[str, Any]:
         "reasons": [_signal_to_dict(s) for s in decision.reasons],
         "recommendation": decision.recommendation,
         "end_state": decision.end_state.value if decision.end_state else None,
+    }
+
+
+def _first_stop_to_dict(first: FirstDecision | None) -> dict[str, Any] | None:
+    if first is None:
+        return None
+    return {
+        "event_index": first.event_index,
+        "event_kind": first.event_kind,
+        "tool_name": first.tool_name,
+        "trace_id": first.trace_id,
+        "span_id": first.span_id,
     }
 
 

@@ -346,6 +346,7 @@ def test_a_restored_stopped_run_stays_stopped() -> None:
     stop = first.observe(call("r"))
     second = make(SignatureTrigger("tool:x()", "handoff_cycle"))
     second.restore_run(json.loads(json.dumps(first.export_run("r"))))
+    assert second.run_snapshot("r").first_stop.event_index == 1
     again = second.observe(call("r", signature="tool:fine()"))
     assert again.action is Action.STOP and again.end_state is stop.end_state
     assert again.reasons[0].message == stop.reasons[0].message
@@ -443,3 +444,27 @@ def test_event_kind_given_as_a_plain_string_is_understood() -> None:
     assert (summary.counters.tool_calls, summary.counters.steps) == (1, 1)
     assert monitor.export_run("r")["detectors"]["counting"] == {"events": 1}
     assert monitor.observe(Event("bogus", "r")) is CONTINUE  # type: ignore[arg-type]
+
+
+def test_the_policy_sees_the_last_signal_window_signals_oldest_first() -> None:
+    seen: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+
+    def recording(policy_input):
+        seen.append(
+            (
+                tuple(s.message for s in policy_input.new_signals),
+                tuple(s.message for s in policy_input.window),
+            )
+        )
+        return CONTINUE
+
+    triggers = [SignatureTrigger(f"tool:t{n}()", f"d{n}") for n in range(5)]
+    monitor = make(*triggers, policy=recording, signal_window=3)
+    for n in range(5):
+        monitor.observe(call("r", f"tool:t{n}()"))
+    monitor.observe(call("r", "tool:quiet()"))
+    assert seen[0] == (("d0 on tool:t0()",), ("d0 on tool:t0()",))
+    assert seen[4][1] == ("d2 on tool:t2()", "d3 on tool:t3()", "d4 on tool:t4()")
+    assert seen[5] == ((), seen[4][1])  # a user policy is called on quiet events too
+    assert [s["detector"] for s in monitor.export_run("r")["signals"]] == ["d2", "d3", "d4"]
+    assert monitor.run_snapshot("r").signals == 5
