@@ -179,10 +179,29 @@ def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
 # -- OTLP ------------------------------------------------------------------------------------
 
 
+# what converting a span of an unexpected shape can raise; such a span is skipped and counted
+_MALFORMED = (TypeError, ValueError, AttributeError, KeyError, OverflowError)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def otlp_span(
     span: Any, resource: dict[str, Any], scope: str | None, stats: ReadStats
 ) -> SpanView | None:
-    """One OTLP JSON ``Span`` as a view; ``None`` (counted as skipped) without usable ids."""
+    """One OTLP JSON ``Span`` as a view; ``None`` (counted as skipped) when it has no usable
+    ids or a shape that cannot be read."""
+    try:
+        return _otlp_span(span, resource, scope, stats)
+    except _MALFORMED:
+        stats.skipped_spans += 1
+        return None
+
+
+def _otlp_span(
+    span: Any, resource: dict[str, Any], scope: str | None, stats: ReadStats
+) -> SpanView | None:
     if not isinstance(span, dict):
         stats.skipped_spans += 1
         return None
@@ -250,13 +269,13 @@ def otlp_request_spans(document: dict[str, Any], stats: ReadStats) -> Iterator[S
             continue
         resource = _otlp_resource(block.get("resource"))
         for key in _SCOPE_SPANS_KEYS:
-            for scope_block in block.get(key) or ():
+            for scope_block in _list(block.get(key)):
                 if not isinstance(scope_block, dict):
                     continue
                 scope = _otlp_scope(
                     scope_block.get("scope") or scope_block.get("instrumentationLibrary")
                 )
-                for span in scope_block.get("spans") or ():
+                for span in _list(scope_block.get("spans")):
                     view = otlp_span(span, resource, scope, stats)
                     if view is not None:
                         yield view
@@ -315,7 +334,16 @@ def _jaeger_parent(span: dict[str, Any], trace_id: str) -> str | None:
 
 
 def jaeger_span(span: Any, processes: dict[str, Any], stats: ReadStats) -> SpanView | None:
-    """One Jaeger span as a view; tags that carry OTLP fields go back to those fields."""
+    """One Jaeger span as a view; tags that carry OTLP fields go back to those fields.
+    ``None`` (counted as skipped) without usable ids or with a shape that cannot be read."""
+    try:
+        return _jaeger_span(span, processes, stats)
+    except _MALFORMED:
+        stats.skipped_spans += 1
+        return None
+
+
+def _jaeger_span(span: Any, processes: dict[str, Any], stats: ReadStats) -> SpanView | None:
     if not isinstance(span, dict):
         stats.skipped_spans += 1
         return None
@@ -378,7 +406,7 @@ def jaeger_trace_spans(trace: Any, stats: ReadStats) -> Iterator[SpanView]:
     processes = trace.get("processes") or {}
     if not isinstance(processes, dict):
         processes = {}
-    for span in trace.get("spans") or ():
+    for span in _list(trace.get("spans")):
         view = jaeger_span(span, processes, stats)
         if view is not None:
             yield view

@@ -247,7 +247,7 @@ class Replayer:
             # ties: starts first, parents start before children and end after them
             timeline.append((start, _START, level, index, view, cls, conversation))
             timeline.append((end, _END, -level, index, view, cls, conversation))
-        timeline.sort(key=_timeline_key)
+        timeline.sort()  # by time, start/end, depth, file order: never compares further
         state = self._traces.get(trace_id)
         if state is None:
             state = self._traces[trace_id] = _TraceState()
@@ -441,10 +441,6 @@ def _merge_summary(record: RunRecord, summary: RunSummary) -> None:
         at_stop = record._cost_at_stop
         if at_stop is not None:
             record.after_stop_cost = max(record.cost - at_stop, 0.0)
-
-
-def _timeline_key(item: tuple[Any, ...]) -> tuple[int, int, int, int]:
-    return item[0], item[1], item[2], item[3]
 
 
 def _depths(spans: list[SpanView]) -> dict[str, int]:
