@@ -265,7 +265,7 @@ class Replayer:
                     self._watermark_ns = time_ns
                 if self._span_ended(state, view, cls, conversation):
                     state = self._traces[trace_id] = _TraceState()  # after the local root
-        if state.local_root is None and not state.agents and not state.conversation:
+        if not (state.local_root or state.agents or state.conversation or state.trace_run_used):
             self._traces.pop(trace_id, None)
         self._expire_idle_runs()
 
