@@ -240,3 +240,17 @@ def test_a_document_that_is_not_traces_is_an_input_error(tmp_path: Path) -> None
     path.write_text(json.dumps({"resourceMetrics": []}))
     with pytest.raises(InputError, match=r"not trace data.*resourceMetrics"):
         _read(path)
+
+
+def test_json_lines_with_a_first_line_too_long_to_sniff_are_walked(
+    tmp_path: Path, sdk_spans, monkeypatch
+) -> None:
+    import otel_loopguard.analyze.readers as readers
+
+    monkeypatch.setattr(readers, "SNIFF_LINE_CHARS", 16)  # every line is "too long"
+    path = tmp_path / "long-lines.jsonl"
+    path.write_text(jsonl_text(batches(sdk_spans, 2)))
+    stats = ReadStats()
+    views = list(read_spans([str(path)], stats))
+    assert [_comparable(v) for v in views] == _expected(sdk_spans)
+    assert stats.documents == (len(sdk_spans) + 1) // 2
