@@ -58,6 +58,11 @@ EXPORT_VERSION = 1
 _SWEEP_ON_CREATE = 4
 _SWEEP_EVERY = 63
 _ALL_KINDS = tuple(EventKind)
+# Enum members as module constants: on Python 3.11 ``EventKind.TOOL_CALL`` goes through
+# the enum metaclass's __getattr__ hook and costs several times a global lookup; the hot
+# path reads these instead.
+_TOOL_CALL = EventKind.TOOL_CALL
+_LLM_RESPONSE = EventKind.LLM_RESPONSE
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,9 +229,9 @@ class Monitor:
                 kind = event.kind
                 if type(kind) is not EventKind:  # a plain "tool_call" string from a plug-in
                     kind = EventKind(kind)
-                if kind is EventKind.TOOL_CALL:
+                if kind is _TOOL_CALL:
                     counters.tool_calls += 1
-                elif kind is EventKind.LLM_RESPONSE:
+                elif kind is _LLM_RESPONSE:
                     counters.steps += 1
                     if event.input_tokens or event.output_tokens:
                         self._count_tokens(event, counters)
