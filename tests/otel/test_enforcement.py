@@ -9,6 +9,8 @@ import logging
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_loopguard.decisions import Action, LoopGuardInterrupt
 from otel_loopguard.tool_decorator import agent_run, loopguard_tool, tool_span
@@ -219,3 +221,55 @@ def test_content_capture_puts_arguments_and_result_on_the_span() -> None:
     assert shown.attributes["gen_ai.tool.call.arguments"] == '{"id": 7}'
     assert shown.attributes["gen_ai.tool.call.result"] == '{"name": "Ada"}'
     assert shown.attributes["gen_ai.operation.name"] == "execute_tool"
+
+
+@requires_signatures
+def test_on_decision_hears_replan_with_its_recommendation_and_enforce_does_not_raise() -> None:
+    stack = make_stack(mode="enforce")
+    guard = stack.guard
+    heard: list = []
+
+    @guard.on_decision
+    def inject(decision, event) -> None:
+        heard.append(decision)
+
+    with guard.agent_run(stack.tracer, "reader") as run:
+        for i in range(12):  # a read-only loop: replan is advice, never an interrupt
+            guard.observe_llm_response(
+                model="m",
+                finish_reason="tool_calls",
+                requested_tool_calls=[("read_file", {"path": f"f{i}"})],
+            )
+            with guard.tool_call(stack.tracer, "read_file", {"path": f"f{i}"}) as call:
+                call.set_result(f"content {i}")
+    replans = [d for d in heard if d.action is Action.REPLAN]
+    assert replans and replans[0].recommendation
+    assert replans[0].run_id == run.run_id
+    (agent,) = stack.spans("invoke_agent reader")
+    assert agent.attributes["loopguard.run.state"] == "completed"
+    events = [e for _, e in stack.decision_events() if e.attributes["loopguard.action"] == "replan"]
+    assert events[0].attributes["loopguard.recommendation"] == replans[0].recommendation
+
+
+@requires_signatures
+@settings(max_examples=60, deadline=None)
+@given(
+    arguments=st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(), st.binary()),
+        lambda children: st.one_of(
+            st.lists(children, max_size=4),
+            st.dictionaries(st.one_of(st.text(), st.integers()), children, max_size=4),
+            st.tuples(children, children),
+            st.frozensets(st.integers(), max_size=3),
+        ),
+        max_leaves=20,
+    ),
+    capture=st.booleans(),
+)
+def test_any_arguments_and_results_pass_through_the_gate(arguments, capture: bool) -> None:
+    stack = make_stack(capture_content=capture)
+    with stack.guard.tool_call(stack.tracer, "tool", arguments) as call:
+        call.set_result(arguments)
+    (span,) = stack.spans("execute_tool tool")
+    assert ("gen_ai.tool.call.arguments" in span.attributes) is (capture and arguments is not None)
+    assert stack.metric_total("loopguard.internal_errors") == 0
