@@ -17,13 +17,13 @@ full period, with a score growing with the number of periods.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import RunCounters
 from otel_loopguard.detectors.call_tracking import PendingCalls, growing_score, is_error_result
+from otel_loopguard.detectors.fingerprint_table import fingerprint
 from otel_loopguard.events import Event, EventKind
 
 
@@ -32,8 +32,10 @@ class ActionCycleState:
 
     def __init__(self, max_period: int) -> None:
         self.pending = PendingCalls()
-        self.steps: deque[str] = deque(maxlen=max_period)
-        self.tools: deque[str] = deque(maxlen=max_period)
+        # a step: call fingerprint, output (or error) fingerprint and failure flag in one int
+        # (short lists, not deques: a deque allocates a 64-slot block)
+        self.steps: list[int] = []
+        self.tools: list[str] = []
         self.match = [0] * (max_period + 1)  # index = period; 0 and 1 unused
 
 
@@ -57,20 +59,21 @@ class ActionCycleDetector:
     ) -> Signal | None:
         kind = event.kind
         if kind == EventKind.TOOL_CALL:
-            state.pending.add(event)
+            state.pending.add(event, fingerprint(event.signature))
             return None
         if kind == EventKind.TOOL_RESULT:
-            marker = "!" if is_error_result(event) else "="
+            failed = is_error_result(event)
         elif kind == EventKind.TOOL_ERROR:
-            marker = "!"
+            failed = True
         else:
             return None
         call = state.pending.pop(event)
         if call is None:
             return None
-        return self._add_step(f"{call}{marker}{event.signature}", event.tool_name or "?", state)
+        step = (call << 33) | (fingerprint(event.signature) << 1) | failed
+        return self._add_step(step, event.tool_name or "?", state)
 
-    def _add_step(self, step: str, tool: str, state: ActionCycleState) -> Signal | None:
+    def _add_step(self, step: int, tool: str, state: ActionCycleState) -> Signal | None:
         steps, match = state.steps, state.match
         size = len(steps)
         for period in range(2, self.max_period + 1):
@@ -80,6 +83,8 @@ class ActionCycleDetector:
                 match[period] = 0
         steps.append(step)
         state.tools.append(tool)
+        if size >= self.max_period:
+            del steps[0], state.tools[0]
         for period in range(2, self.max_period + 1):
             needed = (self.min_periods - 1) * period
             matched = match[period]
@@ -88,7 +93,7 @@ class ActionCycleDetector:
             if self._reducible(period, match, state):
                 continue
             periods = matched // period + 1
-            tools = list(state.tools)[-period:]
+            tools = state.tools[-period:]
             return Signal(
                 detector=self.name,
                 kind=self.name,
@@ -109,7 +114,7 @@ class ActionCycleDetector:
     @staticmethod
     def _reducible(period: int, match: list[int], state: ActionCycleState) -> bool:
         """True when the pattern is really a shorter one (A A A A, or ABAB seen as period 4)."""
-        last = list(state.steps)[-period:]
+        last = state.steps[-period:]
         if len(set(last)) == 1:
             return True
         return any(
@@ -127,8 +132,8 @@ class ActionCycleDetector:
     def restore_state(self, data: dict[str, Any]) -> ActionCycleState:
         state = ActionCycleState(self.max_period)
         state.pending = PendingCalls.from_json(data.get("pending"))
-        state.steps.extend(str(step) for step in data.get("steps") or [])
-        state.tools.extend(str(tool) for tool in data.get("tools") or [])
+        state.steps = [int(step) for step in data.get("steps") or []][-self.max_period :]
+        state.tools = [str(tool) for tool in data.get("tools") or []][-self.max_period :]
         saved = [int(value) for value in data.get("match") or []]
         for period in range(2, self.max_period + 1):
             if period - 2 < len(saved):

@@ -9,7 +9,6 @@ that starts at a base when a threshold is reached and grows towards 1 with the c
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,34 +17,36 @@ from otel_loopguard.events import Event, EventKind
 PENDING_CALLS_CAP = 64  # calls awaiting their result; more in flight at once is unusual
 
 
-def touch(table: OrderedDict[Any, Any], key: Any, value: Any, cap: int) -> None:
-    """Set ``table[key] = value`` as the most recent entry, evicting the oldest past ``cap``."""
-    if key in table:
-        table.move_to_end(key)
+def touch(table: dict[Any, Any], key: Any, value: Any, cap: int) -> None:
+    """Set ``table[key] = value`` as the most recent entry, evicting the oldest past ``cap``.
+
+    A plain dict keeps insertion order and weighs a third of an ``OrderedDict``; re-inserting
+    a key makes it the newest.
+    """
+    table.pop(key, None)
     table[key] = value
-    while len(table) > cap:
-        table.popitem(last=False)
+    if len(table) > cap:
+        del table[next(iter(table))]
 
 
-def bump(table: OrderedDict[Any, int], key: Any, cap: int) -> int:
+def bump(table: dict[Any, int], key: Any, cap: int) -> int:
     """Increment the count of ``key`` (LRU-bounded) and return the new count."""
     count = table.get(key, 0) + 1
     touch(table, key, count, cap)
     return count
 
 
-def table_to_json(table: OrderedDict[Any, Any]) -> list[list[Any]]:
+def table_to_json(table: dict[Any, Any]) -> list[list[Any]]:
     """Oldest first, so :func:`table_from_json` rebuilds the same eviction order."""
     return [[key, value] for key, value in table.items()]
 
 
-def table_from_json(data: Any, cap: int) -> OrderedDict[Any, Any]:
-    table: OrderedDict[Any, Any] = OrderedDict()
+def table_from_json(data: Any, cap: int) -> dict[Any, Any]:
+    table: dict[Any, Any] = {}
     if isinstance(data, list):
         for pair in data[-cap:]:
-            if isinstance(pair, (list, tuple)) and len(pair) == 2:
-                key, value = pair
-                table[key] = value
+            if isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str):
+                table[pair[0]] = pair[1]
     return table
 
 
@@ -57,35 +58,49 @@ def growing_score(count: int, threshold: int, base: float) -> float:
 
 
 class PendingCalls:
-    """Call signatures waiting for their result, paired by ``call_id`` or by tool name."""
+    """Fingerprints of calls waiting for their result, paired by ``call_id`` or by tool name.
+
+    Plain dicts, oldest forgotten first past :data:`PENDING_CALLS_CAP`: a call whose result
+    never comes must not stay forever.
+    """
 
     __slots__ = ("by_id", "by_tool")
 
     def __init__(self) -> None:
-        self.by_id: OrderedDict[str, str] = OrderedDict()
-        self.by_tool: OrderedDict[str, str] = OrderedDict()
+        self.by_id: dict[str, int] = {}
+        self.by_tool: dict[str, int] = {}
 
-    def add(self, event: Event) -> None:
+    def add(self, event: Event, call: int) -> None:
         if event.call_id:
-            touch(self.by_id, event.call_id, event.signature, PENDING_CALLS_CAP)
-        touch(self.by_tool, event.tool_name or "", event.signature, PENDING_CALLS_CAP)
+            _remember(self.by_id, event.call_id, call)
+        _remember(self.by_tool, event.tool_name or "", call)
 
-    def pop(self, event: Event) -> str | None:
-        """The call signature that ``event`` (a result or error) answers, if known."""
+    def pop(self, event: Event) -> int | None:
+        """The fingerprint of the call that ``event`` (a result or error) answers, if known."""
         if event.call_id and event.call_id in self.by_id:
             return self.by_id.pop(event.call_id)
         return self.by_tool.pop(event.tool_name or "", None)
 
     def to_json(self) -> dict[str, Any]:
-        return {"ids": table_to_json(self.by_id), "tools": table_to_json(self.by_tool)}
+        return {"ids": list(self.by_id.items()), "tools": list(self.by_tool.items())}
 
     @classmethod
     def from_json(cls, data: Any) -> PendingCalls:
         pending = cls()
         if isinstance(data, Mapping):
-            pending.by_id = table_from_json(data.get("ids"), PENDING_CALLS_CAP)
-            pending.by_tool = table_from_json(data.get("tools"), PENDING_CALLS_CAP)
+            _load_pairs(pending.by_id, data.get("ids"))
+            _load_pairs(pending.by_tool, data.get("tools"))
         return pending
+
+
+def _load_pairs(table: dict[str, int], pairs: Any) -> None:
+    for pair in pairs if isinstance(pairs, list) else []:
+        if isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[1], int):
+            _remember(table, str(pair[0]), pair[1])
+
+
+def _remember(table: dict[str, int], key: str, call: int) -> None:
+    touch(table, key, call, PENDING_CALLS_CAP)
 
 
 def is_error_result(event: Event) -> bool:

@@ -15,7 +15,6 @@ The chain keeps at most :data:`MAX_CHAIN` agents and the counts at most
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from typing import Any
 
 from otel_loopguard.config import LoopGuardConfig
@@ -54,7 +53,7 @@ class HandoffCycleState:
 
     def __init__(self) -> None:
         self.chain: list[str] = []
-        self.cycles: OrderedDict[str, int] = OrderedDict()
+        self.cycles: dict[str, int] = {}  # canonical cycle -> closures, LRU
 
 
 class HandoffCycleDetector:

@@ -20,32 +20,27 @@ repeat only within the same epoch. Hence
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.call_tracking import (
-    PendingCalls,
-    growing_score,
-    is_error_result,
-    table_from_json,
-    table_to_json,
-    touch,
-)
+from otel_loopguard.detectors.call_tracking import PendingCalls, growing_score, is_error_result
+from otel_loopguard.detectors.fingerprint_table import FingerprintTable, fingerprint
 from otel_loopguard.events import Event, EventKind
 from otel_loopguard.signatures import describe_output
 
+_NO_OUTPUT = 0  # a call seen, not answered yet
+_EPOCH_MASK = 0xFFFFFFFF  # epochs are only compared for equality: wrapping is harmless
+
 
 class NoProgressState:
-    __slots__ = ("epoch", "outputs", "pending", "seen_calls")
+    __slots__ = ("calls", "epoch", "pending")
 
-    def __init__(self) -> None:
+    def __init__(self, history_size: int) -> None:
         self.pending = PendingCalls()
-        self.seen_calls: OrderedDict[str, int] = OrderedDict()
-        # call signature -> [output signature, unchanged repeats, epoch of the last answer]
-        self.outputs: OrderedDict[str, list[Any]] = OrderedDict()
+        # call fingerprint -> (output fingerprint, unchanged repeats, epoch of the last answer)
+        self.calls = FingerprintTable(history_size, "IHI")
         self.epoch = 0
 
 
@@ -63,15 +58,16 @@ class NoProgressDetector:
         self.cap = config.history_size
 
     def new_state(self) -> NoProgressState:
-        return NoProgressState()
+        return NoProgressState(self.cap)
 
     def observe(self, event: Event, state: NoProgressState, counters: RunCounters) -> Signal | None:
         kind = event.kind
         if kind == EventKind.TOOL_CALL:
-            if event.signature not in state.seen_calls:
-                state.epoch += 1
-            touch(state.seen_calls, event.signature, 1, self.cap)
-            state.pending.add(event)
+            call = fingerprint(event.signature)
+            if state.calls.get(call) is None:  # a first-time call is new work
+                state.epoch = (state.epoch + 1) & _EPOCH_MASK
+                state.calls.insert(call, _NO_OUTPUT, 0, 0)
+            state.pending.add(event, call)
             return None
         if kind == EventKind.TOOL_ERROR:
             state.pending.pop(event)
@@ -81,17 +77,19 @@ class NoProgressDetector:
         call = state.pending.pop(event)
         if call is None or is_error_result(event):
             return None
-        output = event.signature
-        entry = state.outputs.get(call)
-        if entry is not None and entry[0] == output and entry[2] == state.epoch:
-            entry[1] += 1
-            state.outputs.move_to_end(call)
-        else:
+        output = fingerprint(event.signature)
+        calls = state.calls
+        entry = calls.get(call)
+        if entry is None or entry[0] != output or entry[2] != state.epoch:
             if entry is None or entry[0] != output:
-                state.epoch += 1  # a new or changed answer is progress
-            touch(state.outputs, call, [output, 0, state.epoch], self.cap)
+                state.epoch = (state.epoch + 1) & _EPOCH_MASK  # a new or changed answer
+            if entry is None:
+                calls.insert(call, output, 0, state.epoch)
+            else:
+                calls.update(call, output, 0, state.epoch)
             return None
-        repeats = entry[1]
+        repeats = min(entry[1] + 1, FingerprintTable.MAX_COUNT)
+        calls.update(call, output, repeats, state.epoch)
         if repeats < self.threshold:
             return None
         tool = event.tool_name or "a tool"
@@ -99,8 +97,7 @@ class NoProgressDetector:
             "tool": event.tool_name,
             "repeats": repeats,
             "threshold": self.threshold,
-            "call_signature": call,
-            "output_signature": output,
+            "output_signature": event.signature,
         }
         if self.config.capture_content:
             evidence["output"] = describe_output(event.output, self.config.signature_max_chars)
@@ -115,16 +112,13 @@ class NoProgressDetector:
     def export_state(self, state: NoProgressState) -> dict[str, Any]:
         return {
             "pending": state.pending.to_json(),
-            "seen": list(state.seen_calls),
-            "outputs": table_to_json(state.outputs),
+            "calls": state.calls.to_json(),
             "epoch": state.epoch,
         }
 
     def restore_state(self, data: dict[str, Any]) -> NoProgressState:
-        state = NoProgressState()
+        state = NoProgressState(self.cap)
         state.pending = PendingCalls.from_json(data.get("pending"))
-        for call in (data.get("seen") or [])[-self.cap :]:
-            state.seen_calls[str(call)] = 1
-        state.outputs = table_from_json(data.get("outputs"), self.cap)
-        state.epoch = int(data.get("epoch") or 0)
+        state.calls.load_json(data.get("calls"))
+        state.epoch = int(data.get("epoch") or 0) & _EPOCH_MASK
         return state

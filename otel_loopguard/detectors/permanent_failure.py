@@ -28,20 +28,13 @@ as errors.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from typing import Any, Literal
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.call_tracking import (
-    PendingCalls,
-    growing_score,
-    is_error_result,
-    table_from_json,
-    table_to_json,
-    touch,
-)
+from otel_loopguard.detectors.call_tracking import PendingCalls, growing_score, is_error_result
+from otel_loopguard.detectors.fingerprint_table import FingerprintTable, fingerprint
 from otel_loopguard.events import ErrorInfo, Event, EventKind
 from otel_loopguard.signatures import describe_output, output_signature
 
@@ -50,6 +43,7 @@ ErrorClass = Literal["permanent", "retryable"]
 PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 410, 422})
 RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 _MESSAGE_CAP = 500  # characters of an error message looked at
+FAILING_CALLS_CAP = 64  # distinct still-failing calls remembered per run
 
 _STATUS_IN_MESSAGE = re.compile(
     r"(?i)(?:\bstatus(?:[ _]?code)?|\bhttp(?:/\d(?:\.\d)?)?|\berror[ _]?code|\bcode)"
@@ -120,12 +114,15 @@ def _error_from_result(event: Event, max_chars: int) -> tuple[ErrorInfo, str]:
 
 
 class PermanentFailureState:
-    __slots__ = ("failures", "pending")
+    __slots__ = ("failures", "live", "pending")
 
-    def __init__(self) -> None:
+    def __init__(self, history_size: int) -> None:
         self.pending = PendingCalls()
-        # call signature (or "tool:<name>") -> [error signature, count, class]
-        self.failures: OrderedDict[str, list[Any]] = OrderedDict()
+        # fingerprint of the call (or of "tool:<name>") -> (error fingerprint, count)
+        self.failures = FingerprintTable(history_size, "IH")
+        # records inserted and not popped (evictions are not subtracted: an upper bound);
+        # while it is 0, successes need no lookup at all
+        self.live = 0
 
 
 class PermanentFailureDetector:
@@ -140,24 +137,27 @@ class PermanentFailureDetector:
         self.config = config
         self.permanent_threshold = config.permanent_failure_threshold
         self.retryable_threshold = config.retryable_failure_threshold
-        self.cap = config.history_size
+        # only calls still failing take room (a success removes its call)
+        self.cap = min(config.history_size, FAILING_CALLS_CAP)
 
     def new_state(self) -> PermanentFailureState:
-        return PermanentFailureState()
+        return PermanentFailureState(self.cap)
 
     def observe(
         self, event: Event, state: PermanentFailureState, counters: RunCounters
     ) -> Signal | None:
         kind = event.kind
         if kind == EventKind.TOOL_CALL:
-            state.pending.add(event)
+            state.pending.add(event, fingerprint(event.signature))
             return None
         if kind == EventKind.TOOL_RESULT:
             if not is_error_result(event):
                 call = state.pending.pop(event)
-                if call is not None:
-                    state.failures.pop(call, None)  # success: that call is fine again
-                state.failures.pop(f"tool:{event.tool_name}", None)
+                if state.live > 0:  # a success: that call (and its tool) is fine again
+                    if call is not None and state.failures.pop(call):
+                        state.live -= 1
+                    if state.failures.pop(fingerprint(f"tool:{event.tool_name}")):
+                        state.live -= 1
                 return None
             error, error_signature = _error_from_result(event, self.config.signature_max_chars)
         elif kind == EventKind.TOOL_ERROR:
@@ -173,18 +173,19 @@ class PermanentFailureDetector:
         call = state.pending.pop(event)
         error_class = classify_error(error)
         if call is None or _TOOL_LEVEL.search((error.message or "")[:_MESSAGE_CAP]):
-            key = f"tool:{event.tool_name}"
+            key = fingerprint(f"tool:{event.tool_name}")
         else:
             key = call
-        entry = state.failures.get(key)
-        if entry is not None and entry[0] == error_signature:
-            entry[1] += 1
-            entry[2] = error_class
-            state.failures.move_to_end(key)
+        error_key = fingerprint(error_signature)
+        failures = state.failures
+        entry = failures.get(key)
+        if entry is None:
+            count = 1
+            failures.insert(key, error_key, count)
+            state.live += 1
         else:
-            entry = [error_signature, 1, error_class]
-            touch(state.failures, key, entry, self.cap)
-        count = entry[1]
+            count = min(entry[1] + 1, FingerprintTable.MAX_COUNT) if entry[0] == error_key else 1
+            failures.update(key, error_key, count)
         if error_class == "permanent":
             threshold, base, what = self.permanent_threshold, 0.8, "permanent error"
         else:
@@ -213,10 +214,11 @@ class PermanentFailureDetector:
         )
 
     def export_state(self, state: PermanentFailureState) -> dict[str, Any]:
-        return {"pending": state.pending.to_json(), "failures": table_to_json(state.failures)}
+        return {"pending": state.pending.to_json(), "failures": state.failures.to_json()}
 
     def restore_state(self, data: dict[str, Any]) -> PermanentFailureState:
-        state = PermanentFailureState()
+        state = PermanentFailureState(self.cap)
         state.pending = PendingCalls.from_json(data.get("pending"))
-        state.failures = table_from_json(data.get("failures"), self.cap)
+        state.failures.load_json(data.get("failures"))
+        state.live = len(state.failures)
         return state

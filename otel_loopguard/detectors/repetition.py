@@ -16,19 +16,14 @@ The evidence carries ``consecutive`` (identical calls in a row) to tell the two 
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict, deque
+from collections import deque
 from typing import Any
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.call_tracking import (
-    bump,
-    growing_score,
-    table_from_json,
-    table_to_json,
-    touch,
-)
+from otel_loopguard.detectors.call_tracking import growing_score, touch
+from otel_loopguard.detectors.fingerprint_table import FingerprintTable, fingerprint
 from otel_loopguard.events import Event, EventKind
 from otel_loopguard.signatures import Similarity, call_text, describe_call, load_similarity
 
@@ -41,13 +36,14 @@ SIMILARITY_TOOLS = 32  # tools whose recent call texts are kept for the hook
 class RepetitionState:
     __slots__ = ("exact", "last_signature", "near", "similar_texts", "streak")
 
-    def __init__(self) -> None:
-        self.exact: OrderedDict[str, int] = OrderedDict()
-        self.near: OrderedDict[str, int] = OrderedDict()
+    def __init__(self, history_size: int) -> None:
+        # signature fingerprint -> count, the history_size most recently seen
+        self.exact = FingerprintTable(history_size, "H")
+        self.near = FingerprintTable(history_size, "H")
         self.last_signature = ""
         self.streak = 0
         # tool -> recent capped call texts; only with a similarity hook configured
-        self.similar_texts: OrderedDict[str, deque[str]] = OrderedDict()
+        self.similar_texts: dict[str, deque[str]] = {}
 
 
 class RepetitionDetector:
@@ -65,23 +61,27 @@ class RepetitionDetector:
         self.similarity_threshold = config.similarity_threshold
 
     def new_state(self) -> RepetitionState:
-        return RepetitionState()
+        return RepetitionState(self.cap)
 
     def observe(self, event: Event, state: RepetitionState, counters: RunCounters) -> Signal | None:
         if event.kind != EventKind.TOOL_CALL or not event.signature:
             return None
         signature = event.signature
-        count = bump(state.exact, signature, self.cap)
+        count = state.exact.bump(fingerprint(signature))
         if signature == state.last_signature:
             state.streak += 1
         else:
             state.last_signature, state.streak = signature, 1
-        near_count = bump(state.near, event.near_key, self.cap) if self.near_enabled else 0
+        near_count = (
+            state.near.bump(fingerprint(event.near_key))
+            if self.near_enabled and event.near_key
+            else 0
+        )
         similar_count = self._similar_count(event, state) if self.similarity else 0
 
         if count >= self.threshold:
             kind, hits, base, how = "exact", count, 0.6, "identical arguments"
-        elif near_count >= self.threshold and event.near_key:
+        elif near_count >= self.threshold:
             kind, hits, base, how = "near_duplicate", near_count, 0.5, "near-identical arguments"
         elif similar_count >= self.threshold:
             kind, hits, base, how = "similar", similar_count, 0.45, "similar arguments"
@@ -142,8 +142,8 @@ class RepetitionDetector:
 
     def export_state(self, state: RepetitionState) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "exact": table_to_json(state.exact),
-            "near": table_to_json(state.near),
+            "exact": state.exact.to_json(),
+            "near": state.near.to_json(),
             "last": state.last_signature,
             "streak": state.streak,
         }
@@ -153,9 +153,9 @@ class RepetitionDetector:
         return data
 
     def restore_state(self, data: dict[str, Any]) -> RepetitionState:
-        state = RepetitionState()
-        state.exact = table_from_json(data.get("exact"), self.cap)
-        state.near = table_from_json(data.get("near"), self.cap)
+        state = RepetitionState(self.cap)
+        state.exact.load_json(data.get("exact"))
+        state.near.load_json(data.get("near"))
         state.last_signature = str(data.get("last") or "")
         state.streak = int(data.get("streak") or 0)
         for tool, texts in (data.get("similar") or [])[-SIMILARITY_TOOLS:]:

@@ -96,5 +96,5 @@ def test_state_stays_bounded_after_100k_distinct_calls() -> None:
     run = Driver(NoProgressDetector, history_size=32)
     events = (e for i in range(50_000) for e in exchange("search", {"q": i}, "none"))
     assert run.feed(events) == []
-    assert len(run.state.seen_calls) <= 32 and len(run.state.outputs) <= 32
+    assert len(run.state.calls) <= 32
     assert len(run.state.pending.by_id) == 0 and len(run.state.pending.by_tool) <= 64

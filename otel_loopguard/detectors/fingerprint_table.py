@@ -1,0 +1,160 @@
+"""A compact, bounded map from signatures to a few small numbers, for per-run state.
+
+Per-run memory is the budget that decides how many runs a process can watch: a dict of
+256 signature strings with small lists as values costs ~60 KiB, which, times four tables
+and ten thousand runs, is gigabytes. This table keeps each entry in a fixed-size record of
+one ``bytearray``: a 32-bit fingerprint of the signature and the packed values
+(``struct`` format), e.g. 6 bytes for a count, so 256 entries cost ~1.5 KiB.
+
+Layout: set-associative, :data:`WAYS` records per set, the set chosen by the fingerprint.
+Within a set records are kept most recently used first; a lookup moves its record to the
+front and a new key evicts the last record of its set (least recently used of the set).
+Every operation touches one set: O(WAYS) byte moves done in C, independent of the run's
+length. Two distinct signatures collide only if their 32-bit fingerprints are equal and
+land in the same set, about once in 500 million lookups at 8 ways; a collision merges two
+counts, it never raises.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+WAYS = 8
+_EMPTY = b"\x00\x00\x00\x00"
+_KEY = struct.Struct("<I")
+_pack_key = _KEY.pack
+
+
+def fingerprint(signature: str) -> int:
+    """A non-zero 32-bit fingerprint of a signature (0 marks an empty record)."""
+    try:
+        data = signature.encode()
+    except UnicodeEncodeError:  # a lone surrogate from a hand-made event
+        data = signature.encode("utf-8", "surrogatepass")
+    return zlib.crc32(data) or 1
+
+
+class FingerprintTable:
+    """At most ``capacity`` (rounded up to a multiple of :data:`WAYS`) keys with packed values."""
+
+    __slots__ = ("_buffer", "_record", "_sets", "_span", "_values")
+
+    MAX_COUNT = 0xFFFF  # counts stored as "H" saturate here
+
+    def __init__(self, capacity: int, value_format: str) -> None:
+        self._values = struct.Struct("<" + value_format)
+        self._record = 4 + self._values.size
+        self._sets = max(1, -(-capacity // WAYS))
+        self._span = WAYS * self._record  # bytes per set
+        self._buffer = bytearray(self._sets * self._span)
+
+    @property
+    def capacity(self) -> int:
+        return self._sets * WAYS
+
+    def __len__(self) -> int:
+        record, buffer = self._record, self._buffer
+        return sum(buffer[at : at + 4] != _EMPTY for at in range(0, len(buffer), record))
+
+    def _find(self, key: int) -> tuple[int, int]:
+        """(start of the key's set, offset of its record or -1)."""
+        record, span = self._record, self._span
+        start = (key % self._sets) * span
+        end = start + span
+        needle = _pack_key(key)
+        buffer = self._buffer
+        at = buffer.find(needle, start, end)
+        while at != -1 and (at - start) % record:  # matched across two records
+            at = buffer.find(needle, at + 1, end)
+        return start, at
+
+    def get(self, key: int) -> tuple[Any, ...] | None:
+        """The values of ``key`` (and mark it most recently used), or ``None``."""
+        start, at = self._find(key)
+        if at == -1:
+            return None
+        buffer, record = self._buffer, self._record
+        if at != start:  # move to the front of its set
+            moved = buffer[at : at + record]
+            buffer[start + record : at + record] = buffer[start:at]
+            buffer[start : start + record] = moved
+        return self._values.unpack_from(buffer, start + 4)
+
+    def put(self, key: int, *values: Any) -> None:
+        """Set ``key``'s values as the most recently used record of its set."""
+        packed = _pack_key(key) + self._values.pack(*values)  # raises before any change
+        start, at = self._find(key)
+        self._write_front(start, at, packed)
+
+    def insert(self, key: int, *values: Any) -> None:
+        """:meth:`put` for a key that :meth:`get` just did not find (skips the lookup)."""
+        packed = _pack_key(key) + self._values.pack(*values)
+        self._write_front((key % self._sets) * self._span, -1, packed)
+
+    def update(self, key: int, *values: Any) -> None:
+        """New values for a key that :meth:`get` just found (it is at the front of its set)."""
+        self._values.pack_into(self._buffer, (key % self._sets) * self._span + 4, *values)
+
+    def _write_front(self, start: int, at: int, packed: bytes) -> None:
+        buffer, record = self._buffer, self._record
+        if at == -1:  # evict the set's last (least recently used) record
+            at = start + self._span - record
+        if at != start:
+            buffer[start + record : at + record] = buffer[start:at]
+        buffer[start : start + record] = packed
+
+    def bump(self, key: int) -> int:
+        """Add one to the count of ``key`` (a table of format ``"H"``); return the new count.
+
+        The hot path of repetition counting, so one lookup and byte moves only.
+        """
+        start, at = self._find(key)
+        buffer, record = self._buffer, self._record
+        if at == -1:
+            count = 1
+            at = start + self._span - record  # evict the set's least recently used
+        else:
+            count = min(buffer[at + 4] | buffer[at + 5] << 8, self.MAX_COUNT - 1) + 1
+        if at != start:
+            buffer[start + record : at + record] = buffer[start:at]
+        buffer[start : start + 6] = _pack_key(key) + count.to_bytes(2, "little")
+        return count
+
+    def pop(self, key: int) -> bool:
+        """Forget ``key``; ``True`` when it was there."""
+        start, at = self._find(key)
+        if at == -1:
+            return False
+        buffer, record = self._buffer, self._record
+        end = start + self._span
+        buffer[at : end - record] = buffer[at + record : end]
+        buffer[end - record : end] = bytes(record)
+        return True
+
+    def items(self) -> Iterator[tuple[int, tuple[Any, ...]]]:
+        """Every record, least recently used of each set first (the order ``put`` rebuilds)."""
+        record, buffer = self._record, self._buffer
+        for start in range(0, len(buffer), self._span):
+            for at in range(start + (WAYS - 1) * record, start - 1, -record):
+                (key,) = _KEY.unpack_from(buffer, at)
+                if key:
+                    yield key, self._values.unpack_from(buffer, at + 4)
+
+    def to_json(self) -> list[list[Any]]:
+        return [[key, *values] for key, values in self.items()]
+
+    def load_json(self, data: Any) -> None:
+        """Re-insert exported records; malformed ones are skipped, never raised."""
+        if not isinstance(data, list):
+            return
+        width = len(self._values.unpack(bytes(self._values.size)))
+        for item in data[-self.capacity * 4 :]:
+            if not isinstance(item, list) or len(item) != width + 1:
+                continue
+            try:
+                self.put(int(item[0]) or 1, *item[1:])
+            except (struct.error, TypeError, ValueError):
+                continue
