@@ -64,6 +64,7 @@ def test_looping_run_in_observe_mode_runs_to_its_end(observe_loopguard):
 def test_productive_run_completes_untouched(loopguard):
     loopguard.uninstrument()
     baseline, baseline_executions = _run(PRODUCTIVE_PLAN, loopguard)
+    assert loopguard.tool_spans("search") == []  # uninstrumented: the calls are not ours
     loopguard.reinstrument()
 
     answer, executions = _run(PRODUCTIVE_PLAN, loopguard)

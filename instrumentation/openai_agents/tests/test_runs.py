@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from agents import Runner
@@ -64,6 +65,7 @@ def test_productive_run_completes_untouched(loopguard):
     loopguard_off = productive_agent()
     loopguard.uninstrument()
     baseline = asyncio.run(Runner.run(loopguard_off.agent, "What does it cost?")).final_output
+    assert loopguard.spans() == []  # uninstrumented: every wrapper is gone
     loopguard.reinstrument()
 
     scenario = productive_agent()
@@ -173,3 +175,15 @@ def test_a_failing_tool_body_is_an_error_span_and_repeats_are_stopped(loopguard)
         assert span.attributes["error.type"] == "PermissionError"
         assert span.status.status_code is StatusCode.ERROR
     assert "permanent_failure" in raised.value.decision.detectors
+
+
+def test_content_capture_exports_the_arguments_and_results_when_asked():
+    from loopguard_testing import make_harness
+    from otel_loopguard_openai_agents import OpenAIAgentsInstrumentor
+
+    with make_harness(OpenAIAgentsInstrumentor(), capture_content=True) as harness:
+        asyncio.run(Runner.run(productive_agent().agent, "What does it cost?"))
+        first = harness.tool_spans("search")[0]
+
+    assert json.loads(first.attributes["gen_ai.tool.call.arguments"]) == {"query": "pricing page"}
+    assert first.attributes["gen_ai.tool.call.result"] == "pricing: see /pricing"

@@ -57,6 +57,7 @@ def test_productive_run_completes_untouched(loopguard):
     baseline_scenario = productive_agent()
     loopguard.uninstrument()
     baseline = baseline_scenario.agent.run_sync(QUESTION).output
+    assert loopguard.spans() == []  # uninstrumented: every wrapper is gone
     loopguard.reinstrument()
 
     scenario = productive_agent()
