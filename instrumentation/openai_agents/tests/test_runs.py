@@ -6,7 +6,8 @@ import asyncio
 import json
 
 import pytest
-from agents import Runner
+from agents import Agent, Runner, function_tool
+from agents.testing import ScriptedModel, assistant_message, function_call
 from opentelemetry.trace import StatusCode
 from scripted_agents import (
     FINAL_ANSWER,
@@ -187,3 +188,30 @@ def test_content_capture_exports_the_arguments_and_results_when_asked():
 
     assert json.loads(first.attributes["gen_ai.tool.call.arguments"]) == {"query": "pricing page"}
     assert first.attributes["gen_ai.tool.call.result"] == "pricing: see /pricing"
+
+
+def test_parallel_identical_calls_in_one_turn_are_stopped(loopguard):
+    """Two identical calls per model turn run concurrently; the interrupt still wins."""
+    executions: list[str] = []
+
+    @function_tool
+    def search(query: str) -> str:
+        """Search the knowledge base."""
+        executions.append(query)
+        return "no results"
+
+    script = [
+        [
+            function_call("search", {"query": "pricing"}, call_id=f"call_{i}a"),
+            function_call("search", {"query": "pricing"}, call_id=f"call_{i}b"),
+        ]
+        for i in range(LOOP_STEPS)
+    ]
+    script.append([assistant_message("nothing")])
+    agent = Agent(name="researcher", tools=[search], model=ScriptedModel(script))
+
+    with pytest.raises(LoopGuardInterrupt):
+        asyncio.run(Runner.run(agent, "What does it cost?"))
+
+    assert 1 <= len(executions) <= MAX_EXECUTIONS
+    loopguard.assert_all_spans_ended_once()

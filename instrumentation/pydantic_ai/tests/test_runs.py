@@ -184,3 +184,18 @@ def test_streamed_productive_run_gives_the_same_answer(loopguard):
     assert asyncio.run(drive()) == FINAL_ANSWER
     assert len(loopguard.tool_spans("search")) == 4
     loopguard.assert_all_spans_ended_once()
+
+
+def test_parallel_identical_calls_in_one_step_are_stopped(loopguard):
+    """Two identical calls per model step run concurrently; the interrupt still wins."""
+    scenario = looping_agent()
+    twice = [ToolCallPart("search", {"query": "pricing"}) for _ in range(2)]
+
+    def respond(messages, info):
+        return ModelResponse(parts=list(twice))
+
+    with pytest.raises(LoopGuardInterrupt):
+        scenario.agent.run_sync(QUESTION, model=FunctionModel(respond))
+
+    assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
+    loopguard.assert_all_spans_ended_once()
