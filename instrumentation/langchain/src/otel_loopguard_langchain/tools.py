@@ -13,6 +13,8 @@ handler, and ends the graph run in the caller's ``invoke`` / ``stream``.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +31,40 @@ _HANDOFF_TOOL = re.compile(r"^(?:transfer|handoff)_to_(.+)$")
 _BOOKKEEPING_ARGS = frozenset({"callbacks", "run_manager", "config", "runtime", "state", "store"})
 
 
+class _KeptKeys:
+    """Which input keys survive ``_filter_injected_args``, per tool schema and key set.
+
+    LangChain works the injected arguments out from the schema's type annotations on every
+    call (hundreds of microseconds); the answer only depends on the schema and the keys the
+    model sent, so it is remembered (bounded, least recently used dropped first).
+    """
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self._kept: OrderedDict[tuple[Any, ...], frozenset[str]] = OrderedDict()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+
+    def filter(self, tool: Any, tool_input: dict[str, Any]) -> dict[str, Any]:
+        schema = getattr(tool, "args_schema", None)
+        if not isinstance(schema, type):  # a JSON-schema dict: filtering is cheap there
+            return tool._filter_injected_args(tool_input)
+        key = (schema, type(tool), frozenset(tool_input))
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is not None:
+                self._kept.move_to_end(key)
+        if kept is None:
+            kept = frozenset(tool._filter_injected_args(tool_input))
+            with self._lock:
+                self._kept[key] = kept
+                if len(self._kept) > self._capacity:
+                    self._kept.popitem(last=False)
+        return {k: v for k, v in tool_input.items() if k in kept}
+
+
+_KEPT_KEYS = _KeptKeys()
+
+
 def tool_arguments(tool: Any, tool_input: Any) -> Any:
     """What the model asked for: the input without injected state, runtime or callbacks.
 
@@ -38,7 +74,7 @@ def tool_arguments(tool: Any, tool_input: Any) -> Any:
     if not isinstance(tool_input, dict):
         return tool_input
     try:
-        return tool._filter_injected_args(tool_input)
+        return _KEPT_KEYS.filter(tool, tool_input)
     except Exception:  # older or unusual tools: drop only the well-known names
         return {k: v for k, v in tool_input.items() if k not in _BOOKKEEPING_ARGS}
 
