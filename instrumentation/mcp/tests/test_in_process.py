@@ -131,3 +131,23 @@ def test_inside_another_frameworks_tool_span_no_second_span_is_made(loopguard):
     assert 1 <= len(executions) <= MAX_EXECUTIONS
     assert interrupts == LOOP_STEPS - len(executions) + 1
     loopguard.assert_all_spans_ended_once()
+
+
+def test_inside_a_foreign_tool_span_no_second_span_is_made(loopguard):
+    """An OpenInference-instrumented framework's tool span around the MCP call."""
+    executions: list[str] = []
+    server = build_server(executions)
+    tracer = loopguard.provider.get_tracer("openinference-framework")
+
+    async def main() -> str:
+        async with Client(server) as client:
+            with tracer.start_as_current_span(
+                "kb_search", attributes={"openinference.span.kind": "TOOL", "tool.name": "kb"}
+            ):
+                result = await client.call_tool("search", {"query": "currency"})
+        return result.content[0].text
+
+    assert anyio.run(main) == "all prices in EUR"
+    assert executions == ["search:currency"]
+    assert loopguard.tool_spans("search") == []
+    assert [span.name for span in loopguard.spans()] == ["kb_search"]

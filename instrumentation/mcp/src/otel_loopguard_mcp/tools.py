@@ -9,11 +9,10 @@ from opentelemetry import trace
 from opentelemetry.trace import Tracer
 
 from otel_loopguard.enforcement import get_guard
+from otel_loopguard.span_mapping import SpanClass, classify_parts
+from otel_loopguard.span_view import span_attributes
 
 AsyncWrapper = Callable[[Callable[..., Awaitable[Any]], Any, tuple[Any, ...], dict[str, Any]], Any]
-
-# Span names under which another instrumentation already reports a tool execution.
-_TOOL_SPAN_PREFIXES = ("execute_tool", "running tool")
 
 
 def call_tool_wrapper(tracer: Tracer) -> AsyncWrapper:
@@ -42,13 +41,13 @@ def call_tool_wrapper(tracer: Tracer) -> AsyncWrapper:
 
 
 def _inside_tool_span() -> bool:
-    """Is the current span a GenAI tool span of another instrumentation (or our own)?"""
+    """Is the current span a tool span, ours or any dialect the span processor reads
+    (GenAI conventions, OpenInference, OpenLLMetry, pydantic-ai)?"""
     span = trace.get_current_span()
-    attributes = getattr(span, "attributes", None) or {}
-    if attributes.get("gen_ai.operation.name") == "execute_tool":
-        return True
-    name = getattr(span, "name", "")
-    return isinstance(name, str) and name.startswith(_TOOL_SPAN_PREFIXES)
+    name = getattr(span, "name", None)  # a non-recording span has none
+    if not isinstance(name, str):
+        return False
+    return classify_parts(name, span_attributes(span)) in (SpanClass.TOOL, SpanClass.HANDOFF)
 
 
 def _record_outcome(call: Any, result: Any) -> None:
