@@ -8,9 +8,19 @@ stdout with what happened; the spans go to whatever exporter opentelemetry-instr
 """
 
 import json
+import os
 import sys
 
 from opentelemetry import trace
+
+if os.environ.get("AGENT_OWN_PROVIDER"):
+    # a program that configures tracing itself, after opentelemetry-instrument's start-up
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+    own = TracerProvider()
+    own.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
+    trace.set_tracer_provider(own)
 
 from otel_loopguard.decisions import LoopGuardInterrupt
 from otel_loopguard.tool_decorator import agent_run, loopguard_tool

@@ -103,3 +103,13 @@ def test_without_an_sdk_provider_one_warning_and_the_program_runs() -> None:
     outcome, spans, stderr = run_instrumented(OTEL_PYTHON_CONFIGURATOR="nothing-matches")
     assert outcome["outcome"] == "finished" and not spans
     assert stderr.count("otel-loopguard: no OpenTelemetry SDK tracer provider") == 1
+
+
+@pytest.mark.skipif(not INSTRUMENT.exists(), reason="opentelemetry-instrument not installed")
+def test_a_provider_the_program_sets_itself_gets_the_processor() -> None:
+    outcome, spans, _stderr = run_instrumented(
+        OTEL_PYTHON_CONFIGURATOR="nothing-matches", AGENT_OWN_PROVIDER="1"
+    )
+    assert outcome["outcome"] == "finished"
+    assert decisions(spans, "invoke_agent researcher")  # foreign spans: the processor decided
+    assert [s for s in spans if s["name"] == "loopguard.run"]
