@@ -19,6 +19,10 @@ def test_looping_crew_is_stopped_under_opentelemetry_instrument():
         "OTEL_METRICS_EXPORTER": "none",
         "OTEL_LOGS_EXPORTER": "none",
         "OTEL_LOOPGUARD_MODE": "enforce",
+        # set before the interpreter starts: the instrumentor imports crewai at startup,
+        # before the program's first line, and crewai reads these on import
+        "CREWAI_DISABLE_TELEMETRY": "true",
+        "CREWAI_TRACING_ENABLED": "false",
     }
     done = subprocess.run(
         [
