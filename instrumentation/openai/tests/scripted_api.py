@@ -1,7 +1,8 @@
 """A scripted OpenAI API behind the SDK's own HTTP client.
 
 This is the one stand-in in these tests, and only because the network cannot be reached
-here: an ``httpx2.MockTransport`` (the HTTP library the installed SDK uses) answers each
+here: a ``MockTransport`` of the HTTP library the installed SDK uses (``httpx2`` for
+openai 3.x, ``httpx`` for 2.x; ``http`` below is that library) answers each
 request with the next scripted turn, in the JSON / server-sent-event shapes the real API
 sends. Everything above the transport — the SDK's request building, retries, parsing and
 streaming — is the real SDK. ``requests`` records every request that left the client, so
@@ -15,8 +16,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx2
 import openai
+import openai._base_client
+
+# the SDK's own HTTP library: httpx2 (openai 3.x) or httpx (openai 2.x)
+http: Any = getattr(openai._base_client, "httpx2", None) or openai._base_client.httpx
 
 
 @dataclass
@@ -42,11 +46,11 @@ class ScriptedAPI:
         self._ids = itertools.count(1)
 
     # -- transport -----------------------------------------------------------------
-    def handle(self, request: httpx2.Request) -> httpx2.Response:
+    def handle(self, request: http.Request) -> http.Response:
         body = json.loads(request.content or b"{}")
         self.requests.append({"path": request.url.path, **body})
         if not self.turns:
-            return httpx2.Response(500, json={"error": {"message": "script exhausted"}})
+            return http.Response(500, json={"error": {"message": "script exhausted"}})
         turn = self.turns.pop(0)
         n = next(self._ids)
         responses_api = request.url.path.endswith("/responses")
@@ -55,27 +59,27 @@ class ScriptedAPI:
             data = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
             if not responses_api:
                 data += "data: [DONE]\n\n"
-            return httpx2.Response(
+            return http.Response(
                 200, content=data.encode(), headers={"content-type": "text/event-stream"}
             )
         payload = self._response(turn, n) if responses_api else self._completion(turn, n)
-        return httpx2.Response(200, json=payload)
+        return http.Response(200, json=payload)
 
     def client(self) -> openai.OpenAI:
-        transport = httpx2.MockTransport(self.handle)
+        transport = http.MockTransport(self.handle)
         return openai.OpenAI(
             api_key="test-key",
             base_url="http://llm.test/v1",
-            http_client=httpx2.Client(transport=transport),
+            http_client=http.Client(transport=transport),
             max_retries=0,
         )
 
     def async_client(self) -> openai.AsyncOpenAI:
-        transport = httpx2.MockTransport(self.handle)
+        transport = http.MockTransport(self.handle)
         return openai.AsyncOpenAI(
             api_key="test-key",
             base_url="http://llm.test/v1",
-            http_client=httpx2.AsyncClient(transport=transport),
+            http_client=http.AsyncClient(transport=transport),
             max_retries=0,
         )
 

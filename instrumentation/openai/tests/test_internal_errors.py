@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import httpx2
 from conftest import TRACER
-from scripted_api import ScriptedAPI
+from scripted_api import ScriptedAPI, http
 
 from otel_loopguard.enforcement import get_guard
 
@@ -19,7 +18,7 @@ def test_an_answer_we_cannot_read_is_still_returned(loopguard):
         "choices": [{"index": 0, "message": None, "finish_reason": "stop"}],
     }
     client = ScriptedAPI([]).client()
-    client._client._transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json=odd))
+    client._client._transport = http.MockTransport(lambda request: http.Response(200, json=odd))
 
     with get_guard().agent_run(TRACER, "assistant"):
         completion = client.chat.completions.create(

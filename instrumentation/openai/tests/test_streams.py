@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx2
 import pytest
 from conftest import TRACER
-from scripted_api import ScriptedAPI, Turn
+from scripted_api import ScriptedAPI, Turn, http
 
 from otel_loopguard.decisions import LoopGuardInterrupt
 from otel_loopguard.enforcement import get_guard
@@ -92,15 +91,15 @@ def test_stream_helper_context_manager_ends_the_span_on_early_exit(loopguard):
 def test_stream_that_breaks_mid_way_ends_its_span_with_the_error(loopguard):
     lg = loopguard(mode="enforce")
 
-    def broken(request: httpx2.Request) -> httpx2.Response:
+    def broken(request: http.Request) -> http.Response:
         body = (
             b'data: {"id": "x", "object": "chat.completion.chunk", "created": 1, '
             b'"model": "gpt-test", "choices": []}\n\ndata: {not json\n\n'
         )
-        return httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
+        return http.Response(200, content=body, headers={"content-type": "text/event-stream"})
 
     client = ScriptedAPI([]).client()
-    client._client._transport = httpx2.MockTransport(broken)
+    client._client._transport = http.MockTransport(broken)
 
     with pytest.raises(ValueError), get_guard().agent_run(TRACER, "writer"):
         for _chunk in client.chat.completions.create(

@@ -1,3 +1,3 @@
 """The OpenAI SDK versions this instrumentation supports (``instruments`` extra)."""
 
-_instruments = ("openai >= 3.0, < 4",)
+_instruments = ("openai >= 2.0, < 4",)
