@@ -44,12 +44,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import hashlib
 import importlib
 import itertools
 import json
 import logging
 import math
+import operator
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -119,6 +121,21 @@ _VOLATILE_KEY = re.compile(
     r"|^(?:nonce|timestamp|ts|now|_t|cache_?buster|request_time|sent_at)$",
     re.IGNORECASE,
 )
+
+_first = operator.itemgetter(0)
+_volatile_keys: dict[str, bool] = {}  # memo: argument names repeat across calls
+_VOLATILE_MEMO_CAP = 4096
+
+
+def _is_volatile_key(key: str) -> bool:
+    known = _volatile_keys.get(key)
+    if known is None:
+        known = _VOLATILE_KEY.match(key) is not None
+        if len(_volatile_keys) >= _VOLATILE_MEMO_CAP:
+            _volatile_keys.clear()
+        _volatile_keys[key] = known
+    return known
+
 
 # ---------------------------------------------------------------------------------------
 # case and near-duplicate normalisation
@@ -234,6 +251,8 @@ class _Walk:
                 "{" + ",".join(exact for exact, _ in parts) + "}",
                 " ".join(sorted({near for _, near in parts if near})),
             )
+        if isinstance(value, enum.Enum):
+            return self.text(f"{type(value).__name__}.{value.name}")
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}
             return self.mapping(fields, depth, type(value).__name__)
@@ -241,6 +260,10 @@ class _Walk:
         if isinstance(attributes, dict) and not isinstance(value, type):
             public = {k: v for k, v in attributes.items() if not str(k).startswith("_")}
             return self.mapping(public, depth, type(value).__name__)
+        slots = _slot_names(type(value))
+        if slots:
+            fields = {name: getattr(value, name, None) for name in slots[:MAX_ITEMS]}
+            return self.mapping(fields, depth, type(value).__name__)
         try:
             text = _ADDRESS.sub(" at <addr>", repr(value)[: self.max_chars + _SLACK])
         except Exception:
@@ -258,11 +281,11 @@ class _Walk:
         for key, item in pairs:
             key_text = key[:_MAX_NAME] if isinstance(key, str) else self.value(key, depth + 1)[0]
             keyed.append((key_text, item))
-        keyed.sort(key=lambda pair: pair[0])
+        keyed.sort(key=_first)
         exact_parts: list[str] = []
         near_parts: list[str] = []
         for key_text, item in keyed[:MAX_ITEMS]:
-            if _VOLATILE_KEY.match(key_text):
+            if _is_volatile_key(key_text):
                 exact, near = "<volatile>", ""
             else:
                 exact, near = self.value(item, depth + 1)
@@ -272,6 +295,17 @@ class _Walk:
         if size > MAX_ITEMS:
             exact_parts.append(_ELLIPSIS)
         return f"{name}{{{','.join(exact_parts)}}}", ",".join(near_parts)
+
+
+def _slot_names(cls: type) -> list[str]:
+    """Public ``__slots__`` of a class and its bases (objects without a ``__dict__``)."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if isinstance(name, str) and not name.startswith("_") and name not in names:
+                names.append(name)
+    return names
 
 
 def _canonical_arguments(arguments: Any, max_chars: int) -> tuple[str, str]:

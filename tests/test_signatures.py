@@ -273,3 +273,21 @@ def test_dict_key_order_never_matters(mapping: dict[str, Any], order: list[int])
 def test_any_text_signs_in_every_form(text: str) -> None:
     assert HEX16.match(exact("t", text)) and HEX16.match(out(text))
     assert isinstance(describe_call("t", text), str) and isinstance(describe_output(text), str)
+
+
+def test_enums_and_slotted_objects_sign_by_their_content() -> None:
+    import enum
+
+    class Color(enum.Enum):
+        RED = 1
+        BLUE = 2
+
+    class Point:
+        __slots__ = ("x", "y")
+
+        def __init__(self, x: int, y: int) -> None:
+            self.x, self.y = x, y
+
+    assert exact("paint", {"color": Color.RED}) != exact("paint", {"color": Color.BLUE})
+    assert exact("move", Point(1, 2)) == exact("move", Point(1, 2)) != exact("move", Point(1, 3))
+    assert describe_call("move", {"to": Point(1, 2)}) == "move(to=Point{x=1,y=2})"
