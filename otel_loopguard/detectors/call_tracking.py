@@ -73,12 +73,15 @@ class PendingCalls:
     def add(self, event: Event, call: int) -> None:
         if event.call_id:
             _remember(self.by_id, event.call_id, call)
-        _remember(self.by_tool, event.tool_name or "", call)
+        else:  # no id: the next result of this tool answers it
+            _remember(self.by_tool, event.tool_name or "", call)
 
     def pop(self, event: Event) -> int | None:
         """The fingerprint of the call that ``event`` (a result or error) answers, if known."""
-        if event.call_id and event.call_id in self.by_id:
-            return self.by_id.pop(event.call_id)
+        if event.call_id:
+            found = self.by_id.pop(event.call_id, None)
+            if found is not None:
+                return found
         return self.by_tool.pop(event.tool_name or "", None)
 
     def to_json(self) -> dict[str, Any]:
@@ -114,6 +117,8 @@ def is_error_result(event: Event) -> bool:
     if event.error is not None or event.details.get("is_error"):
         return True
     output = event.output
+    if output is None or isinstance(output, (str, bytes, int, float, list)):
+        return False  # the usual outputs: nothing to look into
     try:
         if isinstance(output, Mapping):
             return output.get("isError") is True or output.get("is_error") is True
