@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 import threading
 
@@ -273,3 +274,33 @@ def test_any_arguments_and_results_pass_through_the_gate(arguments, capture: boo
     (span,) = stack.spans("execute_tool tool")
     assert ("gen_ai.tool.call.arguments" in span.attributes) is (capture and arguments is not None)
     assert stack.metric_total("loopguard.internal_errors") == 0
+
+
+@requires_signatures
+def test_model_call_preflight_and_the_current_run_check_raise_only_when_enforcing() -> None:
+    for mode in ("observe", "enforce"):
+        stack = make_stack(mode=mode, token_budget=100)
+        guard = stack.guard
+        raised = []
+        with agent_run("writer", tracer=stack.tracer, guard=guard):
+            guard.preflight_llm(expected_tokens=10)  # within budget: nothing happens
+            checks = (
+                functools.partial(
+                    guard.observe_llm_response, model="m", input_tokens=90, output_tokens=20
+                ),  # this turn passes the budget
+                functools.partial(guard.preflight_llm, expected_tokens=10),
+                guard.check_current_run,
+            )
+            for check in checks:
+                try:
+                    decision = check()
+                except LoopGuardInterrupt as interrupt:
+                    raised.append(interrupt.decision)
+                else:
+                    assert decision.action is Action.STOP
+        if mode == "enforce":
+            assert len(raised) == 3 and raised[0].detectors == ("budget",)
+        else:
+            assert raised == []
+        (agent,) = stack.spans("invoke_agent writer")
+        assert agent.attributes["loopguard.run.state"] == "budget_exceeded"
