@@ -209,3 +209,39 @@ def test_failed_request_ends_our_span_with_the_error(loopguard):
     (chat,) = chat_spans(guard)
     assert chat.attributes["error.type"] == "APIConnectionError"
     guard.assert_every_span_ended_once()
+
+
+def test_sdk_tool_runner_loop_is_stopped_from_the_model_turns(loopguard):
+    """The SDK's own agent loop (beta tool runner) makes its own tool spans, without
+    arguments: the repeated tool-call sets of the model turns we see are the evidence, and
+    the ``strict`` policy stops on them; the interrupt comes out of ``until_done()``."""
+    from anthropic import beta_tool
+
+    from otel_loopguard.tool_decorator import agent_run
+
+    guard = loopguard(mode="enforce", policy="strict")
+    api = ScriptedMessagesAPI(looping())
+    executions = []
+
+    @beta_tool
+    def search(query: str) -> str:
+        """Search the product knowledge base."""
+        executions.append(query)
+        return "no results"
+
+    with pytest.raises(LoopGuardInterrupt) as raised, agent_run("runner"):
+        api.client().beta.messages.tool_runner(
+            model=MODEL,
+            max_tokens=256,
+            tools=[search],
+            messages=[{"role": "user", "content": "How much is the Pro plan?"}],
+            max_iterations=12,
+        ).until_done()
+
+    assert "repeated_tool_steps" in raised.value.decision.detectors
+    assert 1 <= len(executions) <= MAX_EXECUTIONS
+    sdk_tools = [
+        s for s in guard.spans() if s.attributes.get("gen_ai.operation.name") == "execute_tool"
+    ]
+    assert len(sdk_tools) == len(executions), "no second span for the SDK's tool calls"
+    guard.assert_every_span_ended_once()
