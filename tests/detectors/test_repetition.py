@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import types
@@ -123,6 +124,23 @@ def test_similarity_hook_catches_what_the_near_key_misses(similarity_module: obj
         ]
     )
     assert [s.kind for s in signals] == ["similar"]
+    # the hook's recent texts are raw arguments: exported run state leaves them out
+    assert "pricing" not in json.dumps(run.detector.export_state(run.state))
+
+
+def test_similarity_hook_sees_only_capped_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    module = types.ModuleType("measuring_similarity")
+
+    def measure(a: str, b: str) -> float:
+        seen.extend((len(a), len(b)))
+        return 0.0
+
+    module.measure = measure  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "measuring_similarity", module)
+    run = Driver(RepetitionDetector, similarity="measuring_similarity:measure")
+    run.feed(call("write_file", {"body": f"version {i} " + "x" * 10_000_000}) for i in range(3))
+    assert seen and max(seen) <= 2 * run.config.signature_max_chars
 
 
 def test_failing_similarity_hook_is_disabled_once_and_never_raises(
