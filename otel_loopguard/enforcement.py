@@ -186,6 +186,8 @@ class LoopGuard:
         self._managed_tools: set[int] = set()
         self._fresh = threading.local()
         self.monitor.add_decision_listener(self._remember_fresh)
+        if hasattr(self.monitor, "add_error_listener"):  # a user's own monitor may lack it
+            self.monitor.add_error_listener(self.telemetry.count_internal_error)
 
     # -- settings ---------------------------------------------------------------------------
 

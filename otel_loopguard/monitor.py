@@ -29,6 +29,7 @@ drive it from span timestamps and tests from a fake clock.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -165,6 +166,7 @@ class Monitor:
         self._policy_skips_quiet_events = bool(getattr(self.policy, "only_on_signals", False))
         self._table_lock = threading.Lock()
         self._listeners: list[DecisionListener] = []
+        self._error_listeners: list[Callable[[str, BaseException], None]] = []
         self._errors_lock = threading.Lock()
         self._internal_errors = 0
         self._evicted = 0
@@ -204,6 +206,15 @@ class Monitor:
     def add_decision_listener(self, callback: DecisionListener) -> None:
         """``callback(decision, event)`` for every non-continue decision, once, when made."""
         self._listeners.append(callback)
+
+    def add_error_listener(self, callback: Callable[[str, BaseException], None]) -> None:
+        """``callback(where, exc)`` for every internal error the monitor catches.
+
+        How the OpenTelemetry side counts detector, policy and listener failures in
+        ``loopguard.internal_errors``; the monitor itself knows no metrics. A callback that
+        raises is ignored.
+        """
+        self._error_listeners.append(callback)
 
     def observe(self, event: Event) -> Decision:
         """Count ``event``, run the detectors and the policy; never raises."""
@@ -624,6 +635,9 @@ class Monitor:
             first = where not in self._logged
             if first:
                 self._logged.add(where)
+        for listener in self._error_listeners:
+            with contextlib.suppress(Exception):  # counting an error must not become one
+                listener(where, exc)
         if first:
             logger.warning(
                 "otel-loopguard: internal error in %s (logged once, the run goes on): %r",

@@ -164,6 +164,10 @@ class Telemetry:
     def record_processing(self, seconds: float, span_class: str) -> None:
         self.processing_duration.record(seconds, {"span.class": span_class})
 
+    def count_internal_error(self, where: str, exc: BaseException) -> None:
+        """Count an error another part caught and logged itself (the monitor's detectors)."""
+        self.internal_errors.add(1, {"error.type": type(exc).__name__, "where": where})
+
     def internal_error(self, kind: str, exc: BaseException) -> None:
         """Count and log (once per kind) an error caught inside otel-loopguard."""
         try:
