@@ -184,6 +184,9 @@ class LoopGuard:
         self._managed: set[int] = set()
         # the subset that are gate tool spans (a tool span inside one is the same execution)
         self._managed_tools: set[int] = set()
+        # open tool spans of other instrumentations nested (through tool spans only) inside
+        # a gate tool span: the same execution, which the gate reports
+        self._gate_nested: set[int] = set()
         self._fresh = threading.local()
         self.monitor.add_decision_listener(self._remember_fresh)
         if hasattr(self.monitor, "add_error_listener"):  # a user's own monitor may lack it
@@ -249,6 +252,22 @@ class LoopGuard:
     def is_gate_tool_span(self, span_id: int) -> bool:
         """A still-open tool span of :meth:`tool_call`."""
         return span_id in self._managed_tools
+
+    def enter_gate_nested(self, span_id: int, parent_span_id: int) -> None:
+        """Mark a starting tool span whose parent is a gate tool span or already nested in
+        one (e.g. an MCP library's ``tools/call`` span, and the SDK's ``MCP send`` in it)."""
+        if parent_span_id in self._managed_tools or parent_span_id in self._gate_nested:
+            nested = self._gate_nested
+            if len(nested) >= _MAX_MANAGED:  # spans that never end: stay bounded
+                nested.clear()
+            nested.add(span_id)
+
+    def leave_gate_nested(self, span_id: int) -> bool:
+        """True (once) for a tool span marked by :meth:`enter_gate_nested`."""
+        if span_id in self._gate_nested:
+            self._gate_nested.discard(span_id)
+            return True
+        return False
 
     # -- run identity -------------------------------------------------------------------------
 

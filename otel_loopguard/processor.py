@@ -98,6 +98,8 @@ class LoopGuardSpanProcessor(SpanProcessor):
             # carry from the start matters now (it keys the run of the whole trace)
             if span_class is SpanClass.OTHER:
                 return
+            if span_class is SpanClass.TOOL or span_class is SpanClass.HANDOFF:
+                guard.enter_gate_nested(context.span_id, parent.span_id)
             conversation = conversation_in(attributes)
             if conversation:
                 with guard.tracker.lock:
@@ -179,9 +181,10 @@ class LoopGuardSpanProcessor(SpanProcessor):
             if span_class is SpanClass.TOOL or span_class is SpanClass.HANDOFF:
                 duplicate = span_id in state.fed_tool_parents
                 if parent is not None and not parent.is_remote:
-                    if guard.is_gate_tool_span(parent.span_id):
-                        # inside a wrapper's gate span (e.g. the MCP SDK's client span):
-                        # the gate reports this execution itself, with its arguments
+                    if guard.leave_gate_nested(span_id) or guard.is_gate_tool_span(parent.span_id):
+                        # inside a wrapper's gate span (e.g. the MCP SDK's client span),
+                        # directly or through other tool spans: the gate reports this
+                        # execution itself, with its arguments
                         duplicate = True
                     else:
                         state.fed_tool_parents.add(parent.span_id)

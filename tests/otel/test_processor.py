@@ -142,6 +142,35 @@ def test_a_gate_tool_span_around_an_mcp_client_span_counts_once(stack: Stack) ->
     assert "no_progress" in detectors
 
 
+def test_tool_spans_nested_deeper_inside_a_gate_tool_span_count_once(stack: Stack) -> None:
+    """An MCP client library's own tool span (fastmcp: ``tools/call search``, a GenAI
+    ``execute_tool`` CLIENT span) inside the gate span, and the MCP SDK's ``MCP send`` span
+    inside that: one execution, reported by the gate; neither nested span is fed."""
+    guard = stack.guard
+    tracer = stack.tracer
+    with guard.agent_run(tracer, "researcher"):
+        for _ in range(4):
+            with guard.tool_call(tracer, "search", {"query": "pricing"}) as call:
+                with (
+                    tracer.start_as_current_span(
+                        "tools/call search",
+                        attributes={
+                            "mcp.method.name": "tools/call",
+                            "gen_ai.operation.name": "execute_tool",
+                            "gen_ai.tool.name": "search",
+                        },
+                    ),
+                    tracer.start_as_current_span(
+                        "MCP send tools/call search",
+                        attributes={"mcp.method.name": "tools/call", "jsonrpc.request.id": "7"},
+                    ),
+                ):
+                    pass
+                call.set_result("no results")
+    (agent,) = stack.spans("invoke_agent researcher")
+    assert agent.attributes["loopguard.run.state"] == "stopped"
+
+
 def test_a_handoff_span_inside_a_gate_agent_span_is_fed(stack: Stack) -> None:
     """Only a gate *tool* span hides the tool spans inside it; its agent span does not."""
     tracer = stack.tracer
