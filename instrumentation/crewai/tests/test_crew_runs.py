@@ -81,20 +81,23 @@ def test_productive_crew_gives_the_same_answer_as_without_the_plugin(loopguard, 
     assert agent.attributes["loopguard.run.state"] == "completed"
 
 
-def test_failing_tool_is_stopped_although_crewai_turns_it_into_text(loopguard):
+@pytest.mark.parametrize("native", [True, False], ids=["native", "react"])
+def test_failing_tool_is_stopped_although_crewai_turns_it_into_text(loopguard, native):
     lg = loopguard(mode="enforce")
 
     def failing(query: str, n: int) -> str:
         raise PermissionError(f"permission denied: {query}")
 
     search = CountingSearch(failing)
+    # the ReAct path runs a failing tool twice per Action (schema arguments, then all)
     with pytest.raises(LoopGuardInterrupt) as stopped:
-        make_crew(search, same_search).kickoff()
+        make_crew(search, same_search, native=native).kickoff()
 
     assert 1 <= len(search.executions) <= 4
     assert "permanent_failure" in stopped.value.decision.detectors
-    failed = lg.spans("execute_tool search")[0]
-    assert failed.attributes["error.type"] == "PermissionError"
+    failed = lg.spans("execute_tool search")
+    assert len(failed) == len(search.executions)  # one span per real execution
+    assert failed[0].attributes["error.type"] == "PermissionError"
 
 
 def test_async_kickoff_is_stopped_the_same_way(loopguard):

@@ -41,6 +41,8 @@ _TARGETS = (
     ),
     ("crewai.tools.tool_usage", "ToolUsage", "use", "tool_usage_use"),
     ("crewai.tools.tool_usage", "ToolUsage", "ause", "tool_usage_ause"),
+    ("crewai.tools.structured_tool", "CrewStructuredTool", "invoke", "structured_tool_invoke"),
+    ("crewai.tools.structured_tool", "CrewStructuredTool", "ainvoke", "structured_tool_ainvoke"),
 )
 
 

@@ -11,9 +11,7 @@ Where the hooks sit, and why (crewai 1.x, ``AgentExecutor``):
   call the model asked for, also those the tool cache answers without running the tool:
   the model still made the same call and got the same answer, which is the loop.
   Failures come back as a ``ToolFailure`` in the result, not as an exception.
-- ReAct text path: ``ToolUsage.use`` / ``ause`` (what ``execute_tool_and_check_finality``
-  calls): one call per parsed ``Action``; it holds the cache lookup and the retries on
-  ``Exception``, so repeats are still visible here and a failure is ``last_failure``.
+- ReAct text path: see :mod:`otel_loopguard_crewai.react_path`.
 
 ``LoopGuardInterrupt`` is a ``BaseException``: the retries, the tool-error handling and the
 Flow listeners of the executor catch ``Exception`` only, so it reaches ``crew.kickoff()``.
@@ -27,6 +25,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
+from otel_loopguard_crewai.react_path import ReactPathWrappers, report_failure
 from otel_loopguard_crewai.streaming import crew_kickoff
 
 
@@ -55,29 +54,7 @@ def _tool_call_info(tool_call: Any) -> tuple[Any, str, Any] | None:
         return None
 
 
-def _report_failure(call: Any, failure: Any) -> None:
-    """A ``ToolFailure`` (returned, not raised) becomes the call's error."""
-    if failure is None:
-        return
-    reason = getattr(failure, "reason", None)
-    reason_name = getattr(reason, "value", None) or str(reason or "tool_failure")
-    # for a raised exception crewai keeps its class name in `code`
-    error_type = getattr(failure, "code", None) if reason_name == "exception" else None
-    call.set_error(error_type or reason_name, getattr(failure, "message", None))
-
-
-def _report_react_outcome(call: Any, tool_usage: Any, result: Any) -> None:
-    """What the tool (or the cache, or crewai's refusal of a repeated call) answered.
-
-    The text handed to the model every few uses gets the tool-format reminder appended;
-    the raw result is the answer itself, so an unchanged answer reads as unchanged.
-    """
-    _report_failure(call, getattr(tool_usage, "last_failure", None))
-    raw = getattr(tool_usage, "get_last_raw_result", None)
-    call.set_result(raw(result) if callable(raw) else result)
-
-
-class CrewAIWrappers:
+class CrewAIWrappers(ReactPathWrappers):
     def __init__(self, tracer: Tracer, guard_provider: Callable[[], Any]) -> None:
         self._tracer = tracer
         self._guard = guard_provider
@@ -117,38 +94,6 @@ class CrewAIWrappers:
         ) as call:
             outcome = wrapped(*args, **kwargs)
             if isinstance(outcome, dict):
-                _report_failure(call, outcome.get("tool_failure"))
+                report_failure(call, outcome.get("tool_failure"))
                 call.set_result(outcome.get("result"))
         return outcome
-
-    # -- ReAct text path ------------------------------------------------------------------------
-
-    def _react_call(self, instance: Any, calling: Any) -> Any:
-        return self._guard().tool_call(
-            self._tracer,
-            str(getattr(calling, "tool_name", "") or "unknown"),
-            getattr(calling, "arguments", None),
-            agent_name=_agent_name(getattr(instance, "agent", None)),
-        )
-
-    def tool_usage_use(
-        self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        calling = args[0] if args else kwargs.get("calling")
-        if not hasattr(calling, "tool_name"):  # a parse error, reported by crewai itself
-            return wrapped(*args, **kwargs)
-        with self._react_call(instance, calling) as call:
-            result = wrapped(*args, **kwargs)
-            _report_react_outcome(call, instance, result)
-        return result
-
-    async def tool_usage_ause(
-        self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        calling = args[0] if args else kwargs.get("calling")
-        if not hasattr(calling, "tool_name"):
-            return await wrapped(*args, **kwargs)
-        with self._react_call(instance, calling) as call:
-            result = await wrapped(*args, **kwargs)
-            _report_react_outcome(call, instance, result)
-        return result
