@@ -26,6 +26,11 @@ from otel_loopguard.detectors.call_tracking import PendingCalls, growing_score, 
 from otel_loopguard.detectors.fingerprint_table import fingerprint
 from otel_loopguard.events import Event, EventKind
 
+# Enum members as module constants for the per-event comparisons (see call_tracking).
+_TOOL_CALL = EventKind.TOOL_CALL
+_TOOL_ERROR = EventKind.TOOL_ERROR
+_TOOL_RESULT = EventKind.TOOL_RESULT
+
 
 class ActionCycleState:
     __slots__ = ("match", "pending", "steps", "tools")
@@ -58,12 +63,12 @@ class ActionCycleDetector:
         self, event: Event, state: ActionCycleState, counters: RunCounters
     ) -> Signal | None:
         kind = event.kind
-        if kind == EventKind.TOOL_CALL:
+        if kind == _TOOL_CALL:
             state.pending.add(event, fingerprint(event.signature))
             return None
-        if kind == EventKind.TOOL_RESULT:
+        if kind == _TOOL_RESULT:
             failed = is_error_result(event)
-        elif kind == EventKind.TOOL_ERROR:
+        elif kind == _TOOL_ERROR:
             failed = True
         else:
             return None

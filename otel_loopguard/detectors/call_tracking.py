@@ -14,6 +14,10 @@ from typing import Any
 
 from otel_loopguard.events import Event, EventKind
 
+# Enum members as module constants: on Python 3.11 ``EventKind.X`` goes through the enum
+# metaclass's __getattr__ hook, several times the cost of a global, on every event.
+_TOOL_RESULT = EventKind.TOOL_RESULT
+
 PENDING_CALLS_CAP = 64  # calls awaiting their result; more in flight at once is unusual
 
 
@@ -112,9 +116,9 @@ def is_error_result(event: Event) -> bool:
     Adapters mark it with ``details["is_error"] = True`` or ``error=ErrorInfo(...)``; a raw MCP
     ``CallToolResult`` (object or dict with ``isError``) in ``output`` counts too.
     """
-    if event.kind != EventKind.TOOL_RESULT:
+    if event.kind != _TOOL_RESULT:
         return False
-    if event.error is not None or event.details.get("is_error"):
+    if event.error is not None or (event.details and event.details.get("is_error")):
         return True
     output = event.output
     if output is None or isinstance(output, (str, bytes, int, float, list)):

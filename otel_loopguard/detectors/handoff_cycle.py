@@ -48,6 +48,10 @@ def _canonical_cycle(agents: list[str]) -> str:
     return " → ".join(agents[start:] + agents[:start])
 
 
+# Enum members as module constants for the per-event comparisons (see call_tracking).
+_HANDOFF = EventKind.HANDOFF
+
+
 class HandoffCycleState:
     __slots__ = ("chain", "cycles")
 
@@ -71,7 +75,7 @@ class HandoffCycleDetector:
     def observe(
         self, event: Event, state: HandoffCycleState, counters: RunCounters
     ) -> Signal | None:
-        if event.kind != EventKind.HANDOFF or not event.target_agent:
+        if event.kind != _HANDOFF or not event.target_agent:
             return None
         chain = state.chain
         source = agent_key(event.actor) if event.actor else (chain[-1] if chain else "")

@@ -34,6 +34,12 @@ _NO_OUTPUT = 0  # a call seen, not answered yet
 _EPOCH_MASK = 0xFFFFFFFF  # epochs are only compared for equality: wrapping is harmless
 
 
+# Enum members as module constants for the per-event comparisons (see call_tracking).
+_TOOL_CALL = EventKind.TOOL_CALL
+_TOOL_ERROR = EventKind.TOOL_ERROR
+_TOOL_RESULT = EventKind.TOOL_RESULT
+
+
 class NoProgressState:
     __slots__ = ("calls", "epoch", "pending")
 
@@ -62,17 +68,17 @@ class NoProgressDetector:
 
     def observe(self, event: Event, state: NoProgressState, counters: RunCounters) -> Signal | None:
         kind = event.kind
-        if kind == EventKind.TOOL_CALL:
+        if kind == _TOOL_CALL:
             call = fingerprint(event.signature)
             if state.calls.get(call) is None:  # a first-time call is new work
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
                 state.calls.insert(call, _NO_OUTPUT, 0, 0)
             state.pending.add(event, call)
             return None
-        if kind == EventKind.TOOL_ERROR:
+        if kind == _TOOL_ERROR:
             state.pending.pop(event)
             return None
-        if kind != EventKind.TOOL_RESULT:
+        if kind != _TOOL_RESULT:
             return None
         call = state.pending.pop(event)
         if call is None or is_error_result(event):

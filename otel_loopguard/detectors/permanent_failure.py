@@ -113,6 +113,12 @@ def _error_from_result(event: Event, max_chars: int) -> tuple[ErrorInfo, str]:
     return error, output_signature(text, max_chars)[0]
 
 
+# Enum members as module constants for the per-event comparisons (see call_tracking).
+_TOOL_CALL = EventKind.TOOL_CALL
+_TOOL_ERROR = EventKind.TOOL_ERROR
+_TOOL_RESULT = EventKind.TOOL_RESULT
+
+
 class PermanentFailureState:
     __slots__ = ("failures", "live", "pending")
 
@@ -147,10 +153,10 @@ class PermanentFailureDetector:
         self, event: Event, state: PermanentFailureState, counters: RunCounters
     ) -> Signal | None:
         kind = event.kind
-        if kind == EventKind.TOOL_CALL:
+        if kind == _TOOL_CALL:
             state.pending.add(event, fingerprint(event.signature))
             return None
-        if kind == EventKind.TOOL_RESULT:
+        if kind == _TOOL_RESULT:
             if not is_error_result(event):
                 call = state.pending.pop(event)
                 if state.live > 0:  # a success: that call (and its tool) is fine again
@@ -160,7 +166,7 @@ class PermanentFailureDetector:
                         state.live -= 1
                 return None
             error, error_signature = _error_from_result(event, self.config.signature_max_chars)
-        elif kind == EventKind.TOOL_ERROR:
+        elif kind == _TOOL_ERROR:
             error = event.error or ErrorInfo()
             error_signature = event.signature
         else:

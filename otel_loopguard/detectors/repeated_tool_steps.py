@@ -31,6 +31,11 @@ from otel_loopguard.signatures import combine_signatures
 MAX_STEP_CALLS = 64  # distinct calls remembered for one fallback step
 
 
+# Enum members as module constants for the per-event comparisons (see call_tracking).
+_LLM_RESPONSE = EventKind.LLM_RESPONSE
+_TOOL_CALL = EventKind.TOOL_CALL
+
+
 class RepeatedToolStepsState:
     __slots__ = ("group", "last_step", "last_tools", "streak", "uses_requested")
 
@@ -60,11 +65,11 @@ class RepeatedToolStepsDetector:
         self, event: Event, state: RepeatedToolStepsState, counters: RunCounters
     ) -> Signal | None:
         kind = event.kind
-        if kind == EventKind.TOOL_CALL:
+        if kind == _TOOL_CALL:
             if not state.uses_requested and len(state.group) < MAX_STEP_CALLS:
                 state.group[event.signature] = event.tool_name or "?"
             return None
-        if kind != EventKind.LLM_RESPONSE:
+        if kind != _LLM_RESPONSE:
             return None
         requested = event.requested_tool_calls
         if requested is not None:

@@ -33,6 +33,10 @@ SIMILARITY_WINDOW = 8  # recent calls per tool a new call is compared with by th
 SIMILARITY_TOOLS = 32  # tools whose recent call texts are kept for the hook
 
 
+# Enum members as module constants for the per-event comparisons (see call_tracking).
+_TOOL_CALL = EventKind.TOOL_CALL
+
+
 class RepetitionState:
     __slots__ = ("exact", "last_signature", "near", "similar_texts", "streak")
 
@@ -64,7 +68,7 @@ class RepetitionDetector:
         return RepetitionState(self.cap)
 
     def observe(self, event: Event, state: RepetitionState, counters: RunCounters) -> Signal | None:
-        if event.kind != EventKind.TOOL_CALL or not event.signature:
+        if event.kind != _TOOL_CALL or not event.signature:
             return None
         signature = event.signature
         count = state.exact.bump(fingerprint(signature))
