@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 from conftest import TRACER
@@ -72,6 +73,22 @@ def test_stream_closed_early_ends_its_span_once_without_a_judgement(loopguard):
     (chat,) = lg.spans("chat ")
     assert "error.type" not in chat.attributes
     assert lg.decisions == []  # an unfinished answer is not judged
+    assert lg.open_spans() == []
+
+
+def test_stream_dropped_half_read_ends_its_span_when_collected(loopguard):
+    lg = loopguard(mode="enforce")
+    api = ScriptedAPI([Turn(text="a long answer")])
+
+    with get_guard().agent_run(TRACER, "writer"):
+        stream = api.client().chat.completions.create(
+            model="gpt-test", messages=MESSAGES, stream=True
+        )
+        next(stream)
+        del stream
+        gc.collect()
+        assert len(lg.spans("chat ")) == 1
+
     assert lg.open_spans() == []
 
 

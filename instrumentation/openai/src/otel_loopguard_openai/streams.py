@@ -4,7 +4,8 @@ The SDK hands back ``Stream`` / ``AsyncStream`` objects that the caller may exha
 out of, close, use as a context manager, or hand to the SDK's own helpers
 (``ChatCompletionStream`` / ``ResponseStream``), which iterate the raw stream and later
 close only its ``response``. Every one of those endings must end the ``chat`` span once, so
-each path funnels into :meth:`_StreamObserver.finish`, which runs its callback at most once.
+each path funnels into :meth:`_StreamObserver.finish`, which runs its callback at most once
+(a stream dropped half-read ends its span when it is garbage-collected).
 
 At the end of a complete stream the callback may raise ``LoopGuardInterrupt`` (enforce
 mode, STOP): the proxy then stops being consumed, and the caller gets the interrupt from
@@ -13,6 +14,7 @@ its ``for`` loop instead of the end of the stream.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -52,6 +54,12 @@ class _StreamObserver:
             self.accumulator.add(item)
         except Exception:  # an unexpected chunk shape must not break the caller's stream
             logger.debug("otel-loopguard: could not read a stream chunk", exc_info=True)
+
+    def __del__(self) -> None:
+        # a stream dropped half-read, neither exhausted nor closed: still end its span once;
+        # nothing may escape a finalizer
+        with contextlib.suppress(Exception):
+            self.finish(complete=False)
 
     def finish(self, error: BaseException | None = None, complete: bool = True) -> None:
         with self._lock:
