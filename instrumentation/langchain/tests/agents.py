@@ -170,3 +170,16 @@ def build_handoff_graph(counter: ToolCounter, *, name: str = "swarm") -> Any:
     graph.add_node("bob", agent("bob", "alice"), destinations=("alice",))
     graph.add_edge(START, "alice")
     return graph.compile(name=name)
+
+
+def build_prebuilt_agent(script: Iterator[AIMessage], counter: ToolCounter) -> Any:
+    """LangGraph's prebuilt ReAct agent (deprecated in favour of langchain.agents, still used)."""
+    import warnings
+
+    from langgraph.prebuilt import create_react_agent
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return create_react_agent(
+            ScriptedChatModel(messages=script), make_tools(counter), name="prebuilt_agent"
+        )

@@ -9,6 +9,7 @@ from agents import (
     ToolCounter,
     build_handoff_graph,
     build_parent_graph,
+    build_prebuilt_agent,
     build_react_graph,
     final_answer,
     looping_script,
@@ -181,4 +182,17 @@ def test_our_bookkeeping_errors_never_reach_the_caller(loopguard):
     assert fetch.invoke({"key": "a"}) is opaque
     (span,) = guard.tool_spans("fetch")
     assert "error.type" not in span.attributes
+    guard.assert_every_span_ended_once()
+
+
+def test_prebuilt_react_agent_is_interrupted(loopguard):
+    guard = loopguard(mode="enforce")
+    counter = ToolCounter()
+
+    with pytest.raises(LoopGuardInterrupt):
+        build_prebuilt_agent(looping_script(), counter).invoke(USER_INPUT, RUN_CONFIG)
+
+    assert 1 <= counter["search"] <= MAX_EXECUTIONS
+    (agent,) = guard.agent_spans()
+    assert agent.name == "invoke_agent prebuilt_agent"
     guard.assert_every_span_ended_once()
