@@ -88,7 +88,7 @@ class RepeatedToolStepsDetector:
         if not calls:
             state.last_step, state.last_tools, state.streak = "", [], 0
             return None
-        step = combine_signatures(calls)
+        step = calls[0] if len(calls) == 1 else combine_signatures(calls)
         if step == state.last_step:
             state.streak += 1
         else:

@@ -71,16 +71,17 @@ class RepetitionDetector:
         if event.kind != _TOOL_CALL or not event.signature:
             return None
         signature = event.signature
-        count = state.exact.bump(fingerprint(signature))
-        if signature == state.last_signature:
-            state.streak += 1
-        else:
-            state.last_signature, state.streak = signature, 1
         near_count = (
             state.near.bump(fingerprint(event.near_key))
             if self.near_enabled and event.near_key
             else 0
         )
+        # the exact signature last: the next detectors fingerprint it too (memoised)
+        count = state.exact.bump(fingerprint(signature))
+        if signature == state.last_signature:
+            state.streak += 1
+        else:
+            state.last_signature, state.streak = signature, 1
         similar_count = self._similar_count(event, state) if self.similarity else 0
 
         if count >= self.threshold:
