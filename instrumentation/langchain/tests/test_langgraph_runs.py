@@ -112,6 +112,11 @@ def test_spans_follow_the_genai_conventions(loopguard):
         assert span.name == "execute_tool lookup"
         assert span.attributes["gen_ai.operation.name"] == "execute_tool"
         assert span.attributes["gen_ai.tool.name"] == "lookup"
+        assert span.attributes["gen_ai.tool.type"] == "function"
+        assert (
+            span.attributes["gen_ai.tool.description"]
+            == "Look up one topic in the product catalog."
+        )
         assert span.parent is not None and span.parent.span_id == agent.context.span_id
         # content capture is off by default: no argument or result leaves the process
         assert "gen_ai.tool.call.arguments" not in span.attributes

@@ -112,6 +112,8 @@ async def test_spans_follow_the_genai_conventions(loopguard):
         assert span.name == "execute_tool lookup"
         assert span.attributes["gen_ai.operation.name"] == "execute_tool"
         assert span.attributes["gen_ai.agent.name"] == "support_agent"
+        assert span.attributes["gen_ai.tool.type"] == "function"
+        assert "Look up one topic" in span.attributes["gen_ai.tool.description"]
         assert span.context.trace_id == run.context.trace_id
         assert "gen_ai.tool.call.arguments" not in span.attributes
         assert "gen_ai.tool.call.result" not in span.attributes

@@ -27,6 +27,9 @@ from otel_loopguard_langchain.run_context import current_agent
 # ``transfer_to_<agent>`` that returns a ``Command`` sending the graph to that agent
 _HANDOFF_TOOL = re.compile(r"^(?:transfer|handoff)_to_(.+)$")
 
+# tool descriptions are prompts: keep the span small whatever their length
+_DESCRIPTION_MAX_CHARS = 1024
+
 # LangChain's own bookkeeping arguments, never part of what the model asked for
 _BOOKKEEPING_ARGS = frozenset({"callbacks", "run_manager", "config", "runtime", "state", "store"})
 
@@ -117,7 +120,12 @@ def sync_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
             return wrapped(*args, **kwargs)
         agent = current_agent()
         with guard.tool_call(
-            tracer, name, arguments, call_id=call_id, agent_name=agent, attributes=_agent(agent)
+            tracer,
+            name,
+            arguments,
+            call_id=call_id,
+            agent_name=agent,
+            attributes=span_attributes(instance, agent),
         ) as call:
             output = wrapped(*args, **kwargs)
             _record(call, output, guard, name, agent, call_id)
@@ -138,7 +146,12 @@ def async_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
             return await wrapped(*args, **kwargs)
         agent = current_agent()
         with guard.tool_call(
-            tracer, name, arguments, call_id=call_id, agent_name=agent, attributes=_agent(agent)
+            tracer,
+            name,
+            arguments,
+            call_id=call_id,
+            agent_name=agent,
+            attributes=span_attributes(instance, agent),
         ) as call:
             output = await wrapped(*args, **kwargs)
             _record(call, output, guard, name, agent, call_id)
@@ -147,9 +160,16 @@ def async_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
     return wrapper
 
 
-def _agent(agent: str | None) -> dict[str, str] | None:
-    """The agent a tool ran for, on its span: which sub-agent of a supervisor looped."""
-    return {"gen_ai.agent.name": agent} if agent else None
+def span_attributes(tool: Any, agent: str | None) -> dict[str, str]:
+    """GenAI tool attributes beyond the name, plus the agent the tool ran for (which
+    sub-agent of a supervisor looped)."""
+    attributes = {"gen_ai.tool.type": "function"}
+    description = getattr(tool, "description", None)
+    if isinstance(description, str) and description:
+        attributes["gen_ai.tool.description"] = description[:_DESCRIPTION_MAX_CHARS]
+    if agent:
+        attributes["gen_ai.agent.name"] = agent
+    return attributes
 
 
 def _record(

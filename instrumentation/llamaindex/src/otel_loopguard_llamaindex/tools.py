@@ -16,6 +16,9 @@ from opentelemetry.trace import Tracer
 
 from otel_loopguard.enforcement import get_guard
 
+# tool descriptions are prompts: keep the span small whatever their length
+_DESCRIPTION_MAX_CHARS = 1024
+
 # the agent a workflow is running a tool for (set by the workflow wrappers)
 CURRENT_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "otel_loopguard_llamaindex_agent", default=None
@@ -43,8 +46,15 @@ def tool_outcome(output: Any) -> tuple[Any, str | None]:
     return content, None
 
 
-def _agent_attributes(agent: str | None) -> dict[str, str] | None:
-    return {"gen_ai.agent.name": agent} if agent else None
+def span_attributes(tool: Any, agent: str | None) -> dict[str, str]:
+    """GenAI tool attributes beyond the name, plus the agent the tool ran for."""
+    attributes = {"gen_ai.tool.type": "function"}
+    description = getattr(getattr(tool, "metadata", None), "description", None)
+    if isinstance(description, str) and description:
+        attributes["gen_ai.tool.description"] = description[:_DESCRIPTION_MAX_CHARS]
+    if agent:
+        attributes["gen_ai.agent.name"] = agent
+    return attributes
 
 
 def _record(call: Any, output: Any, guard: Any) -> None:
@@ -74,7 +84,7 @@ def sync_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
             guard.telemetry.internal_error("llamaindex.tool_arguments", exc)
             return wrapped(*args, **kwargs)
         with guard.tool_call(
-            tracer, name, arguments, agent_name=agent, attributes=_agent_attributes(agent)
+            tracer, name, arguments, agent_name=agent, attributes=span_attributes(instance, agent)
         ) as call:
             output = wrapped(*args, **kwargs)
             _record(call, output, guard)
@@ -92,7 +102,7 @@ def async_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
             guard.telemetry.internal_error("llamaindex.tool_arguments", exc)
             return await wrapped(*args, **kwargs)
         with guard.tool_call(
-            tracer, name, arguments, agent_name=agent, attributes=_agent_attributes(agent)
+            tracer, name, arguments, agent_name=agent, attributes=span_attributes(instance, agent)
         ) as call:
             output = await wrapped(*args, **kwargs)
             _record(call, output, guard)
