@@ -64,6 +64,7 @@ _GENAI_OPERATIONS = {
     "chat": SpanClass.LLM,
     "text_completion": SpanClass.LLM,
     "generate_content": SpanClass.LLM,
+    "handoff": SpanClass.HANDOFF,  # not (yet) in the conventions; Sentry's agents SDK spans
 }
 _OPENINFERENCE_KINDS = {
     "TOOL": SpanClass.TOOL,
@@ -78,8 +79,12 @@ _TRACELOOP_KINDS = {
     "llm": SpanClass.LLM,
 }
 _HANDOFF_TOOL = re.compile(r"^(?:transfer|handoff)_to_(.+)$")
+# agent-SDK handoff spans: "Handoff: a → b" (Logfire), "handoff from a to b" (Sentry),
+# "handoff to b"; a bare "Handoff" span (MLflow) carries from_agent / to_agent attributes
 _HANDOFF_SPAN = re.compile(
-    r"^handoff(?::\s*(?P<from>.+?)\s*(?:→|->)\s*(?P<to>.+)|\s+to\s+(?P<target>.+))$",
+    r"^handoff(?::\s*(?P<from>.+?)\s*(?:→|->)\s*(?P<to>.+)"
+    r"|\s+from\s+(?P<source>.+?)\s+to\s+(?P<dest>.+)"
+    r"|\s+to\s+(?P<target>.+))$",
     re.IGNORECASE,
 )
 
@@ -128,7 +133,9 @@ def classify_parts(name: str, attrs: Mapping[str, Any]) -> SpanClass:
         return SpanClass.AGENT
     if isinstance(attrs.get("llm.request.type"), str):
         return SpanClass.LLM
-    if name[:7].lower() == "handoff" and _HANDOFF_SPAN.match(name):
+    if name[:7].lower() == "handoff" and (
+        _HANDOFF_SPAN.match(name) or isinstance(attrs.get("to_agent"), str)
+    ):
         return SpanClass.HANDOFF
     return SpanClass.OTHER
 
@@ -415,8 +422,8 @@ def _handoff_event(view: SpanView, run_id: str, actor: str | None) -> Event | No
     if target is None:
         match = _HANDOFF_SPAN.match(view.name)
         if match is not None:
-            target = match.group("to") or match.group("target")
-            source = match.group("from") or source
+            target = match.group("to") or match.group("dest") or match.group("target")
+            source = match.group("from") or match.group("source") or source
     if not target:
         return None
     return handoff_event(

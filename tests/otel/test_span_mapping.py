@@ -297,6 +297,12 @@ def test_handoffs_from_transfer_tools_and_agent_sdk_spans() -> None:
     sdk = view("Handoff: billing → triage", {})
     (back,) = span_to_events(sdk, "r", CONFIG)
     assert (back.actor, back.target_agent) == ("billing", "triage")
+    sentry = view("handoff from triage to refunds", {"gen_ai.operation.name": "handoff"})
+    assert classify(sentry) is SpanClass.HANDOFF
+    (forward,) = span_to_events(sentry, "r", CONFIG)
+    assert (forward.actor, forward.target_agent) == ("triage", "refunds")
+    mlflow = view("Handoff", {"from_agent": "a", "to_agent": "b"})
+    assert span_to_events(mlflow, "r", CONFIG)[0].target_agent == "b"
     by_attrs = view(
         "handoff", {"openinference.span.kind": "TOOL", "tool.name": "handoff_to_triage"}
     )
