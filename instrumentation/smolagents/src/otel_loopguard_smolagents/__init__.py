@@ -29,6 +29,8 @@ from otel_loopguard_smolagents.wrappers import SmolagentsWrappers, timeout_with_
 __version__ = "0.1.0"
 __all__ = ["SmolagentsInstrumentor"]
 
+_STEP_CLASSES = ("ToolCallingAgent", "CodeAgent")
+
 
 def _default_guard() -> Any:
     from otel_loopguard.enforcement import get_guard
@@ -54,6 +56,10 @@ class SmolagentsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             "smolagents.agents", "ToolCallingAgent.execute_tool_call", wrappers.execute_tool_call
         )
         wrap_function_wrapper("smolagents.tools", "Tool.__call__", wrappers.tool_call)
+        for agent_class in _STEP_CLASSES:
+            wrap_function_wrapper(
+                "smolagents.agents", f"{agent_class}._step_stream", wrappers.step_stream
+            )
         if hasattr(executor, "timeout"):  # newer 1.x run generated code in a worker thread
             wrap_function_wrapper(executor, "timeout", timeout_with_context)
 
@@ -65,5 +71,7 @@ class SmolagentsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         unwrap(smolagents.agents.MultiStepAgent, "_run_stream")
         unwrap(smolagents.agents.ToolCallingAgent, "execute_tool_call")
         unwrap(smolagents.tools.Tool, "__call__")
+        for agent_class in _STEP_CLASSES:
+            unwrap(getattr(smolagents.agents, agent_class), "_step_stream")
         if hasattr(executor, "timeout"):
             unwrap(executor, "timeout")

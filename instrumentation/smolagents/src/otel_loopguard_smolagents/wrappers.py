@@ -13,6 +13,8 @@ Where the hooks sit, and why (smolagents 1.2x):
   That executor catches ``Exception`` but lets a ``BaseException`` through, so
   ``LoopGuardInterrupt`` still reaches the caller. Inside ``execute_tool_call`` the same
   call is already a span, so a context flag keeps it from being counted twice.
+- ``ToolCallingAgent._step_stream`` / ``CodeAgent._step_stream``: the model side of each
+  step (see :mod:`otel_loopguard_smolagents.model_steps`).
 - ``local_python_executor.timeout`` runs the generated code in a worker thread, which
   would lose the OpenTelemetry context (and with it the run a tool call belongs to); the
   wrapper hands the caller's context to that thread.
@@ -29,6 +31,7 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard.decisions import RunEndState
+from otel_loopguard_smolagents.model_steps import observed_step
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +78,11 @@ class SmolagentsWrappers:
             yield from steps
             if _hit_max_steps(agent):
                 run.set_state(RunEndState.MAX_STEPS)
+
+    def step_stream(
+        self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        return observed_step(self._guard, wrapped, instance, args, kwargs)
 
     def execute_tool_call(
         self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]

@@ -1,0 +1,76 @@
+"""The model side of a smolagents step, for budgets, max steps and repeated tool steps.
+
+smolagents calls ``self.model.generate`` (or ``generate_stream``) once per step, on
+whichever ``Model`` subclass the user chose (OpenAI, LiteLLM, Hugging Face, local), each
+overriding ``generate``; the one place common to all of them is the agent's
+``_step_stream`` generator (``ToolCallingAgent`` and ``CodeAgent`` each define one).
+
+- Before the step: the pre-flight check (stopped run, max steps, timeout, token or cost
+  budget) so in enforce mode a run over budget makes no further model call.
+- After the step: one ``llm_response`` with the step's token usage and the tool calls it
+  asked for (``CodeAgent``: its ``python_interpreter`` code), unless a model-call
+  instrumentation (our OpenAI SDK package, for ``OpenAIServerModel``) already reported
+  this turn: the run's step counter tells. It comes after the step's tool calls, because
+  smolagents records the step only then; budgets and repeated steps do not mind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+from otel_loopguard.enforcement import current_run
+
+
+def _steps_so_far(guard: Any) -> int | None:
+    run = current_run()
+    if run is None:
+        return None
+    summary = guard.monitor.run_snapshot(run.run_id)
+    return summary.counters.steps if summary is not None else 0
+
+
+def _requested(step: Any) -> list[tuple[str, Any]]:
+    return [
+        (str(getattr(call, "name", "")), getattr(call, "arguments", None))
+        for call in getattr(step, "tool_calls", None) or ()
+    ]
+
+
+def _report_step(guard: Any, agent: Any, step: Any) -> None:
+    usage = getattr(step, "token_usage", None)
+    message = getattr(step, "model_output_message", None)
+    requested = _requested(step)
+    guard.observe_llm_response(
+        model=getattr(getattr(agent, "model", None), "model_id", None),
+        input_tokens=getattr(usage, "input_tokens", None),
+        output_tokens=getattr(usage, "output_tokens", None),
+        empty=not requested and not getattr(message, "content", None),
+        requested_tool_calls=requested,
+        raise_on_stop=True,
+    )
+
+
+def observed_step(
+    guard_provider: Callable[[], Any],
+    wrapped: Any,
+    agent: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Generator[Any, None, None]:
+    guard = guard_provider()
+    guard.preflight_llm()
+    before = _safely(guard, _steps_so_far, guard)
+    step = args[0] if args else kwargs.get("memory_step")
+    yield from wrapped(*args, **kwargs)
+    if before is not None and _safely(guard, _steps_so_far, guard) == before:
+        _report_step(guard, agent, step)  # raises only LoopGuardInterrupt (enforce, STOP)
+
+
+def _safely(guard: Any, function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)``, or ``None`` with the error counted: never the program's problem."""
+    try:
+        return function(*args)
+    except Exception as exc:
+        guard.telemetry.internal_error("smolagents.step", exc)
+        return None
