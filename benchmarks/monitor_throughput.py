@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/monitor_throughput.py [--events N] [--runs R] [--repeats K]
+    python benchmarks/monitor_throughput.py [--events N] [--runs R] [--pairs P]
 
 Prints, for a realistic event mix (an agent's model turns asking for one or two tool
 calls, their results, some repeated calls and outputs, errors, handoffs):
@@ -16,8 +16,9 @@ calls, their results, some repeated calls and outputs, errors, handoffs):
    the run holds (object graph, ``sys.getsizeof``), cross-checked against ``tracemalloc``
    on a shorter run (tracing a million events would take minutes);
 4. a baseline measured in the same process: the same loop building the same events and
-   doing a dict lookup per event, so the figures are also ratios (the machine this runs on
-   may be shared and slow; ratios travel better than absolute numbers).
+   doing a dict lookup per event, block by block right after the monitor's block, so the
+   monitor's own cost is the difference and the figures are also ratios (the machine this
+   runs on may be shared and slow; ratios travel better than absolute numbers).
 
 Timings are CPU time of the benchmark thread (``time.thread_time``), so the time spent
 waiting for a core while neighbours run is not counted, and each figure is the median over
@@ -171,34 +172,40 @@ def new_monitor() -> Monitor:
 
 
 def timed_blocks(
-    script: list[Spec], events: int, run_ids: list[str], observe: Callable[[Event], Any]
-) -> list[float]:
-    """Feed ``events`` events; seconds per block of :data:`BLOCK` events.
+    script: list[Spec],
+    events: int,
+    run_ids: list[str],
+    observe: Callable[[Event], Any],
+    baseline: Callable[[Event], Any] | None = None,
+) -> tuple[list[float], list[float]]:
+    """Feed ``events`` events; CPU seconds per block of :data:`BLOCK` events.
 
     Event ``i`` goes to run ``i % len(run_ids)`` as that run's ``i // len(run_ids)``-th
     event, taken from the script at an offset per run, so every run sees a coherent agent.
+    With ``baseline``, each block is fed to it right after the monitor (the same events
+    built again), so both timings see the same machine load: (monitor blocks, baseline
+    blocks).
     """
     mask = SCRIPT_LENGTH - 1
     runs = len(run_ids)
     offsets = [(n * 7919) & mask for n in range(runs)]
     clock = CLOCK
+
+    def feed(first: int, sink: Callable[[Event], Any]) -> float:
+        begin = clock()
+        for index in range(first, first + BLOCK):
+            run = index % runs
+            kind, actor, *rest = script[(offsets[run] + index // runs) & mask]
+            sink(Event(kind, run_ids[run], actor, *rest))
+        return clock() - begin
+
     blocks: list[float] = []
-    start = clock()
-    position = 0
-    index = 0
-    while index < events:
-        run = index % runs if runs > 1 else 0
-        spec = script[(offsets[run] + position) & mask]
-        kind, actor, *rest = spec
-        observe(Event(kind, run_ids[run], actor, *rest))
-        index += 1
-        if run == runs - 1 or runs == 1:
-            position += 1
-        if index % BLOCK == 0:
-            now = clock()
-            blocks.append(now - start)
-            start = now
-    return blocks
+    base_blocks: list[float] = []
+    for first in range(0, events - events % BLOCK, BLOCK):
+        blocks.append(feed(first, observe))
+        if baseline is not None:
+            base_blocks.append(feed(first, baseline))
+    return blocks, base_blocks
 
 
 def baseline_observe() -> Callable[[Event], Any]:
@@ -306,7 +313,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="events in the long run")
     parser.add_argument("--runs", type=int, default=10_000, help="interleaved runs")
-    parser.add_argument("--repeats", type=int, default=3, help="repeats of the baseline")
     parser.add_argument("--pairs", type=int, default=30, help="young/old block pairs")
     parser.add_argument(
         "--traced-events", type=int, default=50_000, help="events of the tracemalloc check"
@@ -323,15 +329,13 @@ def main(argv: list[str] | None = None) -> int:
         f"CPU time of this thread, medians of {BLOCK:,}-event blocks"
     )
 
-    base_blocks: list[float] = []
-    for _ in range(args.repeats):
-        base_blocks += timed_blocks(script, 100 * BLOCK, ["run-0"], baseline_observe())
-    base = median_per_event(base_blocks)
-
-    # 1. one long run
+    # 1. one long run (each block also fed to the baseline right after it)
     started = time.perf_counter()
-    long_blocks = timed_blocks(script, events, ["long-run"], monitor.observe)
+    long_blocks, base_blocks = timed_blocks(
+        script, events, ["long-run"], monitor.observe, baseline_observe()
+    )
     long_wall = time.perf_counter() - started
+    base = median_per_event(base_blocks)
     snapshot = monitor.run_snapshot("long-run")
     assert snapshot is not None and not snapshot.stopped
     assert snapshot.counters.events == events, "events were lost"
@@ -346,28 +350,28 @@ def main(argv: list[str] | None = None) -> int:
     many = new_monitor()
     run_ids = [f"run-{n:05d}" for n in range(args.runs)]
     started = time.perf_counter()
-    many_blocks = timed_blocks(script, events, run_ids, many.observe)
+    many_blocks, many_base_blocks = timed_blocks(
+        script, events, run_ids, many.observe, baseline_observe()
+    )
     many_wall = time.perf_counter() - started
     many_cost = median_per_event(many_blocks)
+    many_base = median_per_event(many_base_blocks)
     assert many.active_runs == min(args.runs, many.config.max_runs)
     assert many.internal_errors == 0 and monitor.internal_errors == 0
     many_bytes = statistics.mean(run_bytes(many, run_id) for run_id in run_ids)
 
-    def rate(cost: float) -> str:
+    def rate(cost: float, base: float) -> str:
         """Net (minus the baseline: the monitor alone) and gross (event built + observed)."""
         net = max(cost - base, 1e-12)
         return (
             f"{1 / net:>9,.0f} events/s through the monitor ({net * 1e6:5.2f} µs/event); "
-            f"{1 / cost:>9,.0f} events/s with event building ({cost / base:4.1f}x baseline)"
+            f"{1 / cost:>9,.0f} events/s with event building ({cost / base:4.1f}x the "
+            f"baseline's {base * 1e6:.2f} µs: build the event + a dict lookup)"
         )
 
-    print(
-        f"baseline, build the event + dict lookup: {1 / base:>9,.0f} events/s "
-        f"({base * 1e6:.2f} µs/event)"
-    )
-    print(f"1 run, {events:,} events: {rate(long_cost)}")
+    print(f"1 run, {events:,} events: {rate(long_cost, base)}")
     print(f"   wall clock, whole run: {events / long_wall:,.0f} events/s with event building")
-    print(f"{args.runs:,} interleaved runs, {events:,} events: {rate(many_cost)}")
+    print(f"{args.runs:,} interleaved runs, {events:,} events: {rate(many_cost, many_base)}")
     print(f"   wall clock, whole run: {events / many_wall:,.0f} events/s with event building")
     print(
         f"per-event cost at 1,000 events {early * 1e6:.2f} µs, after {events:,} events "
@@ -390,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{graph_one / 1024:.1f} KiB after {args.traced_events:,} events in one run, "
         f"{traced_many / 1024:.1f} / {graph_many / 1024:.1f} KiB each over 500 runs"
     )
-    long_rate, many_rate = 1 / (long_cost - base), 1 / (many_cost - base)
+    long_rate, many_rate = 1 / (long_cost - base), 1 / (many_cost - many_base)
 
     failed = []
     if min(long_rate, many_rate) < TARGET_EVENTS_PER_SECOND:
