@@ -115,17 +115,13 @@ def sync_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
             tool_input, call_id = _call_arguments(args, kwargs)
             arguments = tool_arguments(instance, tool_input)
             name = str(instance.name)
+            agent = current_agent()
+            attributes = span_attributes(instance, agent)
         except Exception as exc:  # never break the tool call for our bookkeeping
             guard.telemetry.internal_error("langchain.tool_arguments", exc)
             return wrapped(*args, **kwargs)
-        agent = current_agent()
         with guard.tool_call(
-            tracer,
-            name,
-            arguments,
-            call_id=call_id,
-            agent_name=agent,
-            attributes=span_attributes(instance, agent),
+            tracer, name, arguments, call_id=call_id, agent_name=agent, attributes=attributes
         ) as call:
             output = wrapped(*args, **kwargs)
             _record(call, output, guard, name, agent, call_id)
@@ -141,17 +137,13 @@ def async_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
             tool_input, call_id = _call_arguments(args, kwargs)
             arguments = tool_arguments(instance, tool_input)
             name = str(instance.name)
+            agent = current_agent()
+            attributes = span_attributes(instance, agent)
         except Exception as exc:
             guard.telemetry.internal_error("langchain.tool_arguments", exc)
             return await wrapped(*args, **kwargs)
-        agent = current_agent()
         with guard.tool_call(
-            tracer,
-            name,
-            arguments,
-            call_id=call_id,
-            agent_name=agent,
-            attributes=span_attributes(instance, agent),
+            tracer, name, arguments, call_id=call_id, agent_name=agent, attributes=attributes
         ) as call:
             output = await wrapped(*args, **kwargs)
             _record(call, output, guard, name, agent, call_id)

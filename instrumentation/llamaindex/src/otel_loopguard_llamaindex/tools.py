@@ -70,21 +70,22 @@ def _record(call: Any, output: Any, guard: Any) -> None:
         guard.telemetry.internal_error("llamaindex.tool_result", exc)
 
 
-def _prepare(instance: Any, args: Any, kwargs: Any) -> tuple[str, Any, str | None]:
+def _prepare(instance: Any, args: Any, kwargs: Any) -> tuple[str, Any, str | None, dict[str, str]]:
     name = str(instance.metadata.get_name())
-    return name, tool_arguments(instance, args, kwargs), CURRENT_AGENT.get()
+    agent = CURRENT_AGENT.get()
+    return name, tool_arguments(instance, args, kwargs), agent, span_attributes(instance, agent)
 
 
 def sync_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
         guard = get_guard()
         try:
-            name, arguments, agent = _prepare(instance, args, kwargs)
+            name, arguments, agent, attributes = _prepare(instance, args, kwargs)
         except Exception as exc:  # never break the tool call for our bookkeeping
             guard.telemetry.internal_error("llamaindex.tool_arguments", exc)
             return wrapped(*args, **kwargs)
         with guard.tool_call(
-            tracer, name, arguments, agent_name=agent, attributes=span_attributes(instance, agent)
+            tracer, name, arguments, agent_name=agent, attributes=attributes
         ) as call:
             output = wrapped(*args, **kwargs)
             _record(call, output, guard)
@@ -97,12 +98,12 @@ def async_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
         guard = get_guard()
         try:
-            name, arguments, agent = _prepare(instance, args, kwargs)
+            name, arguments, agent, attributes = _prepare(instance, args, kwargs)
         except Exception as exc:
             guard.telemetry.internal_error("llamaindex.tool_arguments", exc)
             return await wrapped(*args, **kwargs)
         with guard.tool_call(
-            tracer, name, arguments, agent_name=agent, attributes=span_attributes(instance, agent)
+            tracer, name, arguments, agent_name=agent, attributes=attributes
         ) as call:
             output = await wrapped(*args, **kwargs)
             _record(call, output, guard)
