@@ -88,7 +88,8 @@ class RepeatedToolStepsDetector:
         if not calls:
             state.last_step, state.last_tools, state.streak = "", [], 0
             return None
-        step = calls[0] if len(calls) == 1 else combine_signatures(calls)
+        unique = set(calls)  # a set of calls: order and duplicates do not matter
+        step = next(iter(unique)) if len(unique) == 1 else combine_signatures(unique)
         if step == state.last_step:
             state.streak += 1
         else:

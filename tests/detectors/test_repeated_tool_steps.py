@@ -16,6 +16,12 @@ def test_third_identical_requested_step_fires() -> None:
     assert signal.evidence["steps"] == 3 and signal.evidence["calls"] == 2
 
 
+def test_a_call_requested_twice_in_a_turn_is_the_same_step() -> None:
+    run = Driver(RepeatedToolStepsDetector)
+    search = call("search", {"q": "x"})
+    assert run.feed([llm([search]), llm([search, search]), llm([search])])
+
+
 def test_threshold_from_config_and_score_grows() -> None:
     run = Driver(RepeatedToolStepsDetector, max_repeated_tool_steps=4)
     signals = run.feed([llm([call("search", {"q": "x"})])] * 6)
