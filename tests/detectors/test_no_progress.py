@@ -28,6 +28,16 @@ def test_volatile_tokens_in_the_output_do_not_hide_the_repeat() -> None:
     assert len(signals) == 1
 
 
+def test_paraphrased_calls_with_the_same_empty_answer_are_no_progress() -> None:
+    run = Driver(NoProgressDetector)
+    queries = ["export invoices csv", "Export invoices, CSV", "how to export invoices as csv"]
+    signals = run.feed(e for q in queries for e in exchange("search", {"q": q}, "no results"))
+    assert len(signals) == 1
+    # with near-duplicate matching off, each paraphrase is new work
+    exact = Driver(NoProgressDetector, near_duplicate=False)
+    assert exact.feed(e for q in queries for e in exchange("search", {"q": q}, "no results")) == []
+
+
 def test_threshold_comes_from_config() -> None:
     run = Driver(NoProgressDetector, no_progress_threshold=4)
     assert run.feed(e for _ in range(4) for e in exchange("status", {"job": 7}, "pending")) == []
