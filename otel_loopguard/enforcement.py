@@ -253,10 +253,18 @@ class LoopGuard:
         """A still-open tool span of :meth:`tool_call`."""
         return span_id in self._managed_tools
 
-    def enter_gate_nested(self, span_id: int, parent_span_id: int) -> None:
-        """Mark a starting tool span whose parent is a gate tool span or already nested in
-        one (e.g. an MCP library's ``tools/call`` span, and the SDK's ``MCP send`` in it)."""
-        if parent_span_id in self._managed_tools or parent_span_id in self._gate_nested:
+    def enter_gate_nested(
+        self, span_id: int, parent_span_id: int, *, transport_of_parent: bool = False
+    ) -> None:
+        """Mark a starting tool span as part of its parent's execution (not fed) when the
+        parent is a gate tool span or already marked (e.g. an MCP library's ``tools/call``
+        span, and the SDK's ``MCP send`` in it), or when the caller found it to be the
+        transport of its parent tool span (``transport_of_parent``)."""
+        if (
+            transport_of_parent
+            or parent_span_id in self._managed_tools
+            or parent_span_id in self._gate_nested
+        ):
             nested = self._gate_nested
             if len(nested) >= _MAX_MANAGED:  # spans that never end: stay bounded
                 nested.clear()

@@ -45,6 +45,7 @@ from otel_loopguard.span_mapping import (
     classify_parts,
     conversation_id,
     conversation_in,
+    is_mcp_tool_request,
     run_identity,
     span_to_events,
 )
@@ -74,11 +75,11 @@ class LoopGuardSpanProcessor(SpanProcessor):
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         try:
-            self._on_start(span)
+            self._on_start(span, parent_context)
         except Exception as exc:
             self.guard.telemetry.internal_error("on_start", exc)
 
-    def _on_start(self, span: Span) -> None:
+    def _on_start(self, span: Span, parent_context: Context | None = None) -> None:
         guard = self.guard
         if not (self.enabled and guard.config.enabled):
             return
@@ -99,7 +100,12 @@ class LoopGuardSpanProcessor(SpanProcessor):
             if span_class is SpanClass.OTHER:
                 return
             if span_class is SpanClass.TOOL or span_class is SpanClass.HANDOFF:
-                guard.enter_gate_nested(context.span_id, parent.span_id)
+                guard.enter_gate_nested(
+                    context.span_id,
+                    parent.span_id,
+                    transport_of_parent=is_mcp_tool_request(attributes)
+                    and _is_tool_span(trace.get_current_span(parent_context)),
+                )
             conversation = conversation_in(attributes)
             if conversation:
                 with guard.tracker.lock:
@@ -292,3 +298,11 @@ def _end_state(view: SpanView, summary: Any) -> RunEndState:
         stop = summary.first_stop.decision if summary.first_stop is not None else None
         return (stop.end_state if stop is not None else None) or RunEndState.STOPPED
     return RunEndState.ERROR if view.is_error else RunEndState.COMPLETED
+
+
+def _is_tool_span(span: Any) -> bool:
+    """A live (recording SDK) span that is a tool or handoff span in any dialect."""
+    name = getattr(span, "name", None)  # a non-recording span has none
+    if not isinstance(name, str):
+        return False
+    return classify_parts(name, span_attributes(span)) in (SpanClass.TOOL, SpanClass.HANDOFF)

@@ -140,6 +140,13 @@ def classify_parts(name: str, attrs: Mapping[str, Any]) -> SpanClass:
     return SpanClass.OTHER
 
 
+def is_mcp_tool_request(attrs: Mapping[str, Any]) -> bool:
+    """An MCP ``tools/call`` request span (an MCP client library's, the SDK's ``MCP send``,
+    or a server's). Inside another tool span it is that call seen from the transport,
+    usually without its arguments: the enclosing tool span is the one to feed."""
+    return attrs.get("mcp.method.name") == "tools/call"
+
+
 def tool_name(view: SpanView) -> str | None:
     return _tool_name(view.name, view.attributes)
 

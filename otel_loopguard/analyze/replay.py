@@ -43,6 +43,7 @@ from otel_loopguard.span_mapping import (
     agent_name,
     classify,
     conversation_id,
+    is_mcp_tool_request,
     run_identity,
     span_to_events,
 )
@@ -171,6 +172,9 @@ class _TraceState:
     agents: list[tuple[str, str | None]] = field(default_factory=list)  # (span id, name)
     conversation: str | None = None
     fed_tool_parents: set[str] = field(default_factory=set)
+    # open tool spans, and MCP request spans inside one (not fed, as on-line)
+    open_tools: set[str] = field(default_factory=set)
+    transport_spans: set[str] = field(default_factory=set)
     trace_run_used: bool = False
 
 
@@ -277,6 +281,10 @@ class Replayer:
                 state.local_root = view.span_id
         elif cls is SpanClass.OTHER:
             return
+        if cls is SpanClass.TOOL or cls is SpanClass.HANDOFF:
+            if view.parent_span_id in state.open_tools and is_mcp_tool_request(view.attributes):
+                state.transport_spans.add(view.span_id)
+            state.open_tools.add(view.span_id)
         if conversation and state.conversation is None:
             state.conversation = conversation
         if cls in RUN_ROOT_CLASSES:
@@ -295,8 +303,12 @@ class Replayer:
         span_id = view.span_id
         duplicate = False
         if cls is SpanClass.TOOL or cls is SpanClass.HANDOFF:
+            state.open_tools.discard(span_id)
             duplicate = span_id in state.fed_tool_parents
-            if view.parent_span_id is not None:
+            if span_id in state.transport_spans:
+                state.transport_spans.discard(span_id)
+                duplicate = True  # the enclosing tool span is fed instead
+            elif view.parent_span_id is not None:
                 state.fed_tool_parents.add(view.parent_span_id)
         state.fed_tool_parents.discard(span_id)
         conversation = own_conversation or state.conversation

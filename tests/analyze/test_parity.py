@@ -81,6 +81,29 @@ def _workload(tracer) -> None:
                 attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "w"},
             ):
                 _tool(tracer, "inner", {"n": n})
+    # a tool span with its arguments around an MCP client library's span and the SDK's
+    # ``MCP send`` span: the tool span is fed (the repeated call is seen), the others not
+    with _agent(tracer, "mcp-client"):
+        for _ in range(4):
+            with (
+                tracer.start_as_current_span(
+                    "execute_tool kb",
+                    attributes={
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": "kb",
+                        "gen_ai.tool.call.arguments": json.dumps({"q": "same"}),
+                        "gen_ai.tool.call.result": "none",
+                    },
+                ),
+                tracer.start_as_current_span(
+                    "tools/call kb",
+                    attributes={"mcp.method.name": "tools/call", "gen_ai.tool.name": "kb"},
+                ),
+                tracer.start_as_current_span(
+                    "MCP send tools/call kb", attributes={"mcp.method.name": "tools/call"}
+                ),
+            ):
+                pass
 
 
 def _online() -> tuple[list[tuple], list]:
@@ -122,4 +145,5 @@ def test_replay_reaches_the_processors_decisions(tmp_path: Path, fmt: str) -> No
     assert online  # the workload does make decisions
     assert {d[1] for d in online} == {"warn", "stop"}
     assert {d[0] for d in online} >= {"conv-1"}
+
     assert sorted(replayed) == sorted(online)

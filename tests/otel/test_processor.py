@@ -171,6 +171,43 @@ def test_tool_spans_nested_deeper_inside_a_gate_tool_span_count_once(stack: Stac
     assert agent.attributes["loopguard.run.state"] == "stopped"
 
 
+def test_mcp_request_spans_inside_a_foreign_tool_span_leave_that_span_fed(stack: Stack) -> None:
+    """pydantic-ai's own tool span (with its arguments) around an MCP client library's
+    ``tools/call`` span and the SDK's ``MCP send`` span: the content-less transport spans
+    must not stand in for the tool span, or the repeated call is never recognised."""
+    tracer = stack.tracer
+    with tracer.start_as_current_span(
+        "invoke_agent researcher", attributes={"gen_ai.operation.name": "invoke_agent"}
+    ):
+        for index in range(4):
+            with (
+                tracer.start_as_current_span(
+                    "execute_tool search",
+                    attributes={
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": "search",
+                        "gen_ai.tool.call.id": f"call_{index}",
+                        "gen_ai.tool.call.arguments": json.dumps({"query": "pricing"}),
+                        "gen_ai.tool.call.result": "no results",
+                    },
+                ),
+                tracer.start_as_current_span(
+                    "tools/call search",
+                    attributes={
+                        "mcp.method.name": "tools/call",
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": "search",
+                    },
+                ),
+                tracer.start_as_current_span(
+                    "MCP send tools/call search", attributes={"mcp.method.name": "tools/call"}
+                ),
+            ):
+                pass
+    stops = [e for _, e in stack.decision_events() if e.attributes["loopguard.action"] == "stop"]
+    assert stops
+
+
 def test_a_handoff_span_inside_a_gate_agent_span_is_fed(stack: Stack) -> None:
     """Only a gate *tool* span hides the tool spans inside it; its agent span does not."""
     tracer = stack.tracer
