@@ -474,6 +474,23 @@ class LoopGuard:
             self._managed_tools.clear()
         managed.add(span_id)
 
+    def current_run_steps(self) -> int | None:
+        """Model turns the current run has seen so far (``None`` outside a run).
+
+        A wrapper that sees a model turn at a coarse level (an agent framework's step) reads
+        it before and after the turn: if it moved, a model-call instrumentation below (an
+        SDK's) already reported the turn, and reporting it again would count it twice.
+        """
+        try:
+            handle = _CURRENT_RUN.get()
+            if handle is None or not self.config.enabled:
+                return None
+            summary = self.monitor.run_snapshot(handle.run_id)
+            return summary.counters.steps if summary is not None else 0
+        except Exception as exc:
+            self.telemetry.internal_error("current_run_steps", exc)
+            return None
+
     def check_current_run(self) -> Decision:
         """Raise :class:`LoopGuardInterrupt` if the current run is stopped (enforce mode)."""
         try:

@@ -25,6 +25,7 @@ from otel_loopguard_crewai.wrappers import CrewAIWrappers
 __version__ = "0.1.0"
 __all__ = ["CrewAIInstrumentor"]
 
+_EXECUTOR_MODULE = "crewai.agents.agent_executor"
 # (module, class, method, CrewAIWrappers attribute)
 _TARGETS = (
     ("crewai.crew", "Crew", "kickoff", "crew_kickoff"),
@@ -63,9 +64,12 @@ class CrewAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         wrappers = CrewAIWrappers(tracer, _default_guard)
         for module, cls, method, handler in _TARGETS:
             wrap_function_wrapper(module, f"{cls}.{method}", getattr(wrappers, handler))
+        # a module-level function, imported by name into the executor's module
+        wrap_function_wrapper(_EXECUTOR_MODULE, "get_llm_response", wrappers.llm_response)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         import importlib
 
         for module, cls, method, _ in _TARGETS:
             unwrap(getattr(importlib.import_module(module), cls), method)
+        unwrap(importlib.import_module(_EXECUTOR_MODULE), "get_llm_response")

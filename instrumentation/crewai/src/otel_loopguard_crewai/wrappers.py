@@ -12,6 +12,7 @@ Where the hooks sit, and why (crewai 1.x, ``AgentExecutor``):
   the model still made the same call and got the same answer, which is the loop.
   Failures come back as a ``ToolFailure`` in the result, not as an exception.
 - ReAct text path: see :mod:`otel_loopguard_crewai.react_path`.
+- Model calls (``get_llm_response``): see :mod:`otel_loopguard_crewai.model_calls`.
 
 ``LoopGuardInterrupt`` is a ``BaseException``: the retries, the tool-error handling and the
 Flow listeners of the executor catch ``Exception`` only, so it reaches ``crew.kickoff()``.
@@ -19,12 +20,12 @@ Flow listeners of the executor catch ``Exception`` only, so it reaches ``crew.ki
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.trace import Tracer
 
+from otel_loopguard_crewai.model_calls import observed_llm_response, parse_arguments
 from otel_loopguard_crewai.react_path import ReactPathWrappers, report_failure
 from otel_loopguard_crewai.streaming import crew_kickoff
 
@@ -32,15 +33,6 @@ from otel_loopguard_crewai.streaming import crew_kickoff
 def _agent_name(agent: Any) -> str | None:
     role = getattr(agent, "role", None)
     return str(role) if role else None
-
-
-def _parse_arguments(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return raw
-    return raw
 
 
 def _tool_call_info(tool_call: Any) -> tuple[Any, str, Any] | None:
@@ -75,6 +67,13 @@ class CrewAIWrappers(ReactPathWrappers):
         with self._guard().agent_run(self._tracer, _agent_name(instance)):
             return await wrapped(*args, **kwargs)
 
+    # -- model calls ---------------------------------------------------------------------------
+
+    def llm_response(
+        self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        return observed_llm_response(self._guard, wrapped, args, kwargs)
+
     # -- native function calling ----------------------------------------------------------------
 
     def native_tool_call(
@@ -88,7 +87,7 @@ class CrewAIWrappers(ReactPathWrappers):
         with self._guard().tool_call(
             self._tracer,
             name,
-            _parse_arguments(raw_arguments),
+            parse_arguments(raw_arguments),
             call_id=str(call_id) if call_id else None,
             agent_name=_agent_name(getattr(instance, "agent", None)),
         ) as call:

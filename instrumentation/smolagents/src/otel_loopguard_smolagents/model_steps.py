@@ -19,16 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any
 
-from otel_loopguard.enforcement import current_run
-
-
-def _steps_so_far(guard: Any) -> int | None:
-    run = current_run()
-    if run is None:
-        return None
-    summary = guard.monitor.run_snapshot(run.run_id)
-    return summary.counters.steps if summary is not None else 0
-
 
 def _requested(step: Any) -> list[tuple[str, Any]]:
     return [
@@ -60,17 +50,8 @@ def observed_step(
 ) -> Generator[Any, None, None]:
     guard = guard_provider()
     guard.preflight_llm()
-    before = _safely(guard, _steps_so_far, guard)
+    before = guard.current_run_steps()
     step = args[0] if args else kwargs.get("memory_step")
     yield from wrapped(*args, **kwargs)
-    if before is not None and _safely(guard, _steps_so_far, guard) == before:
+    if before is not None and guard.current_run_steps() == before:
         _report_step(guard, agent, step)  # raises only LoopGuardInterrupt (enforce, STOP)
-
-
-def _safely(guard: Any, function: Callable[..., Any], *args: Any) -> Any:
-    """``function(*args)``, or ``None`` with the error counted: never the program's problem."""
-    try:
-        return function(*args)
-    except Exception as exc:
-        guard.telemetry.internal_error("smolagents.step", exc)
-        return None
