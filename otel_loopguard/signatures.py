@@ -31,10 +31,13 @@ Detectors compare signatures, never raw content, so a signature must be
 Besides the exact signature each function returns a *near-duplicate key*: the same value
 lower-cased, punctuation stripped, filler words dropped (articles, prepositions, pronouns,
 politeness: "please find the pricing"), plural ``-s`` trimmed and the words sorted and
-de-duplicated, per dict key. It catches paraphrases made of the same content words in another
-order, case or punctuation ("pricing plans?" / "Plans pricing" / "the pricing plan please")
-without any model download; it does not catch synonyms ("cost" / "price") — that is what the
-optional similarity hook (:func:`load_similarity`) is for.
+de-duplicated, per dict key. Numbers are normalised as ids: in call arguments they are kept
+(leading zeros dropped: ``page=007`` ~ ``page=7``), since ``get_order(id=1001)`` and
+``id=1002`` are different work; in outputs a number of 6+ digits becomes one token. The key
+catches paraphrases made of the same content words in another order, case or punctuation
+("pricing plans?" / "Plans pricing" / "the pricing plan please") without any model download;
+it does not catch synonyms ("cost" / "price"): that is what the optional similarity hook
+(:func:`load_similarity`) is for.
 
 Nothing here raises: any value, including cyclic structures, objects whose ``repr`` fails,
 ``bytes`` and strings with lone surrogates, yields a signature.
@@ -161,18 +164,27 @@ def _fold_free_text(text: str) -> str:
     )
 
 
-def _near_words(text: str) -> str:
+def _near_words(text: str, numbers_are_ids: bool) -> str:
     words = set(_WORD.findall(text.lower()))
     words -= _FILLER_WORDS
-    return " ".join(sorted({_near_word(word) for word in words}))
+    normalise = _near_word_in_output if numbers_are_ids else _near_word_in_call
+    return " ".join(sorted({normalise(word) for word in words}))
 
 
-def _near_word(word: str) -> str:
+def _near_word_in_call(word: str) -> str:
+    """Numbers in arguments are the work (ids, pages, counts): kept, leading zeros dropped."""
     if word.isdigit():
-        return "#" if len(word) >= 6 else word
+        return word.lstrip("0") or "0"
     if len(word) > 3 and word[-1] == "s" and word[-2] != "s":
-        return word[:-1]
+        return word[:-1]  # plural: "plans" ~ "plan"
     return word
+
+
+def _near_word_in_output(word: str) -> str:
+    """Long numbers in outputs are ids and counters of the moment: one token for all."""
+    if word.isdigit() and len(word) >= 6:
+        return "#"
+    return _near_word_in_call(word)
 
 
 # ---------------------------------------------------------------------------------------
@@ -182,11 +194,12 @@ def _near_word(word: str) -> str:
 class _Walk:
     """One bounded canonicalisation: counts visited values and tracks the current path."""
 
-    __slots__ = ("mask", "max_chars", "nodes", "path")
+    __slots__ = ("mask", "max_chars", "nodes", "numbers_are_ids", "path")
 
     def __init__(self, max_chars: int, mask: re.Pattern[str]) -> None:
         self.max_chars = max_chars
         self.mask = mask
+        self.numbers_are_ids = mask is _OUTPUT_MASK
         self.nodes = 0
         self.path: set[int] = set()
 
@@ -198,7 +211,7 @@ class _Walk:
         elif "id" in head.lower() or "key" in head.lower():
             head = _TAG_ONLY.sub(_mask_match, head)  # the only mask that needs no digit
         head = _fold_free_text(head)[: self.max_chars]
-        return head, _near_words(head)
+        return head, _near_words(head, self.numbers_are_ids)
 
     def value(self, value: Any, depth: int) -> tuple[str, str]:
         """(exact canonical text, near-duplicate text) of ``value``; never raises."""

@@ -291,3 +291,11 @@ def test_enums_and_slotted_objects_sign_by_their_content() -> None:
     assert exact("paint", {"color": Color.RED}) != exact("paint", {"color": Color.BLUE})
     assert exact("move", Point(1, 2)) == exact("move", Point(1, 2)) != exact("move", Point(1, 3))
     assert describe_call("move", {"to": Point(1, 2)}) == "move(to=Point{x=1,y=2})"
+
+
+def test_near_key_keeps_numbers_in_arguments_as_ids() -> None:
+    assert near("get_order", {"id": "12345678"}) != near("get_order", {"id": "87654321"})
+    assert near("list", {"page": "007 results"}) == near("list", {"page": "Results 7"})
+    assert (
+        output_signature("order 123456 shipped")[1] == output_signature("Order 654321 shipped")[1]
+    )
