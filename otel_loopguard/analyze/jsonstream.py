@@ -113,6 +113,8 @@ class JsonScanner:
                 if self._eof and (near_end or unterminated):
                     raise self._error("unexpected end of input (truncated?)", exc.pos) from None
                 raise self._error(exc.msg, exc.pos) from None
+            except (ValueError, RecursionError) as exc:  # an integer of 5,000 digits, deep nesting
+                raise self._error(str(exc).split(";")[0]) from None
             # a number (or literal) that ends exactly at the buffer's end may be cut short
             if end == len(self._buf) and not self._eof and self._grow():
                 continue
