@@ -550,7 +550,7 @@ def _content_attribute(value: Any) -> str:
     """A JSON string for a span attribute; never raises (cyclic, non-JSON, huge values)."""
     try:
         text = value if isinstance(value, str) else json.dumps(value, default=repr)
-    except (TypeError, ValueError, RecursionError):
+    except Exception:  # not JSON, cyclic, too deep, or a repr/items() that raises
         try:
             text = repr(value)
         except Exception:
