@@ -467,6 +467,13 @@ class LoopGuard:
         if context.is_valid:
             self._add_managed(context.span_id)
 
+    def unmark_managed(self, span: Span) -> None:
+        """Forget a :meth:`mark_managed` span once it has ended (the mark is only needed
+        until the processor has seen the span end); keeps the set small for long runs."""
+        context = span.get_span_context()
+        if context.is_valid:
+            self._managed.discard(context.span_id)
+
     def _add_managed(self, span_id: int) -> None:
         managed = self._managed
         if len(managed) >= _MAX_MANAGED:  # no processor is removing them: stay bounded

@@ -42,6 +42,8 @@ def test_looping_agent_is_stopped_in_enforce_mode(loopguard, sdk_tracing, stream
     assert len(chats) == len(api.requests), "one chat span per request, never two"
     if sdk_tracing:
         assert all(s.instrumentation_scope.name == "com.anthropic.sdk.python" for s in chats)
+        # marked for the processor while open, forgotten once ended: nothing piles up
+        assert not any(guard.guard.is_managed(s.context.span_id) for s in chats)
     else:
         assert all(s.name == "chat claude-sonnet-5-5" for s in chats)
     guard.assert_every_span_ended_once()

@@ -179,6 +179,15 @@ class ModelCall:
             raise
         self._end_own(None)
 
+    def release(self) -> None:
+        """The SDK's span of this request has ended: the processor needs our mark no more."""
+        span = self._sdk_span
+        if span is not None and not span.is_recording():
+            self._sdk_span = None
+            unmark = getattr(self._guard, "unmark_managed", None)
+            if unmark is not None:
+                unmark(span)
+
     def fail(self, error: BaseException) -> None:
         """The request failed or the stream ended before the message did."""
         if self._ended:

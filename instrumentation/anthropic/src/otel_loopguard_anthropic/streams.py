@@ -43,8 +43,11 @@ class _Watch:
         return complete
 
     def ended(self, error: BaseException | None) -> None:
-        """The stream ended before ``message_stop`` (error, close, garbage collection)."""
+        """The stream ended: read to the end, failed, closed or collected. The SDK's span
+        (if any) has ended with its body by now; our span ends here unless the message was
+        complete (then it ended at ``message_stop``)."""
         self.call.fail(error if error is not None else GeneratorExit())
+        self.call.release()
 
 
 def _finalizer(proxy: Any, watch: _Watch) -> None:
@@ -76,6 +79,7 @@ class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
         except LoopGuardInterrupt:
             with contextlib.suppress(Exception):
                 self.__wrapped__.close()
+            watch.ended(None)
             raise
         return item
 
@@ -116,6 +120,7 @@ class AsyncObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
         except LoopGuardInterrupt:
             with contextlib.suppress(Exception):
                 await self.__wrapped__.close()
+            watch.ended(None)
             raise
         return item
 

@@ -66,8 +66,12 @@ def _settle(call: ModelCall, result: Any) -> Any:
     except Exception as exc:  # a raw response or an unexpected type: nothing to feed
         get_guard().telemetry.internal_error("anthropic.response", exc)
         call.fail(exc)
+        call.release()
         return result
-    call.finish(turn)
+    try:
+        call.finish(turn)
+    finally:
+        call.release()
     return result
 
 
@@ -82,6 +86,7 @@ def sync_request_wrapper(tracer: Tracer) -> Callable[..., Any]:
                 result = wrapped(*args, **kwargs)
         except BaseException as exc:
             call.fail(exc)
+            call.release()
             raise
         finally:
             IN_FLIGHT.reset(token)
@@ -101,6 +106,7 @@ def async_request_wrapper(tracer: Tracer) -> Callable[..., Any]:
                 result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             call.fail(exc)
+            call.release()
             raise
         finally:
             IN_FLIGHT.reset(token)
