@@ -3,6 +3,8 @@ reaches the consumer, and every span ends once."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from scripted_crew import CountingSearch, make_crew, same_search
 
@@ -43,4 +45,23 @@ def test_streamed_productive_crew_is_untouched(loopguard):
 
     assert stream.result.raw == "https://example.test/pricing"
     assert len(lg.spans("execute_tool search")) == 1
+    assert lg.open_spans() == []
+
+
+def test_async_streamed_looping_crew_raises_the_interrupt_to_the_consumer(loopguard):
+    """kickoff_async awaits its worker: the interrupt arrives without a relay; keep it so."""
+    lg = loopguard(mode="enforce")
+    search = CountingSearch(lambda query, n: "no results")
+    crew = make_crew(search, same_search)
+    crew.stream = True
+
+    async def consume() -> None:
+        stream = await crew.kickoff_async()
+        async for _chunk in stream:
+            pass
+
+    with pytest.raises(LoopGuardInterrupt):
+        asyncio.run(consume())
+
+    assert 1 <= len(search.executions) <= 4
     assert lg.open_spans() == []

@@ -9,7 +9,8 @@ end of stream and ``result`` would fail with "No result available".
 So the consumer-side proxy puts a mailbox in the context while it asks for chunks; the
 worker inherits it, the inner ``kickoff`` wrapper drops the ``LoopGuardInterrupt`` in it,
 and the proxy raises it where the stream ends. The mailbox lives and dies with the stream.
-Only the synchronous stream is relayed; ``kickoff_async`` / ``akickoff`` streams are not.
+Only the synchronous stream needs this: ``kickoff_async`` streams await the worker, so the
+interrupt reaches their consumer unaided (tested); ``akickoff`` streams are not tested.
 """
 
 from __future__ import annotations
