@@ -108,6 +108,8 @@ async def test_spans_follow_the_genai_conventions(loopguard):
     (run,) = guard.agent_spans()
     assert run.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert run.attributes["gen_ai.agent.name"] == "support_agent"
+    call_ids = sorted(s.attributes["gen_ai.tool.call.id"] for s in guard.tool_spans("lookup"))
+    assert call_ids == ["call_0", "call_1", "call_2"]
     for span in guard.tool_spans("lookup"):
         assert span.name == "execute_tool lookup"
         assert span.attributes["gen_ai.operation.name"] == "execute_tool"

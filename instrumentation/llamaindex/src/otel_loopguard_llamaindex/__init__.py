@@ -23,6 +23,7 @@ from otel_loopguard_llamaindex.tools import async_tool_wrapper, sync_tool_wrappe
 from otel_loopguard_llamaindex.version import __version__
 from otel_loopguard_llamaindex.workflow import (
     LoopGuardWorkflowInterrupt,
+    call_tool_step_wrapper,
     call_tool_wrapper,
     run_wrapper,
 )
@@ -51,6 +52,7 @@ class LlamaIndexInstrumentor(BaseInstrumentor):
         wrap_function_wrapper(_FUNCTION_TOOL, "FunctionTool.acall", async_tool_wrapper(tracer))
         for module, cls in ((_BASE_AGENT, "BaseWorkflowAgent"), (_MULTI_AGENT, "AgentWorkflow")):
             wrap_function_wrapper(module, f"{cls}._call_tool", call_tool_wrapper())
+            wrap_function_wrapper(module, f"{cls}.call_tool", call_tool_step_wrapper())
             wrap_function_wrapper(module, f"{cls}.run", run_wrapper(tracer))
 
     def _uninstrument(self, **kwargs: Any) -> None:
@@ -62,4 +64,5 @@ class LlamaIndexInstrumentor(BaseInstrumentor):
         unwrap(FunctionTool, "acall")
         for cls in (BaseWorkflowAgent, AgentWorkflow):
             unwrap(cls, "_call_tool")
+            unwrap(cls, "call_tool")
             unwrap(cls, "run")

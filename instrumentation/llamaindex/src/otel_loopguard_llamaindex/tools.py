@@ -19,9 +19,13 @@ from otel_loopguard.enforcement import get_guard
 # tool descriptions are prompts: keep the span small whatever their length
 _DESCRIPTION_MAX_CHARS = 1024
 
-# the agent a workflow is running a tool for (set by the workflow wrappers)
+# the agent a workflow is running a tool for, and the model's id for the call (set by the
+# workflow wrappers; a tool called outside an agent workflow has neither)
 CURRENT_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "otel_loopguard_llamaindex_agent", default=None
+)
+CURRENT_CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "otel_loopguard_llamaindex_call_id", default=None
 )
 
 
@@ -76,6 +80,10 @@ def _prepare(instance: Any, args: Any, kwargs: Any) -> tuple[str, Any, str | Non
     return name, tool_arguments(instance, args, kwargs), agent, span_attributes(instance, agent)
 
 
+def _call_id() -> str | None:
+    return CURRENT_CALL_ID.get()
+
+
 def sync_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
         guard = get_guard()
@@ -85,7 +93,7 @@ def sync_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
             guard.telemetry.internal_error("llamaindex.tool_arguments", exc)
             return wrapped(*args, **kwargs)
         with guard.tool_call(
-            tracer, name, arguments, agent_name=agent, attributes=attributes
+            tracer, name, arguments, _call_id(), agent, attributes=attributes
         ) as call:
             output = wrapped(*args, **kwargs)
             _record(call, output, guard)
@@ -103,7 +111,7 @@ def async_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
             guard.telemetry.internal_error("llamaindex.tool_arguments", exc)
             return await wrapped(*args, **kwargs)
         with guard.tool_call(
-            tracer, name, arguments, agent_name=agent, attributes=attributes
+            tracer, name, arguments, _call_id(), agent, attributes=attributes
         ) as call:
             output = await wrapped(*args, **kwargs)
             _record(call, output, guard)

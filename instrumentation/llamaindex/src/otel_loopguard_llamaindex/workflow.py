@@ -21,7 +21,7 @@ from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt
 from otel_loopguard.enforcement import get_guard
-from otel_loopguard_llamaindex.tools import CURRENT_AGENT
+from otel_loopguard_llamaindex.tools import CURRENT_AGENT, CURRENT_CALL_ID
 
 _HANDOFF_TOOL = "handoff"
 
@@ -74,6 +74,22 @@ def call_tool_wrapper() -> Callable[..., Any]:
             CURRENT_AGENT.reset(token)
         _observe_handoff(guard, tool, tool_input, output, agent)
         return output
+
+    return wrapper
+
+
+def call_tool_step_wrapper() -> Callable[..., Any]:
+    """The ``call_tool`` step (``ctx, ev: ToolCall``): the model's id for the call, which
+    ``_call_tool`` is not given, travels to the tool span in a contextvar."""
+
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
+        event = args[1] if len(args) > 1 else kwargs.get("ev")
+        call_id = getattr(event, "tool_id", None)
+        token = CURRENT_CALL_ID.set(call_id if isinstance(call_id, str) and call_id else None)
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            CURRENT_CALL_ID.reset(token)
 
     return wrapper
 
