@@ -42,8 +42,9 @@ from otel_loopguard.analyze.sources import (
 )
 from otel_loopguard.span_view import SpanEventView, SpanView
 
-# the longest first line tried as a JSON-lines record before walking the input as one document
-SNIFF_LINE_CHARS = 64 << 20
+# the longest line parsed whole as a JSON-lines record; from a longer line on, the input is
+# walked as (concatenated) documents, so one huge line never has to fit in memory twice
+SNIFF_LINE_CHARS = 8 << 20
 
 _SPAN_KINDS = {0: "internal", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 _STATUS_CODES = {0: "unset", 1: "ok", 2: "error"}
@@ -505,10 +506,13 @@ def _iter_json_lines(text: TextIO, first_line: str, stats: ReadStats) -> Iterato
                 yield from document_spans(document, stats)
             except InputError as exc:
                 raise InputError(f"line {number}: {exc}") from None
-        line = text.readline()
+        line = text.readline(SNIFF_LINE_CHARS)
         if not line:
             return
         number += 1
+        if len(line) == SNIFF_LINE_CHARS and not line.endswith("\n"):
+            yield from _stream(text, line, stats, f"line {number}: ")
+            return
 
 
 def read_text(text: TextIO, stats: ReadStats) -> Iterator[SpanView]:
@@ -520,7 +524,7 @@ def read_text(text: TextIO, stats: ReadStats) -> Iterator[SpanView]:
         raise InputError("empty input")
     stripped = first.lstrip()
     if stripped[0] not in "{[":
-        raise InputError("not JSON (expected an OTLP or Jaeger JSON export)")
+        raise InputError("not JSON trace data (expected an OTLP or Jaeger JSON export)")
     whole_line = first.endswith("\n") or len(first) < SNIFF_LINE_CHARS
     if whole_line:
         try:
@@ -531,10 +535,14 @@ def read_text(text: TextIO, stats: ReadStats) -> Iterator[SpanView]:
             yield from _iter_json_lines(text, first, stats)
             return
     # pretty-printed or very long: walk it as one (or several concatenated) documents
+    yield from _stream(text, first, stats, "")
+
+
+def _stream(text: TextIO, prefix: str, stats: ReadStats, where: str) -> Iterator[SpanView]:
     try:
-        yield from stream_documents(JsonScanner(text, prefix=first), stats)
+        yield from stream_documents(JsonScanner(text, prefix=prefix), stats)
     except JsonSyntaxError as exc:
-        raise InputError(f"invalid JSON: {exc}") from None
+        raise InputError(f"{where}invalid JSON: {exc}") from None
 
 
 def read_spans(

@@ -254,3 +254,18 @@ def test_json_lines_with_a_first_line_too_long_to_sniff_are_walked(
     views = list(read_spans([str(path)], stats))
     assert [_comparable(v) for v in views] == _expected(sdk_spans)
     assert stats.documents == (len(sdk_spans) + 1) // 2
+
+
+def test_a_huge_line_after_normal_ones_is_walked_not_loaded(
+    tmp_path: Path, sdk_spans, monkeypatch
+) -> None:
+    import otel_loopguard.analyze.readers as readers
+
+    first, rest = sdk_spans[:2], sdk_spans[2:]
+    path = tmp_path / "mixed-lines.jsonl"
+    path.write_text(jsonl_text([first]) + jsonl_text([rest]) + jsonl_text([first]))
+    monkeypatch.setattr(readers, "SNIFF_LINE_CHARS", len(jsonl_text([first])) + 1)
+    stats = ReadStats()
+    views = list(read_spans([str(path)], stats))
+    assert [_comparable(v) for v in views] == _expected([*first, *rest, *first])
+    assert stats.documents == 3
