@@ -122,7 +122,12 @@ def run(args: argparse.Namespace) -> int:
     from otel_loopguard.analyze.progress import Progress
     from otel_loopguard.analyze.readers import ReadStats, read_spans
     from otel_loopguard.analyze.replay import DEFAULT_BUFFER_SPANS, Replayer
-    from otel_loopguard.analyze.report import JsonReport, ReportContext, TextReport
+    from otel_loopguard.analyze.report import (
+        InputSummary,
+        JsonReport,
+        ReportContext,
+        TextReport,
+    )
     from otel_loopguard.analyze.sources import InputError
 
     _quiet_library_logs()
@@ -151,7 +156,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         replayer.feed(read_spans(args.files, stats, on_position))
         replayer.finish()
-        report.end(stats.spans, stats.skipped_spans)
+        report.end(
+            InputSummary(
+                spans=stats.spans,
+                skipped_spans=stats.skipped_spans,
+                peak_buffered_spans=replayer.buffer.peak_buffered,
+                forced_flushes=replayer.buffer.forced_flushes,
+                peak_live_runs=replayer.peak_live_runs,
+            )
+        )
         out.flush()
     except InputError as exc:
         progress.close()

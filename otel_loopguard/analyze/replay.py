@@ -126,6 +126,7 @@ class TraceBuffer:
         self._last_trace: str | None = None
         self.buffered = 0
         self.peak_buffered = 0
+        self.forced_flushes = 0  # traces replayed early because the cap was reached
 
     def add(self, view: SpanView) -> list[list[SpanView]]:
         """Buffer ``view``; return the traces that are now complete."""
@@ -146,6 +147,7 @@ class TraceBuffer:
         if view.parent_span_id is None:
             self._rooted[trace_id] = None
         while self.buffered > self.max_spans and self._traces:
+            self.forced_flushes += 1
             ready.append(self._pop(next(iter(self._traces))))
         return ready
 

@@ -49,6 +49,17 @@ class Totals:
 
 
 @dataclass
+class InputSummary:
+    """What the readers and the replay saw, for the summary."""
+
+    spans: int = 0
+    skipped_spans: int = 0
+    peak_buffered_spans: int = 0
+    forced_flushes: int = 0
+    peak_live_runs: int = 0
+
+
+@dataclass
 class ReportContext:
     """What the report header and summary say about the analysis itself."""
 
@@ -85,14 +96,14 @@ class Report:
         self.totals.add(record, self.context.fail_on)
         self.write_run(record)
 
-    def end(self, spans: int, skipped_spans: int) -> None:
+    def end(self, seen: InputSummary) -> None:
         self.begin()
-        self.write_summary(spans, skipped_spans)
+        self.write_summary(seen)
 
     def write_run(self, record: RunRecord) -> None:
         raise NotImplementedError
 
-    def write_summary(self, spans: int, skipped_spans: int) -> None:
+    def write_summary(self, seen: InputSummary) -> None:
         raise NotImplementedError
 
 
@@ -172,13 +183,16 @@ class JsonReport(Report):
         self._first = False
         self.out.write(json.dumps(data, default=_json_default, ensure_ascii=False))
 
-    def write_summary(self, spans: int, skipped_spans: int) -> None:
+    def write_summary(self, seen: InputSummary) -> None:
         totals = self.totals
         summary = {
             "runs": totals.runs,
             "stopped": totals.stopped,
-            "spans": spans,
-            "skipped_spans": skipped_spans,
+            "spans": seen.spans,
+            "skipped_spans": seen.skipped_spans,
+            "peak_buffered_spans": seen.peak_buffered_spans,
+            "buffer_full_flushes": seen.forced_flushes,
+            "peak_live_runs": seen.peak_live_runs,
             "by_final_action": totals.by_action,
             "failing_runs": totals.failing,
             "fail_on": self.context.fail_on.value if self.context.fail_on else None,
@@ -285,7 +299,8 @@ class TextReport(Report):
         verb = "saved" if self.context.mode == "enforce" else "would have saved (enforce mode)"
         return f"After it the run made {', '.join(parts)}: what stopping it {verb}."
 
-    def write_summary(self, spans: int, skipped_spans: int) -> None:
+    def write_summary(self, seen: InputSummary) -> None:
+        spans, skipped_spans = seen.spans, seen.skipped_spans
         totals = self.totals
         actions = ", ".join(
             f"{count} {action}"
@@ -311,3 +326,9 @@ class TextReport(Report):
             f"\nsummary: {totals.runs} runs ({actions or 'none'}), {totals.stopped} would have "
             f"stopped{saved}; {spans:,} spans{skipped}; {verdict}\n"
         )
+        if seen.forced_flushes:
+            self.out.write(
+                f"note: the trace buffer was full {seen.forced_flushes:,} times, so some traces "
+                "were replayed before their agent span arrived (their spans may form runs of "
+                "their own); raise --buffer-spans\n"
+            )

@@ -231,3 +231,22 @@ def test_a_conversation_idle_past_the_ttl_in_trace_time_starts_a_new_run(tmp_pat
     (joined,) = _replay([path], replay_policies.stop_at_third_tool_call, run_ttl=3 * 3600)
     assert joined.tool_calls == 4 and joined.first_stop.tool_call_index == 3
     assert len(joined.trace_ids) == 2
+
+
+def test_a_full_buffer_is_reported(tmp_path: Path, capsys) -> None:
+    from otel_loopguard.cli import main
+
+    recorder = Recorder()
+    for n in range(3):
+        agent_run(recorder, f"agent{n}", [("t", {"n": i}, "r") for i in range(3)])
+    path = tmp_path / "export.jsonl"
+    path.write_text(jsonl_text(batches(recorder.spans(), 4)))
+
+    assert main(["analyze", str(path), "--format", "json"]) == 0
+    roomy = json.loads(capsys.readouterr().out)["summary"]
+    assert roomy["buffer_full_flushes"] == 0 and roomy["runs"] == 3
+    assert 1 <= roomy["peak_live_runs"] <= 3 and roomy["peak_buffered_spans"] >= 4
+
+    assert main(["analyze", str(path), "--buffer-spans", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "note: the trace buffer was full" in text and "raise --buffer-spans" in text
