@@ -224,13 +224,38 @@ def main() -> int:
     parser.add_argument("--gigabytes", type=float, default=0.0, help="at least this file size")
     parser.add_argument("--concurrent", type=int, default=200, help="agent runs open at once")
     parser.add_argument("--keep", type=Path, help="write the file here and keep it")
+    parser.add_argument("--generate-only", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.generate_only:
+        count = generate(args.generate_only, args.spans, int(args.gigabytes * 1e9), args.concurrent)
+        print(count)
+        return 0
 
     workdir = Path(tempfile.mkdtemp(prefix="loopguard-analyze-bench-"))
     path = args.keep or workdir / "export.jsonl"
     try:
         started = time.monotonic()
-        spans = generate(path, args.spans, int(args.gigabytes * 1e9), args.concurrent)
+        # in a child process: a child's peak RSS starts at its parent's size when it forks,
+        # so this process must stay small while it measures the others
+        spans = int(
+            subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--generate-only",
+                    str(path),
+                    "--spans",
+                    str(args.spans),
+                    "--gigabytes",
+                    str(args.gigabytes),
+                    "--concurrent",
+                    str(args.concurrent),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+        )
         size = path.stat().st_size
         print(
             f"generated {spans:,} spans, {size / 1e6:,.0f} MB, {args.concurrent} concurrent "
