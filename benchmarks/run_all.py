@@ -116,13 +116,13 @@ def monitor_rows(sizes: Sizes) -> list[Row]:
     import monitor_throughput as mt
 
     script = mt.build_script()
-    base_blocks: list[float] = []
-    for _ in range(3):
-        base_blocks += mt.timed_blocks(script, 30 * mt.BLOCK, ["run-0"], mt.baseline_observe())
-    base = mt.median_per_event(base_blocks)
     monitor = mt.new_monitor()
     events = max(sizes.monitor_events, 30 * mt.BLOCK)
-    cost = mt.median_per_event(mt.timed_blocks(script, events, ["long-run"], monitor.observe))
+    # each block is fed to the baseline right after the monitor: both see the same load
+    blocks, base_blocks = mt.timed_blocks(
+        script, events, ["long-run"], monitor.observe, mt.baseline_observe()
+    )
+    cost, base = mt.median_per_event(blocks), mt.median_per_event(base_blocks)
     early, late = mt.growth_pairs(script, monitor, "long-run", events, sizes.monitor_pairs)
     net = max(cost - base, 1e-12)
     growth = late / early
