@@ -94,18 +94,20 @@ class LoopGuardSpanProcessor(SpanProcessor):
         attributes = span_attributes(span)
         span_class = classify_parts(name, attributes)
         run_root = span_class in RUN_ROOT_CLASSES
+        if parent is not None and (span_class is SpanClass.TOOL or span_class is SpanClass.HANDOFF):
+            # also with a remote parent: an in-process MCP server's span continues the
+            # client's request span from the propagated context
+            guard.enter_gate_nested(
+                context.span_id,
+                parent.span_id,
+                transport_of_parent=is_mcp_tool_request(attributes)
+                and _is_tool_span(trace.get_current_span(parent_context)),
+            )
         if not (is_root or run_root):
             # tool and model spans are read when they end; only a conversation id they
             # carry from the start matters now (it keys the run of the whole trace)
             if span_class is SpanClass.OTHER:
                 return
-            if span_class is SpanClass.TOOL or span_class is SpanClass.HANDOFF:
-                guard.enter_gate_nested(
-                    context.span_id,
-                    parent.span_id,
-                    transport_of_parent=is_mcp_tool_request(attributes)
-                    and _is_tool_span(trace.get_current_span(parent_context)),
-                )
             conversation = conversation_in(attributes)
             if conversation:
                 with guard.tracker.lock:
@@ -186,11 +188,14 @@ class LoopGuardSpanProcessor(SpanProcessor):
             duplicate = False
             if span_class is SpanClass.TOOL or span_class is SpanClass.HANDOFF:
                 duplicate = span_id in state.fed_tool_parents
-                if parent is not None and not parent.is_remote:
-                    if guard.leave_gate_nested(span_id) or guard.is_gate_tool_span(parent.span_id):
-                        # inside a wrapper's gate span (e.g. the MCP SDK's client span),
-                        # directly or through other tool spans: the gate reports this
-                        # execution itself, with its arguments
+                if guard.leave_gate_nested(span_id):
+                    # inside a wrapper's gate span (directly or through other tool spans,
+                    # e.g. an MCP library's span, the SDK's MCP send, an in-process
+                    # server's span), or an MCP request inside a tool span: the enclosing
+                    # span reports this execution, with its arguments
+                    duplicate = True
+                elif parent is not None and not parent.is_remote:
+                    if guard.is_gate_tool_span(parent.span_id):
                         duplicate = True
                     else:
                         state.fed_tool_parents.add(parent.span_id)

@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("otel_loopguard.signatures", reason="signatures land with the detectors")
 
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -101,9 +102,19 @@ def _workload(tracer) -> None:
                 ),
                 tracer.start_as_current_span(
                     "MCP send tools/call kb", attributes={"mcp.method.name": "tools/call"}
-                ),
+                ) as send,
             ):
-                pass
+                # an in-process server's span, parented on the request's propagated context
+                sent = send.get_span_context()
+                remote = trace.SpanContext(
+                    sent.trace_id, sent.span_id, is_remote=True, trace_flags=sent.trace_flags
+                )
+                with tracer.start_as_current_span(
+                    "tools/call kb",
+                    context=trace.set_span_in_context(trace.NonRecordingSpan(remote)),
+                    attributes={"mcp.method.name": "tools/call", "gen_ai.tool.name": "kb"},
+                ):
+                    pass
 
 
 def _online() -> tuple[list[tuple], list]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from .helpers import Stack, make_stack, requires_detectors
@@ -163,12 +164,32 @@ def test_tool_spans_nested_deeper_inside_a_gate_tool_span_count_once(stack: Stac
                     tracer.start_as_current_span(
                         "MCP send tools/call search",
                         attributes={"mcp.method.name": "tools/call", "jsonrpc.request.id": "7"},
-                    ),
+                    ) as send,
                 ):
-                    pass
+                    _in_process_server_span(tracer, send)
                 call.set_result("no results")
     (agent,) = stack.spans("invoke_agent researcher")
     assert agent.attributes["loopguard.run.state"] == "stopped"
+
+
+def _in_process_server_span(tracer, send) -> None:
+    """The server's ``tools/call`` span of an MCP server running in this process: its
+    parent is the client's ``MCP send`` span, extracted from the request (so remote)."""
+    sent = send.get_span_context()
+    remote = trace.SpanContext(
+        sent.trace_id, sent.span_id, is_remote=True, trace_flags=sent.trace_flags
+    )
+    with tracer.start_as_current_span(
+        "tools/call search",
+        context=trace.set_span_in_context(trace.NonRecordingSpan(remote)),
+        kind=trace.SpanKind.SERVER,
+        attributes={
+            "mcp.method.name": "tools/call",
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "search",
+        },
+    ):
+        pass
 
 
 def test_mcp_request_spans_inside_a_foreign_tool_span_leave_that_span_fed(stack: Stack) -> None:
@@ -201,9 +222,9 @@ def test_mcp_request_spans_inside_a_foreign_tool_span_leave_that_span_fed(stack:
                 ),
                 tracer.start_as_current_span(
                     "MCP send tools/call search", attributes={"mcp.method.name": "tools/call"}
-                ),
+                ) as send,
             ):
-                pass
+                _in_process_server_span(tracer, send)
     stops = [e for _, e in stack.decision_events() if e.attributes["loopguard.action"] == "stop"]
     assert stops
 
