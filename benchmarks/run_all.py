@@ -28,6 +28,7 @@ import gc
 import json
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -238,8 +239,12 @@ def signature_rows(sizes: Sizes) -> list[Row]:
         huge_fn, huge_value = sc._shapes(10_000_000)[shape]
         small_fn(small_value)
         huge_fn(huge_value)
-        small = sc._median_seconds(small_fn, small_value, sizes.signature_repeats)
-        huge = sc._median_seconds(huge_fn, huge_value, sizes.signature_repeats)
+        # sizes in turns per repeat, as signature_cost.py does, so both see the same load
+        smalls, huges = [], []
+        for _ in range(sizes.signature_repeats):
+            smalls.append(sc._block_seconds(small_fn, small_value))
+            huges.append(sc._block_seconds(huge_fn, huge_value))
+        small, huge = statistics.median(smalls), statistics.median(huges)
         if huge / small > worst:
             worst, worst_shape, small_cost, huge_cost = huge / small, shape, small, huge
         gc.collect()
