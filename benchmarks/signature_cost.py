@@ -65,6 +65,11 @@ def _block_seconds(function: Callable[[Any], Any], value: Any) -> float:
     return (CLOCK() - start) / CALLS_PER_BLOCK
 
 
+def _median_seconds(function: Callable[[Any], Any], value: Any, repeats: int) -> float:
+    """Median time per signature over ``repeats`` blocks (also used by ``run_all.py``)."""
+    return statistics.median(_block_seconds(function, value) for _ in range(repeats))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
