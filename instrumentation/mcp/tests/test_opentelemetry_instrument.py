@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
 from loopguard_testing import (
     OTLPReceiver,
     printed_count,
@@ -28,12 +29,17 @@ AGENT_SCRIPT = textwrap.dedent(
     from mcp import Client, StdioServerParameters
     from scripted_agent import LOOPING_PLAN, run_agent
 
+    from kb_server import build_server
+
     log = os.environ["KB_EXECUTIONS_FILE"]
-    server = StdioServerParameters(
-        command=sys.executable,
-        args=[os.path.join(os.environ["TESTS"], "kb_server.py")],
-        env={"KB_EXECUTIONS_FILE": log},
-    )
+    if "--in-process" in sys.argv:  # the server's own spans join the same pipeline
+        server = build_server()
+    else:
+        server = StdioServerParameters(
+            command=sys.executable,
+            args=[os.path.join(os.environ["TESTS"], "kb_server.py")],
+            env={"KB_EXECUTIONS_FILE": log},
+        )
 
 
     async def main():
@@ -50,7 +56,8 @@ AGENT_SCRIPT = textwrap.dedent(
 )
 
 
-def test_enforce_mode_interrupts_the_run_in_a_real_process(tmp_path):
+@pytest.mark.parametrize("transport", ["stdio", "in-process"])
+def test_enforce_mode_interrupts_the_run_in_a_real_process(tmp_path, transport):
     script = tmp_path / "agent.py"
     script.write_text(AGENT_SCRIPT, encoding="utf-8")
     log = tmp_path / "executions.txt"
@@ -60,6 +67,7 @@ def test_enforce_mode_interrupts_the_run_in_a_real_process(tmp_path):
             script,
             receiver,
             extra_args=("--loopguard_mode", "enforce"),
+            script_args=("--in-process",) if transport == "in-process" else (),
             env={"PYTHONPATH": str(TESTS), "TESTS": str(TESTS), "KB_EXECUTIONS_FILE": str(log)},
         )
         spans = receiver.spans()
@@ -74,7 +82,11 @@ def test_enforce_mode_interrupts_the_run_in_a_real_process(tmp_path):
     (agent_span,) = [s for s in spans if s.name == "invoke_agent researcher"]
     assert agent_span.attributes["loopguard.run.state"] == "stopped"
     assert received_decisions(spans, "stop")
-    # the SDK's own client span of each request is kept, inside our tool span
-    sends = [s for s in spans if s.name == "MCP send tools/call search"]
-    assert len(sends) == executions
-    assert {s.parent_span_id for s in sends} == {s.span_id for s in tool_spans}
+    if transport == "stdio":
+        # the SDK's own client span of each request is kept, inside our tool span
+        sends = [s for s in spans if s.name == "MCP send tools/call search"]
+        assert len(sends) == executions
+        assert {s.parent_span_id for s in sends} == {s.span_id for s in tool_spans}
+    else:
+        # the in-process server's spans are exported too, and not counted as calls
+        assert len([s for s in spans if s.name == "tools/call search"]) == executions
