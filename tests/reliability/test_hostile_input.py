@@ -320,8 +320,8 @@ def _analyze(path: Path) -> subprocess.CompletedProcess[bytes]:
 
 def _hostile_files(tmp: Path) -> dict[str, Path]:
     files = {
-        # 12 MB of one line that never becomes JSON
-        "huge garbage line": b"{" + b"x" * 12_000_000,
+        # 8 MB of one line that never becomes JSON
+        "huge garbage line": b"{" + b"x" * 8_000_000,
         # valid JSON nested far deeper than any parser's stack
         "deep nesting": b"[" * 200_000 + b"]" * 200_000,
         "deep nesting in a span": (
@@ -333,9 +333,9 @@ def _hostile_files(tmp: Path) -> dict[str, Path]:
         "invalid UTF-8": (
             b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "\xff\xfe"}]}]}]}'
         ),
-        "a 20 MB truncated export": (
+        "a 12 MB truncated export": (
             b'{"resourceSpans": [{"scopeSpans": [{"spans": ['
-            + b'{"traceId": "0af7651916cd43dd8448eb211c80319c", "name": "x"},' * 320_000
+            + b'{"traceId": "0af7651916cd43dd8448eb211c80319c", "name": "x"},' * 190_000
         ),
         "NUL bytes in JSON lines": b'{"resourceSpans": []}\n\x00\x00\x00\n',
         "a number with a million digits": b'{"resourceSpans": ' + b"9" * 1_000_000 + b"}",
