@@ -107,7 +107,7 @@ class LoopGuardConfig(BaseModel):
     read_only_loop_threshold: int = Field(8, ge=2, description="consecutive read-only steps")
     read_only_tools: tuple[str, ...] = Field(DEFAULT_READ_ONLY_TOOLS, description="read-only tools")
     history_size: int = Field(
-        256, ge=8, le=100_000, description="distinct signatures remembered per run"
+        128, ge=8, le=100_000, description="distinct signatures remembered per run"
     )
 
     # budgets and limits (0 = off)

@@ -48,7 +48,8 @@ def _request_id(index: int) -> str:
 
 
 def _stuck_search(max_turns: int = 30) -> Scenario:
-    queries = ["export invoices csv", "Export invoices CSV", "how to export invoices as csv"]
+    # the same query as a model re-types it: case and spacing differ, the call does not
+    queries = ["export invoices csv", "Export invoices CSV", "export  invoices csv "]
     turns = []
     for index in range(max_turns):
         tokens_in, tokens_out = _tokens(index)

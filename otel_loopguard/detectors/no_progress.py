@@ -4,9 +4,6 @@ For each call signature the detector remembers the last output signature and how
 came back unchanged; it fires when an unchanged output repeats ``no_progress_threshold``
 times (default 2: the third identical answer to the identical call).
 
-Calls are keyed by their near-duplicate key (when ``OTEL_LOOPGUARD_NEAR_DUPLICATE`` is on,
-the default), so paraphrases of one search answered "no results" each time are one call.
-
 Iteration is not a loop, so a repeat only counts when nothing new happened since the
 previous answer. The run keeps a *novelty epoch* that moves whenever a call signature is
 seen for the first time (new work: a different edit, a different query) or any call's
@@ -65,7 +62,6 @@ class NoProgressDetector:
         self.config = config
         self.threshold = config.no_progress_threshold
         self.cap = config.history_size
-        self.near_duplicate = config.near_duplicate
 
     def new_state(self) -> NoProgressState:
         return NoProgressState(self.cap)
@@ -73,11 +69,7 @@ class NoProgressDetector:
     def observe(self, event: Event, state: NoProgressState, counters: RunCounters) -> Signal | None:
         kind = event.kind
         if kind == _TOOL_CALL:
-            # paraphrases of one call ("export invoices csv" / "how to export invoices as
-            # csv") are the same work, not new work: key calls by the near-duplicate key
-            call = fingerprint(
-                event.near_key if self.near_duplicate and event.near_key else event.signature
-            )
+            call = fingerprint(event.signature)
             if state.calls.get(call) is None:  # a first-time call is new work
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
                 state.calls.insert(call, _NO_OUTPUT, 0, 0)
