@@ -274,7 +274,56 @@ def loop_rows(_sizes: Sizes) -> list[Row]:
                 _mark(ok) + (" (untouched)" if healthy else " (stopped)"),
             )
         )
-    return rows
+    return [*rows, langchain_row()]
+
+
+def langchain_python() -> str | None:
+    """The LangChain suite's interpreter: ``LOOPGUARD_LANGCHAIN_PYTHON`` or ``.venvs/langchain``."""
+    configured = os.environ.get("LOOPGUARD_LANGCHAIN_PYTHON")
+    if configured:
+        return configured
+    default = HERE.parent / ".venvs" / "langchain" / "bin" / "python"
+    return str(default) if default.exists() else None
+
+
+def langchain_row() -> Row:
+    """The same comparison on a real LangGraph agent, in the LangChain suite's environment."""
+    label = "looping LangGraph agent, enforce vs no guard"
+    python = langchain_python()
+    if python is None:
+        return Row(
+            label,
+            "not run",
+            "no LangChain environment",
+            "-",
+            "make it: python scripts/run_tests.py langchain",
+        )
+    root = HERE.parent
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(root), str(root / "instrumentation" / "langchain" / "src")]
+    )
+    result = subprocess.run(
+        [python, str(HERE / "langchain_loop.py"), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=600,
+    )
+    if result.returncode not in (0, 1) or not result.stdout.strip():
+        reason = (result.stderr.strip().splitlines() or ["no output"])[-1][:60]
+        return Row(label, "failed", reason, "-", "MISSED")
+    spent = json.loads(result.stdout.strip().splitlines()[-1])
+    without, enforced = spent["without"], spent["enforce"]
+    ok = enforced["stopped"] and enforced["tool_calls"] < without["tool_calls"]
+    return Row(
+        label,
+        f"{enforced['tool_calls']} calls, {enforced['tokens']:,} tokens",
+        f"{without['tool_calls']} calls, {without['tokens']:,} tokens",
+        f"{enforced['tokens'] / without['tokens']:.2f}x tokens",
+        _mark(ok) + " (stopped)",
+    )
 
 
 def signature_rows(sizes: Sizes) -> list[Row]:
