@@ -32,7 +32,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
@@ -86,7 +85,10 @@ class Outputs:
     run_states: list[str] = field(default_factory=list)
 
 
-def _run_agents(port: int, capture: bool, caplog: pytest.LogCaptureFixture) -> Outputs:
+def _run_agents(
+    receiver: ThreadingHTTPServer, capture: bool, caplog: pytest.LogCaptureFixture
+) -> Outputs:
+    port = receiver.server_address[1]
     registry = CollectorRegistry()
     memory_reader = InMemoryMetricReader()
     meter_provider = MeterProvider(
@@ -183,7 +185,7 @@ def _run_agents(port: int, capture: bool, caplog: pytest.LogCaptureFixture) -> O
         "the agents did not loop: the test would prove nothing"
     )
     return Outputs(
-        otlp_bytes=b"".join(receiver_bodies(port)),
+        otlp_bytes=b"".join(receiver.bodies),  # type: ignore[attr-defined]
         spans=spans,
         prometheus=generate_latest(registry).decode(),
         metrics_json=memory_reader.get_metrics_data().to_json(),
@@ -194,13 +196,6 @@ def _run_agents(port: int, capture: bool, caplog: pytest.LogCaptureFixture) -> O
         decisions=decisions,
         run_states=run_states,
     )
-
-
-_BODIES: dict[int, list[bytes]] = {}
-
-
-def receiver_bodies(port: int) -> list[bytes]:
-    return _BODIES.get(port, [])
 
 
 def _span_texts(spans: list[Any], skip_foreign_content: bool) -> list[str]:
@@ -223,9 +218,7 @@ def _span_texts(spans: list[Any], skip_foreign_content: bool) -> list[str]:
 def test_no_argument_or_result_text_leaves_the_process(
     receiver: ThreadingHTTPServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    port = receiver.server_address[1]
-    _BODIES[port] = receiver.bodies  # type: ignore[attr-defined]
-    out = _run_agents(port, capture=False, caplog=caplog)
+    out = _run_agents(receiver, capture=False, caplog=caplog)
     assert out.otlp_bytes, "nothing reached the OTLP receiver"
     places = {
         "OTLP export": out.otlp_bytes.decode("latin-1"),
@@ -247,9 +240,6 @@ def test_with_content_capture_the_marker_is_exported(
     receiver: ThreadingHTTPServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The other side: the same run with capture on exports the content, so the check bites."""
-    port = receiver.server_address[1]
-    _BODIES[port] = receiver.bodies  # type: ignore[attr-defined]
-    out = _run_agents(port, capture=True, caplog=caplog)
+    out = _run_agents(receiver, capture=True, caplog=caplog)
     assert MARKER.encode() in out.otlp_bytes
     assert any(MARKER in text for text in _span_texts(out.spans, skip_foreign_content=True))
-    assert trace.get_tracer_provider() is not None  # the global provider was never touched
