@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from otel_loopguard.demo.scenarios import SCENARIOS
@@ -58,6 +59,14 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help="serve Prometheus /metrics on this port and keep serving until Ctrl-C",
     )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with --serve-metrics: serve this long before the agents start, so a scraper "
+        "sees the counters rise (rate() needs two scrapes around a change)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -81,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
     if mode not in ("enforce", "observe"):
         mode = "enforce"  # LoopGuardConfig.from_env warns about the bad variable itself
     pace = args.pace if args.pace is not None else (0.15 if sys.stdout.isatty() else 0.0)
-    if args.pace is not None and args.pace < 0:
-        print("otel-loopguard demo: --pace must be >= 0", file=sys.stderr)
+    if (args.pace is not None and args.pace < 0) or args.warmup < 0:
+        print("otel-loopguard demo: --pace and --warmup must be >= 0", file=sys.stderr)
         return 2
 
     service = os.environ.get("OTEL_SERVICE_NAME", "otel-loopguard-demo")
@@ -108,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         LoopGuardSpanProcessor(guard, tracer_provider=tracer_provider)
     )
     tracer = tracer_provider.get_tracer("otel_loopguard.demo")
+    if args.serve_metrics is not None and args.warmup > 0:
+        time.sleep(args.warmup)
     timeline = Timeline()
     feed = DecisionFeed(guard)
 

@@ -23,13 +23,13 @@ ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
 
 
-def concrete(expr: str) -> str:
+def concrete(expr: str, agent: str = ".*") -> str:
     """Replace Grafana's template variables with values a Prometheus query accepts."""
     return (
         expr.replace("$__rate_interval", "1m")
         .replace("$__range", "1h")
         .replace("$job", ".*")
-        .replace("$agent", ".*")
+        .replace("$agent", agent)
     )
 
 

@@ -102,6 +102,8 @@ def test_every_panel_returns_data_from_real_prometheus(prometheus, tmp_path: Pat
             "all",
             "--pace",
             "0.3",
+            "--warmup",
+            "5",
             "--serve-metrics",
             str(metrics_port),
             "--trace-file",
@@ -122,12 +124,21 @@ def test_every_panel_returns_data_from_real_prometheus(prometheus, tmp_path: Pat
                 break
             assert time.monotonic() < deadline, "no loopguard_runs_total in Prometheus"
             time.sleep(1)
-        time.sleep(3)  # a few more scrapes so rate() windows hold the activity
-        failures = []
-        for name, expr in all_queries():
-            values = finite_values(query(base, concrete(expr)))
-            if not values:
-                failures.append(f"{name}: {concrete(expr)}")
+        # Prometheus needs two scrapes around each change before rate() and
+        # histogram_quantile() have a value: poll until every panel has data, as a user
+        # refreshing the dashboard would, within a deadline
+        deadline = time.monotonic() + 45
+        while True:
+            failures = []
+            # "All" agents, and one agent picked in the dashboard's agent variable
+            for agent in (".*", "support-agent"):
+                for name, expr in all_queries():
+                    values = finite_values(query(base, concrete(expr, agent)))
+                    if not values:
+                        failures.append(f"{name} (agent {agent}): {concrete(expr, agent)}")
+            if not failures or time.monotonic() > deadline:
+                break
+            time.sleep(1)
         assert not failures, "panels without data:\n" + "\n".join(failures)
         stops = query(base, 'sum(loopguard_decisions_total{action="stop"})')
         assert finite_values(stops) and finite_values(stops)[0] >= 1
