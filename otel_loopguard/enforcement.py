@@ -837,6 +837,8 @@ class _ToolCall:
                 inner = state.innermost_agent() if state is not None else None
                 agent = inner.name if inner is not None else None
             self._agent = agent
+            if agent and "gen_ai.agent.name" not in attrs:
+                span.set_attribute("gen_ai.agent.name", agent)  # who called it, for replay
             preflight, fresh = guard.preflight(identity.run_id, "tool_call")
             if fresh:
                 guard._export_to(span, preflight, None)

@@ -257,7 +257,12 @@ def span_to_events(
         return [_llm_event(view, run_id, config, actor)]
     if cls is SpanClass.HANDOFF:
         event = _handoff_event(view, run_id, actor)
-        return [event] if event is not None else []
+        handoff = [event] if event is not None else []
+        if tool_name(view) is not None and handoff_target(tool_name(view)):
+            # a transfer_to_<agent> tool call is a tool call too, exactly as the gate feeds
+            # it on-line: call, result, then the handoff
+            return [*_tool_events(view, run_id, config, actor), *handoff]
+        return handoff
     return []
 
 

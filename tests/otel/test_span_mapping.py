@@ -292,7 +292,10 @@ def test_handoffs_from_transfer_tools_and_agent_sdk_spans() -> None:
         "execute_tool transfer_to_billing",
         {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "transfer_to_billing"},
     )
-    (event,) = span_to_events(tool, "r", CONFIG, actor="triage")
+    # a transfer tool is a tool call (call, result) and then the handoff, as the gate feeds it
+    call, result, event = span_to_events(tool, "r", CONFIG, actor="triage")
+    assert (call.kind, call.tool_name) == (EventKind.TOOL_CALL, "transfer_to_billing")
+    assert result.kind is EventKind.TOOL_RESULT
     assert (event.kind, event.actor, event.target_agent) == (EventKind.HANDOFF, "triage", "billing")
     sdk = view("Handoff: billing → triage", {})
     (back,) = span_to_events(sdk, "r", CONFIG)
@@ -306,7 +309,7 @@ def test_handoffs_from_transfer_tools_and_agent_sdk_spans() -> None:
     by_attrs = view(
         "handoff", {"openinference.span.kind": "TOOL", "tool.name": "handoff_to_triage"}
     )
-    assert span_to_events(by_attrs, "r", CONFIG, actor="billing")[0].target_agent == "triage"
+    assert span_to_events(by_attrs, "r", CONFIG, actor="billing")[-1].target_agent == "triage"
 
 
 def test_run_identity_prefers_conversation_then_root_then_trace() -> None:
