@@ -155,7 +155,7 @@ def _shutdown(provider: TracerProvider, exporter: OTLPSpanExporter) -> None:
 @pytest.mark.parametrize("kind", ["down", "hanging"])
 def test_a_dead_or_hanging_otlp_endpoint_does_not_slow_tool_calls(kind: str) -> None:
     medians = {}
-    for enabled in (False, True):  # the same set-up without and with the guard
+    for enabled in (False, True, False, True):  # interleaved: the same machine load
         with endpoint(kind) as url:
             provider, guard, exporter = _otlp_setup(url, enabled)
             durations = _call_durations(provider, guard)
@@ -169,7 +169,7 @@ def test_a_dead_or_hanging_otlp_endpoint_does_not_slow_tool_calls(kind: str) -> 
     without = min(medians[False])
     # generous: the guard's own cost per call is well under a millisecond; the exporter's
     # timeout, if the guard ever waited on it, is seconds
-    assert with_guard <= 3 * without + 0.002, (with_guard, without)
+    assert with_guard <= 3 * without + 0.005, (with_guard, without)
 
 
 class BrokenActionCycle(ActionCycleDetector):
