@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import json
+import logging
 import os
 import subprocess
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,28 +21,44 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 
 class SpanLifecycle(SpanProcessor):
-    """Records span starts and ends; the SDK calls ``on_end`` once per ``end()`` that counts."""
+    """Counts ``on_start`` and ``on_end`` per span id, to assert that every span started
+    ended exactly once. The SDK calls ``on_end`` once per span and only logs a second
+    ``end()``; :meth:`Harness.assert_every_span_ended_once` checks that log too."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.started: dict[int, str] = {}
+        self.started: Counter[int] = Counter()
         self.ended: Counter[int] = Counter()
+        self.names: dict[int, str] = {}
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         with self._lock:
-            self.started[span.context.span_id] = span.name
+            self.started[span.context.span_id] += 1
+            self.names[span.context.span_id] = span.name
 
     def on_end(self, span: ReadableSpan) -> None:
         with self._lock:
             self.ended[span.context.span_id] += 1
 
-    def open_spans(self) -> list[str]:
+    def reset(self) -> None:
         with self._lock:
-            return [name for sid, name in self.started.items() if self.ended[sid] == 0]
+            self.started.clear()
+            self.ended.clear()
+            self.names.clear()
 
-    def ended_more_than_once(self) -> list[str]:
+    def open_spans(self) -> list[str]:
+        """Names of the spans started and not ended, sorted."""
         with self._lock:
-            return [self.started.get(sid, "?") for sid, count in self.ended.items() if count > 1]
+            return sorted(self.names[sid] for sid in self.started if self.ended[sid] == 0)
+
+    def not_ended_exactly_once(self) -> list[str]:
+        with self._lock:
+            ids = set(self.started) | set(self.ended)
+            return sorted(
+                self.names.get(sid, "?")
+                for sid in ids
+                if self.started[sid] != 1 or self.ended[sid] != 1
+            )
 
 
 @dataclass
@@ -170,7 +189,7 @@ def printed_count(stdout: str, label: str) -> int:
 
 def run_under_opentelemetry_instrument(
     script: Path,
-    receiver: OTLPReceiver,
+    receiver: OTLPReceiver | None = None,
     *,
     extra_args: tuple[str, ...] = (),
     script_args: tuple[str, ...] = (),
@@ -178,16 +197,19 @@ def run_under_opentelemetry_instrument(
     timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``opentelemetry-instrument [extra_args] python script [script_args]`` from this
-    test's venv.
+    test's venv, as a user would: the instrumentors are found through their entry points.
 
-    Spans go to ``receiver`` over OTLP/HTTP; metrics and logs are off. The instrumentors are
-    found through their entry points, as for a user.
+    Spans go to ``receiver`` over OTLP/HTTP, or, without one, to the console exporter on
+    stdout (read them with :func:`console_spans`); metrics and logs are off. Only the
+    ``OTEL_*`` variables given in ``env`` reach the child: a developer's own OpenTelemetry
+    settings, pytest's and ``PYTHONPATH`` must not change the test.
     """
     bin_dir = Path(sys.executable).parent
+    exporter = "otlp_proto_http" if receiver is not None else "console"
     command = [
         str(bin_dir / "opentelemetry-instrument"),
         "--traces_exporter",
-        "otlp_proto_http",
+        exporter,
         "--metrics_exporter",
         "none",
         "--logs_exporter",
@@ -198,15 +220,18 @@ def run_under_opentelemetry_instrument(
         *script_args,
     ]
     child_env = {
-        key: value for key, value in os.environ.items() if not key.startswith(("OTEL_", "PYTEST_"))
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("OTEL_", "PYTEST_", "PYTHONPATH"))
     }
-    child_env.update(
-        {
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{receiver.endpoint}/v1/traces",
-            "OTEL_BSP_SCHEDULE_DELAY": "100",
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
+    child_env.update({"OTEL_SERVICE_NAME": script.stem, "PYTHONUNBUFFERED": "1"})
+    if receiver is not None:
+        child_env.update(
+            {
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{receiver.endpoint}/v1/traces",
+                "OTEL_BSP_SCHEDULE_DELAY": "100",
+            }
+        )
     child_env.update(env or {})
     return subprocess.run(
         command,
@@ -219,39 +244,111 @@ def run_under_opentelemetry_instrument(
     )
 
 
-class Harness:
-    """One test's OpenTelemetry pipeline: spans kept in memory, lifecycle recorded, the
-    otel-loopguard processor and guard installed, one framework instrumentor active."""
+def program_outcome(completed: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """The outcome a test program reports as the last JSON line on stderr; it must exit 0."""
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stderr.strip().splitlines()[-1])
 
-    def __init__(
-        self,
-        provider: Any,
-        exporter: Any,
-        lifecycle: SpanLifecycle,
-        guard: Any,
-        instrumentor: Any,
-    ) -> None:
-        self.provider = provider
-        self.exporter = exporter
-        self.lifecycle = lifecycle
+
+def run_console_program(
+    script: Path,
+    *script_args: str,
+    extra_args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """:func:`run_under_opentelemetry_instrument` with the console exporter: the program's
+    outcome (:func:`program_outcome`) and the spans it exported (:func:`console_spans`)."""
+    completed = run_under_opentelemetry_instrument(
+        script, extra_args=extra_args, script_args=script_args, env=env, timeout=timeout
+    )
+    return program_outcome(completed), console_spans(completed.stdout)
+
+
+def console_spans(text: str) -> list[dict[str, Any]]:
+    """The JSON objects the SDK's console exporter printed, one per span, back to back."""
+    decoder = json.JSONDecoder()
+    spans: list[dict[str, Any]] = []
+    index = 0
+    while True:
+        start = text.find("{", index)
+        if start < 0:
+            return spans
+        span, index = decoder.raw_decode(text, start)
+        spans.append(span)
+
+
+def console_decisions(span: dict[str, Any], action: str) -> list[dict[str, Any]]:
+    """The ``loopguard.decision`` events with ``loopguard.action == action`` on one console span."""
+    return [
+        event
+        for event in span.get("events", [])
+        if event["name"] == "loopguard.decision"
+        and event["attributes"].get("loopguard.action") == action
+    ]
+
+
+class _CurrentGuardProcessor(SpanProcessor):
+    """Forwards to the current test's ``LoopGuardSpanProcessor``: a provider cannot drop a
+    processor, and each test gets a fresh guard and processor on the session's provider."""
+
+    def __init__(self) -> None:
+        self.inner: SpanProcessor | None = None
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if self.inner is not None:
+            self.inner.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.inner is not None:
+            self.inner.on_end(span)
+
+
+class Harness:
+    """One test's view of the pipeline: its guard (in the mode and with the settings it
+    asked for), the spans exported since it was installed, the span lifecycle, and the
+    decisions the guard took."""
+
+    def __init__(self, testbed: Testbed, guard: Any, caplog: Any = None) -> None:
+        self.testbed = testbed
+        self.provider = testbed.provider
+        self.exporter = testbed.exporter
+        self.lifecycle = testbed.lifecycle
         self.guard = guard
-        self.instrumentor = instrumentor
+        self.caplog = caplog
+        #: ``(Decision, Event)`` pairs, in the order the guard took them
+        self.decided: list[tuple[Any, Any]] = []
+        guard.on_decision(lambda decision, event: self.decided.append((decision, event)))
+
+    # -- the instrumentation ---------------------------------------------------------------
 
     def uninstrument(self) -> None:
         """Run the next part of a test without the instrumentation (a baseline)."""
-        self.instrumentor.uninstrument()
+        self.testbed.instrumentor.uninstrument()
 
     def reinstrument(self) -> None:
-        self.instrumentor.instrument(tracer_provider=self.provider)
+        self.testbed.instrumentor.instrument(tracer_provider=self.provider)
 
-    def spans(self) -> list[ReadableSpan]:
-        return list(self.exporter.get_finished_spans())
+    def app_tracer(self) -> Any:
+        """A tracer for the application's own spans (a hand-written agent loop, say)."""
+        return self.provider.get_tracer("application")
+
+    # -- spans -----------------------------------------------------------------------------
+
+    def spans(self, prefix: str = "") -> list[ReadableSpan]:
+        return [s for s in self.exporter.get_finished_spans() if s.name.startswith(prefix)]
 
     def named(self, name: str) -> list[ReadableSpan]:
         return [span for span in self.spans() if span.name == name]
 
-    def tool_spans(self, tool: str) -> list[ReadableSpan]:
-        return self.named(f"execute_tool {tool}")
+    def tool_spans(self, tool: str | None = None) -> list[ReadableSpan]:
+        """``execute_tool`` spans (of ``tool``), by their GenAI attributes."""
+        return [
+            s
+            for s in self.spans()
+            if s.attributes.get("gen_ai.operation.name") == "execute_tool"
+            and (tool is None or s.attributes.get("gen_ai.tool.name") == tool)
+        ]
 
     def executed_tool_spans(self, tool: str) -> list[ReadableSpan]:
         """Tool spans of calls that ran (a pre-call veto ends its span without running)."""
@@ -261,79 +358,137 @@ class Harness:
             if span.attributes.get("error.type") != "LoopGuardInterrupt"
         ]
 
-    def decisions(self, action: str | None = None) -> list[tuple[ReadableSpan, dict[str, Any]]]:
-        """Every ``loopguard.decision`` span event, with the span it is on."""
-        found = []
-        for span in self.spans():
-            for event in span.events:
-                if event.name == "loopguard.decision" and (
-                    action is None or event.attributes.get("loopguard.action") == action
-                ):
-                    found.append((span, dict(event.attributes)))
-        return found
+    @staticmethod
+    def vetoed_calls(tool_spans: list[ReadableSpan]) -> int:
+        """Tool spans whose tool never ran: the pre-call veto or the call-time STOP."""
+        return sum(1 for s in tool_spans if s.attributes.get("error.type") == "LoopGuardInterrupt")
+
+    def agent_spans(self) -> list[ReadableSpan]:
+        return [
+            s for s in self.spans() if s.attributes.get("gen_ai.operation.name") == "invoke_agent"
+        ]
 
     def run_state(self, agent: str) -> str:
         """``loopguard.run.state`` of the one ``invoke_agent {agent}`` span."""
         (span,) = self.named(f"invoke_agent {agent}")
         return span.attributes["loopguard.run.state"]
 
-    def assert_all_spans_ended_once(self) -> None:
-        assert self.lifecycle.open_spans() == [], "spans left open"
-        assert self.lifecycle.ended_more_than_once() == [], "spans ended twice"
+    # -- exported decisions ----------------------------------------------------------------
+
+    @staticmethod
+    def decisions_on(span: ReadableSpan, action: str | None = None) -> list[dict[str, Any]]:
+        """Attributes of the ``loopguard.decision`` events on one span (of ``action``)."""
+        return [
+            dict(e.attributes or {})
+            for e in span.events
+            if e.name == "loopguard.decision"
+            and (action is None or (e.attributes or {}).get("loopguard.action") == action)
+        ]
+
+    def decision_events(
+        self, action: str | None = None
+    ) -> list[tuple[ReadableSpan, dict[str, Any]]]:
+        """Every exported ``loopguard.decision`` event (of ``action``), with its span."""
+        return [
+            (span, attributes)
+            for span in self.spans()
+            for attributes in self.decisions_on(span, action)
+        ]
+
+    # -- span lifecycle --------------------------------------------------------------------
+
+    def open_spans(self) -> list[str]:
+        return self.lifecycle.open_spans()
+
+    def assert_every_span_ended_once(self) -> None:
+        wrong = self.lifecycle.not_ended_exactly_once()
+        assert not wrong, f"spans not ended exactly once: {wrong}"
+        if self.caplog is not None:
+            twice = [r for r in self.caplog.records if "ended span" in r.getMessage()]
+            assert not twice, f"a span was ended twice: {twice[0].getMessage()}"
 
 
-class make_harness:
-    """``with make_harness(SomeInstrumentor(), mode="enforce") as harness:``."""
+class Testbed:
+    """The process's OpenTelemetry pipeline: a real SDK ``TracerProvider`` with the span
+    lifecycle recorder, the otel-loopguard span processor of the current test and an
+    in-memory exporter. Instrumentors patch classes once per process, so the instrumentor
+    is installed once per session and each test gets a fresh guard (:meth:`install`)."""
 
-    def __init__(self, instrumentor: Any, **config: Any) -> None:
-        self._instrumentor = instrumentor
-        self._config = config
-        self._previous_guard: Any = None
-
-    def __enter__(self) -> Harness:
+    def __init__(self) -> None:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+            InMemorySpanExporter,
+        )
 
+        self.provider = TracerProvider()
+        self.exporter = InMemorySpanExporter()
+        self.lifecycle = SpanLifecycle()
+        self._guard_processor = _CurrentGuardProcessor()
+        self.provider.add_span_processor(self.lifecycle)
+        self.provider.add_span_processor(self._guard_processor)
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.instrumentor: Any = None
+
+    def instrument(self, instrumentor: Any) -> None:
+        self.instrumentor = instrumentor
+        instrumentor.instrument(tracer_provider=self.provider)
+
+    def install(self, caplog: Any = None, *, mode: str = "enforce", **settings: Any) -> Harness:
+        """A fresh process-wide guard (``LoopGuardConfig(mode=mode, **settings)``), shared by
+        the instrumentor's wrappers and the span processor; clears the exported spans."""
         from otel_loopguard.config import LoopGuardConfig
         from otel_loopguard.enforcement import LoopGuard, set_guard
         from otel_loopguard.processor import LoopGuardSpanProcessor
 
-        provider = TracerProvider()
-        guard = LoopGuard(LoopGuardConfig(**self._config), tracer_provider=provider)
-        self._previous_guard = set_guard(guard)
-        lifecycle = SpanLifecycle()
-        exporter = InMemorySpanExporter()
-        provider.add_span_processor(lifecycle)
-        provider.add_span_processor(LoopGuardSpanProcessor(guard=guard))
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
-        self._instrumentor.instrument(tracer_provider=provider)
-        self._harness = Harness(provider, exporter, lifecycle, guard, self._instrumentor)
-        return self._harness
+        guard = LoopGuard(LoopGuardConfig(mode=mode, **settings), tracer_provider=self.provider)
+        set_guard(guard)
+        self._guard_processor.inner = LoopGuardSpanProcessor(guard, tracer_provider=self.provider)
+        self.exporter.clear()
+        self.lifecycle.reset()
+        return Harness(self, guard, caplog)
 
-    def __exit__(self, *exc: object) -> None:
+    def uninstall(self) -> None:
         from otel_loopguard.enforcement import set_guard
 
-        self._instrumentor.uninstrument()
-        set_guard(self._previous_guard)
-        self._harness.provider.shutdown()
+        self._guard_processor.inner = None
+        set_guard(None)
+        if self.instrumentor is not None and not self.instrumentor.is_instrumented_by_opentelemetry:
+            self.instrument(self.instrumentor)  # a test ran a part uninstrumented
 
 
-def harness_fixtures(instrumentor_class: Any) -> tuple[Any, Any]:
-    """The ``loopguard`` (enforce mode) and ``observe_loopguard`` fixtures for a suite.
+def harness_fixtures(instrumentor_class: Any, testbed: Testbed | None = None) -> tuple[Any, ...]:
+    """A suite's fixtures, in its conftest::
 
-    In a conftest: ``loopguard, observe_loopguard = harness_fixtures(SomeInstrumentor)``.
+        instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(X)
+
+    ``instrumented`` (session, autouse) installs ``X()`` on the testbed's provider;
+    ``make_loopguard(mode="enforce", **settings)`` installs a fresh guard and returns its
+    :class:`Harness`; ``loopguard`` and ``observe_loopguard`` are that harness in enforce
+    and observe mode with default settings.
     """
     import pytest
 
+    bed = testbed if testbed is not None else Testbed()
+
+    @pytest.fixture(scope="session", autouse=True, name="instrumented")
+    def instrumented() -> Iterator[Any]:
+        bed.instrument(instrumentor_class())
+        yield bed.instrumentor
+        bed.instrumentor.uninstrument()
+
+    @pytest.fixture(name="make_loopguard")
+    def make_loopguard(caplog: Any) -> Iterator[Callable[..., Harness]]:
+        caplog.set_level(logging.WARNING)
+        yield lambda mode="enforce", **settings: bed.install(caplog, mode=mode, **settings)
+        bed.uninstall()
+
     @pytest.fixture(name="loopguard")
-    def enforce_fixture() -> Any:
-        with make_harness(instrumentor_class(), mode="enforce") as harness:
-            yield harness
+    def loopguard(make_loopguard: Callable[..., Harness]) -> Harness:
+        return make_loopguard(mode="enforce")
 
     @pytest.fixture(name="observe_loopguard")
-    def observe_fixture() -> Any:
-        with make_harness(instrumentor_class(), mode="observe") as harness:
-            yield harness
+    def observe_loopguard(make_loopguard: Callable[..., Harness]) -> Harness:
+        return make_loopguard(mode="observe")
 
-    return enforce_fixture, observe_fixture
+    return instrumented, make_loopguard, loopguard, observe_loopguard

@@ -1,29 +1,23 @@
-"""Real OpenTelemetry SDK + the real loop guard for every test (see ../../testing/)."""
+"""A real OpenTelemetry SDK pipeline with otel-loopguard and this instrumentation installed
+(see ../../_testing/README.md)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-import pytest
+# the shared real-OpenTelemetry test support of the instrumentation suites
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_testing"))
+
+from loopguard_testing import Testbed, harness_fixtures
 from opentelemetry import trace
 from otel_loopguard_anthropic import AnthropicInstrumentor
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "testing"))
-
-from loopguard_harness import Testbed
 
 TESTBED = Testbed()
 # the SDK makes its own spans with the global provider: the same one, so we see them
 trace.set_tracer_provider(TESTBED.provider)
 
-
-@pytest.fixture(scope="session", autouse=True)
-def instrumented():
-    yield from TESTBED.instrumented(AnthropicInstrumentor())
-
-
-@pytest.fixture
-def loopguard(caplog):
-    """``loopguard(mode="enforce", **settings)`` installs a fresh guard; returns its harness."""
-    yield from TESTBED.guards(caplog)
+# the instrumentor once per session; ``make_loopguard(mode=..., **settings)`` per test
+instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(
+    AnthropicInstrumentor, TESTBED
+)

@@ -26,8 +26,8 @@ def chat_spans(harness):
 
 @pytest.mark.parametrize("sdk_tracing", [True, False], ids=["sdk-spans", "own-spans"])
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
-def test_looping_agent_is_stopped_in_enforce_mode(loopguard, sdk_tracing, stream):
-    guard = loopguard(mode="enforce")
+def test_looping_agent_is_stopped_in_enforce_mode(make_loopguard, sdk_tracing, stream):
+    guard = make_loopguard(mode="enforce")
     api = ScriptedMessagesAPI(looping())
     tools = ToolBox()
 
@@ -49,8 +49,8 @@ def test_looping_agent_is_stopped_in_enforce_mode(loopguard, sdk_tracing, stream
     guard.assert_every_span_ended_once()
 
 
-async def test_looping_agent_is_stopped_with_the_async_client(loopguard):
-    guard = loopguard(mode="enforce")
+async def test_looping_agent_is_stopped_with_the_async_client(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     api = ScriptedMessagesAPI(looping())
     tools = ToolBox()
 
@@ -63,39 +63,39 @@ async def test_looping_agent_is_stopped_with_the_async_client(loopguard):
     guard.assert_every_span_ended_once()
 
 
-def test_observe_mode_changes_nothing(loopguard):
+def test_observe_mode_changes_nothing(make_loopguard):
     baseline_tools = ToolBox()
     baseline = run_agent(ScriptedMessagesAPI(looping(give_up_after=8)).client(), baseline_tools)
 
-    guard = loopguard(mode="observe")
+    guard = make_loopguard(mode="observe")
     tools = ToolBox()
     result = run_agent(ScriptedMessagesAPI(looping(give_up_after=8)).client(), tools)
 
     assert result == baseline
     assert tools["search"] == baseline_tools["search"] == 8
-    assert any(d.action.value == "stop" for d in guard.decisions)
+    assert any(d.action.value == "stop" for d, _ in guard.decided)
     guard.assert_every_span_ended_once()
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
-def test_productive_agent_is_untouched_in_enforce_mode(loopguard, stream):
+def test_productive_agent_is_untouched_in_enforce_mode(make_loopguard, stream):
     baseline = run_agent(ScriptedMessagesAPI(productive()).client(), ToolBox(), stream=stream)
 
-    guard = loopguard(mode="enforce")
+    guard = make_loopguard(mode="enforce")
     tools = ToolBox()
     result = run_agent(ScriptedMessagesAPI(productive()).client(), tools, stream=stream)
 
     assert result == baseline
     assert result.answer.startswith("Answer: Pro plan costs 20 EUR per month")
     assert tools.calls == {"lookup": 3}
-    assert not [d for d in guard.decisions if d.action.value == "stop"]
+    assert not [d for d, _ in guard.decided if d.action.value == "stop"]
     (agent,) = guard.agent_spans()
     assert agent.attributes["loopguard.run.state"] == "completed"
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
-def test_token_totals_on_the_agent_span_match_the_usage(loopguard, stream):
-    guard = loopguard(mode="enforce")
+def test_token_totals_on_the_agent_span_match_the_usage(make_loopguard, stream):
+    guard = make_loopguard(mode="enforce")
     api = ScriptedMessagesAPI(productive())
     run_agent(api.client(), ToolBox(), stream=stream)
 
@@ -105,8 +105,8 @@ def test_token_totals_on_the_agent_span_match_the_usage(loopguard, stream):
     assert agent.attributes["gen_ai.usage.output_tokens"] == 4 * 20
 
 
-def test_own_chat_span_follows_the_genai_conventions(loopguard):
-    guard = loopguard(mode="enforce")
+def test_own_chat_span_follows_the_genai_conventions(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     run_agent(ScriptedMessagesAPI(productive()).client(sdk_tracing=False), ToolBox())
 
     (agent,) = guard.agent_spans()
@@ -126,10 +126,10 @@ def test_own_chat_span_follows_the_genai_conventions(loopguard):
     assert reasons == [("tool_use",)] * 3 + [("end_turn",)]
 
 
-def test_token_budget_stops_before_the_request_that_would_exceed_it(loopguard):
+def test_token_budget_stops_before_the_request_that_would_exceed_it(make_loopguard):
     # each turn: 100 input + 20 output tokens. After two turns 240 are used; a third
     # request needs at least the 100 input tokens the last one had: 340 > 300.
-    guard = loopguard(mode="enforce", token_budget=300)
+    guard = make_loopguard(mode="enforce", token_budget=300)
     api = ScriptedMessagesAPI(productive())
 
     with pytest.raises(LoopGuardInterrupt) as raised:
@@ -142,14 +142,14 @@ def test_token_budget_stops_before_the_request_that_would_exceed_it(loopguard):
     assert agent.attributes["gen_ai.usage.input_tokens"] == 200
 
 
-def test_max_tokens_turns_get_the_continuation_then_stop(loopguard):
-    guard = loopguard(mode="enforce", max_tokens_recoveries=2)
+def test_max_tokens_turns_get_the_continuation_then_stop(make_loopguard):
+    guard = make_loopguard(mode="enforce", max_tokens_recoveries=2)
     api = ScriptedMessagesAPI(truncating())
 
     with pytest.raises(LoopGuardInterrupt) as raised:
         run_agent(api.client(), ToolBox())
 
-    replans = [d for d in guard.decisions if d.action.value == "replan"]
+    replans = [d for d, _ in guard.decided if d.action.value == "replan"]
     assert len(replans) == 2
     assert all("truncation" in d.detectors for d in replans)
     assert all("cut off" in d.recommendation for d in replans)
@@ -157,22 +157,22 @@ def test_max_tokens_turns_get_the_continuation_then_stop(loopguard):
     assert len(api.requests) == 3, "two continuations, then the third truncation stops"
 
 
-def test_empty_end_turn_after_a_failed_tool_is_a_premature_end(loopguard):
-    guard = loopguard(mode="enforce")
+def test_empty_end_turn_after_a_failed_tool_is_a_premature_end(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     api = ScriptedMessagesAPI(gives_up_silently())
 
     result = run_agent(api.client(), ToolBox(fail=True))
 
     assert result.answer == ""
-    (replan,) = [d for d in guard.decisions if d.action.value == "replan"]
+    (replan,) = [d for d, _ in guard.decided if d.action.value == "replan"]
     assert "premature_end" in replan.detectors
     assert replan.recommendation
     assert "lookup" in replan.reason
 
 
 @pytest.mark.parametrize("sdk_tracing", [True, False], ids=["sdk-spans", "own-spans"])
-def test_stream_closed_early_ends_every_span_once(loopguard, sdk_tracing):
-    guard = loopguard(mode="enforce")
+def test_stream_closed_early_ends_every_span_once(make_loopguard, sdk_tracing):
+    guard = make_loopguard(mode="enforce")
     client = ScriptedMessagesAPI(productive()).client(sdk_tracing=sdk_tracing)
     tracer = guard.app_tracer()
 
@@ -196,8 +196,8 @@ def test_stream_closed_early_ends_every_span_once(loopguard, sdk_tracing):
     guard.assert_every_span_ended_once()
 
 
-def test_failed_request_ends_our_span_with_the_error(loopguard):
-    guard = loopguard(mode="enforce")
+def test_failed_request_ends_our_span_with_the_error(make_loopguard):
+    guard = make_loopguard(mode="enforce")
 
     def unavailable(messages):
         raise RuntimeError("connection reset")
@@ -213,7 +213,7 @@ def test_failed_request_ends_our_span_with_the_error(loopguard):
     guard.assert_every_span_ended_once()
 
 
-def test_sdk_tool_runner_loop_is_stopped_from_the_model_turns(loopguard):
+def test_sdk_tool_runner_loop_is_stopped_from_the_model_turns(make_loopguard):
     """The SDK's own agent loop (beta tool runner) makes its own tool spans, without
     arguments: the repeated tool-call sets of the model turns we see are the evidence, and
     the ``strict`` policy stops on them; the interrupt comes out of ``until_done()``."""
@@ -221,7 +221,7 @@ def test_sdk_tool_runner_loop_is_stopped_from_the_model_turns(loopguard):
 
     from otel_loopguard.tool_decorator import agent_run
 
-    guard = loopguard(mode="enforce", policy="strict")
+    guard = make_loopguard(mode="enforce", policy="strict")
     api = ScriptedMessagesAPI(looping())
     executions = []
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from instrumented_process import decisions, run_instrumented
+from loopguard_testing import console_decisions, run_console_program
 
 PROGRAM = Path(__file__).parent / "programs" / "claude_agent.py"
 
 
 def test_enforce_mode_stops_the_streamed_loop_under_opentelemetry_instrument():
-    outcome, spans = run_instrumented(PROGRAM, "--stream", flags=("--loopguard_mode", "enforce"))
+    outcome, spans = run_console_program(
+        PROGRAM, "--stream", extra_args=("--loopguard_mode", "enforce")
+    )
 
     assert outcome["interrupted"] is True
     assert 1 <= outcome["executions"] <= 4
@@ -22,7 +24,7 @@ def test_enforce_mode_stops_the_streamed_loop_under_opentelemetry_instrument():
     assert len(chats) == outcome["requests"]
     assert {s["name"] for s in chats} == {"anthropic.messages.create"}
     tools = [s for s in spans if s["name"] == "execute_tool search"]
-    assert any(decisions(s, "stop") for s in tools)
+    assert any(console_decisions(s, "stop") for s in tools)
     (agent,) = [s for s in spans if s["name"] == "invoke_agent claude_agent"]
     assert agent["attributes"]["loopguard.run.state"] == "stopped"
     usage = sum(s["attributes"]["gen_ai.usage.input_tokens"] for s in chats)
@@ -30,11 +32,11 @@ def test_enforce_mode_stops_the_streamed_loop_under_opentelemetry_instrument():
 
 
 def test_token_budget_flag_stops_before_the_request_is_sent():
-    outcome, spans = run_instrumented(
+    outcome, spans = run_console_program(
         PROGRAM,
         "--script",
         "productive",
-        flags=("--loopguard_mode", "enforce", "--loopguard_token_budget", "300"),
+        extra_args=("--loopguard_mode", "enforce", "--loopguard_token_budget", "300"),
     )
 
     assert outcome["interrupted"] is True

@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import PROVIDER
 from crewai.tools.tool_failure import ToolExecutionFailedError
-from otel_loopguard_crewai import CrewAIInstrumentor
 from scripted_crew import CountingSearch, make_crew, same_search
 
 from otel_loopguard.decisions import LoopGuardInterrupt
@@ -20,8 +18,8 @@ def productive(step: int):
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "react"])
-def test_looping_crew_is_stopped_in_enforce_mode(loopguard, native):
-    lg = loopguard(mode="enforce")
+def test_looping_crew_is_stopped_in_enforce_mode(make_loopguard, native):
+    lg = make_loopguard(mode="enforce")
     search = CountingSearch(lambda query, n: "no results")
 
     with pytest.raises(LoopGuardInterrupt) as stopped:
@@ -34,12 +32,12 @@ def test_looping_crew_is_stopped_in_enforce_mode(loopguard, native):
     assert agent.attributes["loopguard.run.state"] == "stopped"
     tools = lg.spans("execute_tool search")
     assert tools and all(s.parent.span_id == agent.context.span_id for s in tools)
-    assert any(e["loopguard.action"] == "stop" for s in tools for e in lg.decision_events(s))
+    assert any(e["loopguard.action"] == "stop" for s in tools for e in lg.decisions_on(s))
     assert lg.open_spans() == []
 
 
-def test_looping_crew_in_observe_mode_behaves_as_without_the_plugin(loopguard):
-    lg = loopguard(mode="observe")
+def test_looping_crew_in_observe_mode_behaves_as_without_the_plugin(make_loopguard):
+    lg = make_loopguard(mode="observe")
     search = CountingSearch(lambda query, n: "no results")
 
     # CrewAI's own guard ends this loop at its 5th identical call; we must not change that
@@ -50,21 +48,21 @@ def test_looping_crew_in_observe_mode_behaves_as_without_the_plugin(loopguard):
     stops = [
         e
         for s in lg.spans("execute_tool")
-        for e in lg.decision_events(s)
+        for e in lg.decisions_on(s)
         if e["loopguard.action"] == "stop"
     ]
     assert stops
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "react"])
-def test_productive_crew_gives_the_same_answer_as_without_the_plugin(loopguard, native):
-    lg = loopguard(mode="enforce")
-    CrewAIInstrumentor().uninstrument()
+def test_productive_crew_gives_the_same_answer_as_without_the_plugin(make_loopguard, native):
+    lg = make_loopguard(mode="enforce")
+    lg.uninstrument()
     try:
         plain = CountingSearch(lambda query, n: f"result {n} for {query}")
         expected = make_crew(plain, productive, native=native).kickoff().raw
     finally:
-        CrewAIInstrumentor().instrument(tracer_provider=PROVIDER)
+        lg.reinstrument()
 
     search = CountingSearch(lambda query, n: f"result {n} for {query}")
     result = make_crew(search, productive, native=native).kickoff()
@@ -82,8 +80,8 @@ def test_productive_crew_gives_the_same_answer_as_without_the_plugin(loopguard, 
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "react"])
-def test_failing_tool_is_stopped_although_crewai_turns_it_into_text(loopguard, native):
-    lg = loopguard(mode="enforce")
+def test_failing_tool_is_stopped_although_crewai_turns_it_into_text(make_loopguard, native):
+    lg = make_loopguard(mode="enforce")
 
     def failing(query: str, n: int) -> str:
         raise PermissionError(f"permission denied: {query}")
@@ -100,8 +98,8 @@ def test_failing_tool_is_stopped_although_crewai_turns_it_into_text(loopguard, n
     assert failed[0].attributes["error.type"] == "PermissionError"
 
 
-def test_async_kickoff_is_stopped_the_same_way(loopguard):
-    lg = loopguard(mode="enforce")
+def test_async_kickoff_is_stopped_the_same_way(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     search = CountingSearch(lambda query, n: "no results")
 
     with pytest.raises(LoopGuardInterrupt):
@@ -113,8 +111,8 @@ def test_async_kickoff_is_stopped_the_same_way(loopguard):
     assert lg.open_spans() == []
 
 
-def test_standalone_agent_kickoff_is_its_own_run_and_is_stopped(loopguard):
-    lg = loopguard(mode="enforce")
+def test_standalone_agent_kickoff_is_its_own_run_and_is_stopped(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     search = CountingSearch(lambda query, n: "no results")
     agent = make_crew(search, same_search).agents[0]
 

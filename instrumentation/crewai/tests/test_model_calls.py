@@ -12,8 +12,8 @@ def _distinct_searches(step: int):
     return ("tool", "search", {"query": f"pricing page {step}"})
 
 
-def test_max_steps_stops_before_the_next_model_call(loopguard):
-    lg = loopguard(mode="enforce", max_steps=3)
+def test_max_steps_stops_before_the_next_model_call(make_loopguard):
+    lg = make_loopguard(mode="enforce", max_steps=3)
     search = CountingSearch(lambda query, n: f"result {n}")
     crew = make_crew(search, _distinct_searches, max_iter=10)
 
@@ -29,8 +29,8 @@ def test_max_steps_stops_before_the_next_model_call(loopguard):
     assert run.attributes["gen_ai.usage.output_tokens"] == 3 * 6
 
 
-def test_token_budget_stops_before_the_next_model_call(loopguard):
-    lg = loopguard(mode="enforce", token_budget=72)  # each call reports 30 + 6 tokens
+def test_token_budget_stops_before_the_next_model_call(make_loopguard):
+    lg = make_loopguard(mode="enforce", token_budget=72)  # each call reports 30 + 6 tokens
     search = CountingSearch(lambda query, n: f"result {n}")
     crew = make_crew(search, _distinct_searches, max_iter=10)
 

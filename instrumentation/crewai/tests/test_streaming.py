@@ -11,8 +11,8 @@ from scripted_crew import CountingSearch, make_crew, same_search
 from otel_loopguard.decisions import LoopGuardInterrupt
 
 
-def test_streamed_looping_crew_raises_the_interrupt_to_the_consumer(loopguard):
-    lg = loopguard(mode="enforce")
+def test_streamed_looping_crew_raises_the_interrupt_to_the_consumer(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     search = CountingSearch(lambda query, n: "no results")
     crew = make_crew(search, same_search)
     crew.stream = True
@@ -28,8 +28,8 @@ def test_streamed_looping_crew_raises_the_interrupt_to_the_consumer(loopguard):
     assert lg.open_spans() == []
 
 
-def test_streamed_productive_crew_is_untouched(loopguard):
-    lg = loopguard(mode="enforce")
+def test_streamed_productive_crew_is_untouched(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     search = CountingSearch(lambda query, n: f"result {n}")
 
     def script(step: int):
@@ -48,9 +48,9 @@ def test_streamed_productive_crew_is_untouched(loopguard):
     assert lg.open_spans() == []
 
 
-def test_async_streamed_looping_crew_raises_the_interrupt_to_the_consumer(loopguard):
+def test_async_streamed_looping_crew_raises_the_interrupt_to_the_consumer(make_loopguard):
     """kickoff_async awaits its worker: the interrupt arrives without a relay; keep it so."""
-    lg = loopguard(mode="enforce")
+    lg = make_loopguard(mode="enforce")
     search = CountingSearch(lambda query, n: "no results")
     crew = make_crew(search, same_search)
     crew.stream = True

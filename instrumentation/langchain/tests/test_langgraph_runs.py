@@ -22,8 +22,8 @@ from otel_loopguard import LoopGuardInterrupt
 MAX_EXECUTIONS = 4
 
 
-def test_looping_run_is_interrupted_in_enforce_mode(loopguard):
-    guard = loopguard(mode="enforce")
+def test_looping_run_is_interrupted_in_enforce_mode(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     counter = ToolCounter()
     graph = build_react_graph(looping_script(), counter)
 
@@ -42,8 +42,8 @@ def test_looping_run_is_interrupted_in_enforce_mode(loopguard):
     guard.assert_every_span_ended_once()
 
 
-async def test_looping_run_is_interrupted_async(loopguard):
-    guard = loopguard(mode="enforce")
+async def test_looping_run_is_interrupted_async(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     counter = ToolCounter()
     graph = build_react_graph(looping_script(), counter)
 
@@ -56,13 +56,13 @@ async def test_looping_run_is_interrupted_async(loopguard):
     guard.assert_every_span_ended_once()
 
 
-def test_observe_mode_runs_to_the_end_with_the_stop_decision_recorded(loopguard):
+def test_observe_mode_runs_to_the_end_with_the_stop_decision_recorded(make_loopguard):
     baseline_counter = ToolCounter()
     baseline = build_react_graph(looping_script(give_up_after=8), baseline_counter).invoke(
         USER_INPUT, RUN_CONFIG
     )
 
-    guard = loopguard(mode="observe")
+    guard = make_loopguard(mode="observe")
     counter = ToolCounter()
     result = build_react_graph(looping_script(give_up_after=8), counter).invoke(
         USER_INPUT, RUN_CONFIG
@@ -78,13 +78,13 @@ def test_observe_mode_runs_to_the_end_with_the_stop_decision_recorded(loopguard)
     guard.assert_every_span_ended_once()
 
 
-def test_productive_run_is_untouched_in_enforce_mode(loopguard):
+def test_productive_run_is_untouched_in_enforce_mode(make_loopguard):
     baseline_counter = ToolCounter()
     baseline = build_react_graph(productive_script(), baseline_counter).invoke(
         USER_INPUT, RUN_CONFIG
     )
 
-    guard = loopguard(mode="enforce")
+    guard = make_loopguard(mode="enforce")
     counter = ToolCounter()
     result = build_react_graph(productive_script(), counter).invoke(USER_INPUT, RUN_CONFIG)
 
@@ -98,8 +98,8 @@ def test_productive_run_is_untouched_in_enforce_mode(loopguard):
     assert agent.attributes["loopguard.run.state"] == "completed"
 
 
-def test_spans_follow_the_genai_conventions(loopguard):
-    guard = loopguard(mode="enforce")
+def test_spans_follow_the_genai_conventions(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     build_react_graph(productive_script(), ToolCounter()).invoke(USER_INPUT, RUN_CONFIG)
 
     (agent,) = guard.agent_spans()
@@ -123,8 +123,8 @@ def test_spans_follow_the_genai_conventions(loopguard):
         assert "gen_ai.tool.call.result" not in span.attributes
 
 
-def test_nested_subgraph_makes_one_agent_span_and_is_stopped(loopguard):
-    guard = loopguard(mode="enforce")
+def test_nested_subgraph_makes_one_agent_span_and_is_stopped(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     counter = ToolCounter()
     graph = build_parent_graph(looping_script(), counter)
 
@@ -140,8 +140,8 @@ def test_nested_subgraph_makes_one_agent_span_and_is_stopped(loopguard):
     guard.assert_every_span_ended_once()
 
 
-def test_thread_id_is_the_conversation_id(loopguard):
-    guard = loopguard(mode="enforce")
+def test_thread_id_is_the_conversation_id(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     build_react_graph(productive_script(), ToolCounter()).invoke(
         USER_INPUT, {**RUN_CONFIG, "configurable": {"thread_id": "thread-42"}}
     )
@@ -149,8 +149,8 @@ def test_thread_id_is_the_conversation_id(loopguard):
     assert agent.attributes["gen_ai.conversation.id"] == "thread-42"
 
 
-def test_handoff_ping_pong_between_agents_is_stopped(loopguard):
-    guard = loopguard(mode="enforce")
+def test_handoff_ping_pong_between_agents_is_stopped(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     counter = ToolCounter()
 
     with pytest.raises(LoopGuardInterrupt) as raised:
@@ -173,10 +173,10 @@ class _Opaque:
         raise RuntimeError("closed")
 
 
-def test_our_bookkeeping_errors_never_reach_the_caller(loopguard):
+def test_our_bookkeeping_errors_never_reach_the_caller(make_loopguard):
     from langchain_core.tools import tool
 
-    guard = loopguard(mode="enforce")
+    guard = make_loopguard(mode="enforce")
     opaque = _Opaque()
 
     @tool
@@ -190,8 +190,8 @@ def test_our_bookkeeping_errors_never_reach_the_caller(loopguard):
     guard.assert_every_span_ended_once()
 
 
-def test_prebuilt_react_agent_is_interrupted(loopguard):
-    guard = loopguard(mode="enforce")
+def test_prebuilt_react_agent_is_interrupted(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     counter = ToolCounter()
 
     with pytest.raises(LoopGuardInterrupt):

@@ -20,8 +20,8 @@ MAX_EXECUTIONS = 4
 
 
 @pytest.mark.parametrize("stream_mode", ["updates", "values"])
-def test_streamed_looping_run_is_interrupted(loopguard, stream_mode):
-    guard = loopguard(mode="enforce")
+def test_streamed_looping_run_is_interrupted(make_loopguard, stream_mode):
+    guard = make_loopguard(mode="enforce")
     counter = ToolCounter()
     graph = build_react_graph(looping_script(), counter)
     chunks = 0
@@ -37,8 +37,8 @@ def test_streamed_looping_run_is_interrupted(loopguard, stream_mode):
     guard.assert_every_span_ended_once()
 
 
-async def test_async_streamed_looping_run_is_interrupted(loopguard):
-    guard = loopguard(mode="enforce")
+async def test_async_streamed_looping_run_is_interrupted(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     counter = ToolCounter()
     graph = build_react_graph(looping_script(), counter)
 
@@ -52,8 +52,8 @@ async def test_async_streamed_looping_run_is_interrupted(loopguard):
     guard.assert_every_span_ended_once()
 
 
-def test_stream_closed_early_ends_the_agent_span_once(loopguard):
-    guard = loopguard(mode="enforce")
+def test_stream_closed_early_ends_the_agent_span_once(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     graph = build_react_graph(productive_script(), ToolCounter())
 
     stream = graph.stream(USER_INPUT, RUN_CONFIG, stream_mode="updates")
@@ -65,9 +65,9 @@ def test_stream_closed_early_ends_the_agent_span_once(loopguard):
     guard.assert_every_span_ended_once()
 
 
-def test_abandoned_stream_leaves_the_callers_context_clean(loopguard):
+def test_abandoned_stream_leaves_the_callers_context_clean(make_loopguard):
     """A stream dropped mid-run must not leave its run 'open' for the caller's next run."""
-    guard = loopguard(mode="enforce")
+    guard = make_loopguard(mode="enforce")
     abandoned = build_react_graph(productive_script(), ToolCounter()).stream(
         USER_INPUT, RUN_CONFIG, stream_mode="updates"
     )
@@ -83,8 +83,8 @@ def test_abandoned_stream_leaves_the_callers_context_clean(loopguard):
     guard.assert_every_span_ended_once()
 
 
-async def test_async_stream_closed_early_ends_the_agent_span_once(loopguard):
-    guard = loopguard(mode="enforce")
+async def test_async_stream_closed_early_ends_the_agent_span_once(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     graph = build_react_graph(productive_script(), ToolCounter())
 
     stream = graph.astream(USER_INPUT, RUN_CONFIG, stream_mode="updates")

@@ -1,26 +1,20 @@
-"""Real OpenTelemetry SDK + the real loop guard for every test (see ../../testing/)."""
+"""A real OpenTelemetry SDK pipeline with otel-loopguard and this instrumentation installed
+(see ../../_testing/README.md)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-import pytest
+# the shared real-OpenTelemetry test support of the instrumentation suites
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_testing"))
+
+from loopguard_testing import Testbed, harness_fixtures
 from otel_loopguard_llamaindex import LlamaIndexInstrumentor
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "testing"))
-
-from loopguard_harness import Testbed
 
 TESTBED = Testbed()
 
-
-@pytest.fixture(scope="session", autouse=True)
-def instrumented():
-    yield from TESTBED.instrumented(LlamaIndexInstrumentor())
-
-
-@pytest.fixture
-def loopguard(caplog):
-    """``loopguard(mode="enforce", **settings)`` installs a fresh guard; returns its harness."""
-    yield from TESTBED.guards(caplog)
+# the instrumentor once per session; ``make_loopguard(mode=..., **settings)`` per test
+instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(
+    LlamaIndexInstrumentor, TESTBED
+)

@@ -21,8 +21,8 @@ from otel_loopguard import LoopGuardInterrupt
 MAX_EXECUTIONS = 4
 
 
-async def test_looping_agent_is_interrupted_in_enforce_mode(loopguard):
-    guard = loopguard(mode="enforce")
+async def test_looping_agent_is_interrupted_in_enforce_mode(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     counter = ToolCounter()
     agent = build_agent(looping_script(), counter)
 
@@ -41,9 +41,9 @@ async def test_looping_agent_is_interrupted_in_enforce_mode(loopguard):
 
 
 @pytest.mark.parametrize("streaming_llm", [False, True], ids=["chat", "stream-chat"])
-async def test_streamed_looping_agent_is_interrupted(loopguard, streaming_llm):
+async def test_streamed_looping_agent_is_interrupted(make_loopguard, streaming_llm):
     """``stream_events()`` ends with the framework's failure event; ``await handler`` raises."""
-    guard = loopguard(mode="enforce")
+    guard = make_loopguard(mode="enforce")
     counter = ToolCounter()
     agent = build_agent(looping_script(), counter, streaming=streaming_llm)
     handler = agent.run(user_msg=USER_MESSAGE, max_iterations=60)
@@ -65,11 +65,11 @@ async def test_streamed_looping_agent_is_interrupted(loopguard, streaming_llm):
     guard.assert_every_span_ended_once()
 
 
-async def test_observe_mode_runs_to_the_end_with_the_stop_decision_recorded(loopguard):
+async def test_observe_mode_runs_to_the_end_with_the_stop_decision_recorded(make_loopguard):
     baseline_counter = ToolCounter()
     baseline = await run_to_end(build_agent(looping_script(give_up_after=8), baseline_counter))
 
-    guard = loopguard(mode="observe")
+    guard = make_loopguard(mode="observe")
     counter = ToolCounter()
     result = await run_to_end(build_agent(looping_script(give_up_after=8), counter))
 
@@ -82,11 +82,11 @@ async def test_observe_mode_runs_to_the_end_with_the_stop_decision_recorded(loop
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["await", "stream-events"])
-async def test_productive_run_is_untouched_in_enforce_mode(loopguard, stream):
+async def test_productive_run_is_untouched_in_enforce_mode(make_loopguard, stream):
     baseline_counter = ToolCounter()
     baseline = await run_to_end(build_agent(productive_script(), baseline_counter), stream=stream)
 
-    guard = loopguard(mode="enforce")
+    guard = make_loopguard(mode="enforce")
     counter = ToolCounter()
     result = await run_to_end(build_agent(productive_script(), counter), stream=stream)
 
@@ -101,8 +101,8 @@ async def test_productive_run_is_untouched_in_enforce_mode(loopguard, stream):
     guard.assert_every_span_ended_once()
 
 
-async def test_spans_follow_the_genai_conventions(loopguard):
-    guard = loopguard(mode="enforce")
+async def test_spans_follow_the_genai_conventions(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     await run_to_end(build_agent(productive_script(), ToolCounter()))
 
     (run,) = guard.agent_spans()
@@ -121,8 +121,8 @@ async def test_spans_follow_the_genai_conventions(loopguard):
         assert "gen_ai.tool.call.result" not in span.attributes
 
 
-async def test_handoff_ping_pong_between_agents_is_stopped(loopguard):
-    guard = loopguard(mode="enforce")
+async def test_handoff_ping_pong_between_agents_is_stopped(make_loopguard):
+    guard = make_loopguard(mode="enforce")
     counter = ToolCounter()
 
     with pytest.raises(LoopGuardInterrupt) as raised:
@@ -138,9 +138,9 @@ async def test_handoff_ping_pong_between_agents_is_stopped(loopguard):
     guard.assert_every_span_ended_once()
 
 
-def test_tool_called_directly_in_a_hand_written_loop_is_stopped(loopguard):
+def test_tool_called_directly_in_a_hand_written_loop_is_stopped(make_loopguard):
     """The sync path (``FunctionTool.call``) without an agent: one trace is one run."""
-    guard = loopguard(mode="enforce")
+    guard = make_loopguard(mode="enforce")
     counter = ToolCounter()
     search = make_sync_search(counter)
     tracer = guard.app_tracer()

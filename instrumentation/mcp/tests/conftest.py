@@ -11,5 +11,5 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_testing"))
 from loopguard_testing import harness_fixtures
 from otel_loopguard_mcp import MCPInstrumentor
 
-# ``loopguard``: enforce mode; ``observe_loopguard``: observe mode (see loopguard_testing)
-loopguard, observe_loopguard = harness_fixtures(MCPInstrumentor)
+# the instrumentor once per session; a fresh guard per test (see ../../_testing/README.md)
+instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(MCPInstrumentor)

@@ -46,9 +46,9 @@ def test_looping_run_is_interrupted_in_enforce_mode(loopguard):
     assert 1 <= len(executions) <= MAX_EXECUTIONS
     assert raised.value.decision.action.value == "stop"
     assert len(loopguard.executed_tool_spans("search")) == len(executions)
-    assert loopguard.decisions("stop")
+    assert loopguard.decision_events("stop")
     assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_looping_run_in_observe_mode_runs_to_its_end(observe_loopguard):
@@ -57,8 +57,8 @@ def test_looping_run_in_observe_mode_runs_to_its_end(observe_loopguard):
     assert answer == "answer: no results"
     assert len(executions) == LOOP_STEPS
     assert len(observe_loopguard.tool_spans("search")) == LOOP_STEPS
-    assert observe_loopguard.decisions("stop")
-    observe_loopguard.assert_all_spans_ended_once()
+    assert observe_loopguard.decision_events("stop")
+    observe_loopguard.assert_every_span_ended_once()
 
 
 def test_productive_run_completes_untouched(loopguard):
@@ -72,8 +72,8 @@ def test_productive_run_completes_untouched(loopguard):
     assert baseline == "answer: all prices in EUR"
     assert answer == baseline
     assert executions == baseline_executions
-    assert loopguard.decisions("stop") == []
-    loopguard.assert_all_spans_ended_once()
+    assert loopguard.decision_events("stop") == []
+    loopguard.assert_every_span_ended_once()
 
 
 def test_spans_follow_the_genai_conventions(loopguard):
@@ -130,7 +130,7 @@ def test_inside_another_frameworks_tool_span_no_second_span_is_made(loopguard):
     assert loopguard.tool_spans("search") == []
     assert 1 <= len(executions) <= MAX_EXECUTIONS
     assert interrupts == LOOP_STEPS - len(executions) + 1
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_inside_a_foreign_tool_span_no_second_span_is_made(loopguard):

@@ -43,7 +43,7 @@ def test_looping_run_against_a_server_process_is_interrupted(loopguard, tmp_path
     executions = _executions(log)
     assert 1 <= len(executions) <= 4
     assert len(loopguard.executed_tool_spans("search")) == len(executions)
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_productive_run_against_a_server_process_completes(loopguard, tmp_path):
@@ -54,7 +54,7 @@ def test_productive_run_against_a_server_process_completes(loopguard, tmp_path):
     assert outcome == "answer: all prices in EUR"
     assert len(_executions(log)) == len(PRODUCTIVE_PLAN)
     assert len(loopguard.tool_spans("search")) == len(PRODUCTIVE_PLAN)
-    assert loopguard.decisions("stop") == []
+    assert loopguard.decision_events("stop") == []
 
 
 def test_a_vetoed_call_never_reaches_the_server(loopguard, tmp_path):
@@ -91,4 +91,4 @@ def test_a_vetoed_call_never_reaches_the_server(loopguard, tmp_path):
         if span.attributes.get("error.type") == "LoopGuardInterrupt"
     ]
     assert len(vetoed_spans) == vetoes
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()

@@ -11,8 +11,8 @@ from scripted_api import ScriptedAPI, Turn
 from otel_loopguard.decisions import LoopGuardInterrupt
 
 
-def test_chat_span_follows_the_genai_conventions(loopguard):
-    lg = loopguard(mode="enforce")
+def test_chat_span_follows_the_genai_conventions(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     api = ScriptedAPI(
         [
             Turn(tool_calls=[("search", {"query": "pricing"})], input_tokens=12, output_tokens=7),
@@ -41,16 +41,16 @@ def test_chat_span_follows_the_genai_conventions(loopguard):
     assert not any("pricing" in str(value) for value in attrs.values())
 
 
-def test_truncation_replans_with_continuation_then_stops_after_recoveries(loopguard):
-    lg = loopguard(mode="enforce", max_tokens_recoveries=2)
+def test_truncation_replans_with_continuation_then_stops_after_recoveries(make_loopguard):
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=2)
     api = ScriptedAPI([Turn(text=f"part {i}", finish_reason="length") for i in range(6)])
 
     with pytest.raises(LoopGuardInterrupt) as stopped:
         run_chat_agent(api.client(), TRACER, {})
 
-    actions = [decision.action.value for decision, _ in lg.decisions]
+    actions = [decision.action.value for decision, _ in lg.decided]
     assert actions == ["replan", "replan", "stop"]
-    recommendation = lg.decisions[0][0].recommendation
+    recommendation = lg.decided[0][0].recommendation
     assert recommendation and "continue" in recommendation.lower()
     # the loop sent each continuation prompt back to the model
     assert [m["content"] for m in api.requests[2]["messages"] if m["role"] == "user"][1:] == [
@@ -60,13 +60,13 @@ def test_truncation_replans_with_continuation_then_stops_after_recoveries(loopgu
     assert "truncation" in stopped.value.decision.detectors
     assert len(api.requests) == 3  # no request after the STOP
     chats = lg.spans("chat ")
-    events = [lg.decision_events(span) for span in chats]
+    events = [lg.decisions_on(span) for span in chats]
     assert [e[0]["loopguard.action"] for e in events] == ["replan", "replan", "stop"]
     assert events[0][0]["loopguard.recommendation"] == recommendation
 
 
-def test_truncation_in_observe_mode_records_but_never_raises(loopguard):
-    lg = loopguard(mode="observe", max_tokens_recoveries=2)
+def test_truncation_in_observe_mode_records_but_never_raises(make_loopguard):
+    lg = make_loopguard(mode="observe", max_tokens_recoveries=2)
     api = ScriptedAPI([Turn(text="cut", finish_reason="length")] * 4 + [Turn(text="done")])
 
     outcome = run_chat_agent(api.client(), TRACER, {})
@@ -76,13 +76,13 @@ def test_truncation_in_observe_mode_records_but_never_raises(loopguard):
     assert len(outcome.injected) == 2
     assert len(api.requests) == 3
     third = lg.spans("chat ")[2]
-    assert [e["loopguard.action"] for e in lg.decision_events(third)] == ["stop"]
+    assert [e["loopguard.action"] for e in lg.decisions_on(third)] == ["stop"]
     (agent,) = lg.spans("invoke_agent")
     assert agent.attributes["loopguard.run.state"] == "stopped"
 
 
-def test_empty_end_of_turn_after_failing_tool_replans(loopguard):
-    lg = loopguard(mode="enforce")
+def test_empty_end_of_turn_after_failing_tool_replans(make_loopguard):
+    lg = make_loopguard(mode="enforce")
 
     def fetch(url: str) -> str:
         raise PermissionError(f"403 forbidden: {url}")
@@ -97,17 +97,17 @@ def test_empty_end_of_turn_after_failing_tool_replans(loopguard):
     outcome = run_chat_agent(api.client(), TRACER, {"fetch": fetch})
 
     assert outcome.answer == "I could not open the page: access is forbidden."
-    replans = [d for d, _ in lg.decisions if d.action.value == "replan"]
+    replans = [d for d, _ in lg.decided if d.action.value == "replan"]
     assert [d.detectors for d in replans] == [("premature_end",)]
     assert outcome.injected == [replans[0].recommendation]
     second_chat = lg.spans("chat ")[1]
-    (event,) = lg.decision_events(second_chat)
+    (event,) = lg.decisions_on(second_chat)
     assert event["loopguard.action"] == "replan"
     assert event["loopguard.detectors"] == ("premature_end",)
 
 
-def test_token_budget_stops_before_the_request_that_would_exceed_it(loopguard):
-    lg = loopguard(mode="enforce", token_budget=45)
+def test_token_budget_stops_before_the_request_that_would_exceed_it(make_loopguard):
+    lg = make_loopguard(mode="enforce", token_budget=45)
     turns = [
         Turn(tool_calls=[("search", {"query": f"q{i}"})], input_tokens=15, output_tokens=5)
         for i in range(5)
@@ -129,8 +129,8 @@ def test_token_budget_stops_before_the_request_that_would_exceed_it(loopguard):
     assert "gen_ai.response.id" not in vetoed.attributes
 
 
-def test_token_totals_on_the_agent_span_match_the_usage_sum(loopguard):
-    lg = loopguard(mode="enforce")
+def test_token_totals_on_the_agent_span_match_the_usage_sum(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     usage = [(11, 3), (17, 4), (25, 6)]
     api = ScriptedAPI(
         [
@@ -147,8 +147,8 @@ def test_token_totals_on_the_agent_span_match_the_usage_sum(loopguard):
     assert agent.attributes["loopguard.run.state"] == "completed"
 
 
-def test_repeated_identical_tool_steps_are_seen_from_the_model_answers(loopguard):
-    lg = loopguard(mode="enforce", policy="strict", max_repeated_tool_steps=3)
+def test_repeated_identical_tool_steps_are_seen_from_the_model_answers(make_loopguard):
+    lg = make_loopguard(mode="enforce", policy="strict", max_repeated_tool_steps=3)
     api = ScriptedAPI([Turn(tool_calls=[("search", {"query": "pricing"})])] * 6)
     executions = []
 
@@ -163,4 +163,4 @@ def test_repeated_identical_tool_steps_are_seen_from_the_model_answers(loopguard
     assert len(executions) <= 2
     assert len(api.requests) == 3
     third = lg.spans("chat ")[2]
-    assert [e["loopguard.action"] for e in lg.decision_events(third)] == ["stop"]
+    assert [e["loopguard.action"] for e in lg.decisions_on(third)] == ["stop"]

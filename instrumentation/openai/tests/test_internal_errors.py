@@ -8,8 +8,8 @@ from scripted_api import ScriptedAPI, http
 from otel_loopguard.enforcement import get_guard
 
 
-def test_an_answer_we_cannot_read_is_still_returned(loopguard):
-    lg = loopguard(mode="enforce")
+def test_an_answer_we_cannot_read_is_still_returned(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     odd = {
         "id": "chatcmpl-odd",
         "object": "chat.completion",

@@ -36,8 +36,8 @@ def _call_inside_their_span(client):
         return completion
 
 
-def test_no_second_span_inside_another_instrumentations_span(loopguard):
-    lg = loopguard(mode="enforce")
+def test_no_second_span_inside_another_instrumentations_span(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     api = ScriptedAPI([Turn(text="hi")])
 
     with get_guard().agent_run(TRACER, "assistant"):
@@ -47,8 +47,8 @@ def test_no_second_span_inside_another_instrumentations_span(loopguard):
     assert len(api.requests) == 1
 
 
-def test_preflight_still_enforced_inside_another_instrumentations_span(loopguard):
-    loopguard(mode="enforce", token_budget=10)
+def test_preflight_still_enforced_inside_another_instrumentations_span(make_loopguard):
+    make_loopguard(mode="enforce", token_budget=10)
     api = ScriptedAPI([Turn(text="hi", input_tokens=8, output_tokens=4), Turn(text="again")])
     client = api.client()
 

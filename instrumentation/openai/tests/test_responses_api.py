@@ -12,8 +12,8 @@ from otel_loopguard.decisions import LoopGuardInterrupt
 from otel_loopguard.enforcement import get_guard
 
 
-def test_response_with_function_call_makes_a_chat_span(loopguard):
-    lg = loopguard(mode="enforce")
+def test_response_with_function_call_makes_a_chat_span(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     api = ScriptedAPI([Turn(tool_calls=[("search", {"query": "pricing"})], input_tokens=9)])
 
     with get_guard().agent_run(TRACER, "assistant"):
@@ -27,8 +27,8 @@ def test_response_with_function_call_makes_a_chat_span(loopguard):
     assert api.requests[0]["path"].endswith("/responses")
 
 
-def test_incomplete_responses_count_as_truncations(loopguard):
-    lg = loopguard(mode="enforce", max_tokens_recoveries=1)
+def test_incomplete_responses_count_as_truncations(make_loopguard):
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=1)
     api = ScriptedAPI([Turn(text="cut", finish_reason="length")] * 3)
     client = api.client()
 
@@ -36,14 +36,14 @@ def test_incomplete_responses_count_as_truncations(loopguard):
         for _ in range(3):
             client.responses.create(model="gpt-test", input="write", max_output_tokens=16)
 
-    assert [d.action.value for d, _ in lg.decisions] == ["replan", "stop"]
+    assert [d.action.value for d, _ in lg.decided] == ["replan", "stop"]
     assert lg.spans("chat ")[0].attributes["gen_ai.response.finish_reasons"] == ("length",)
     assert lg.spans("chat ")[0].attributes["gen_ai.request.max_tokens"] == 16
     assert len(api.requests) == 2
 
 
-def test_streamed_response_is_judged_from_its_terminal_event(loopguard):
-    lg = loopguard(mode="enforce")
+def test_streamed_response_is_judged_from_its_terminal_event(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     api = ScriptedAPI([Turn(text="hello there", input_tokens=7, output_tokens=3)])
 
     with get_guard().agent_run(TRACER, "assistant"):
@@ -57,8 +57,8 @@ def test_streamed_response_is_judged_from_its_terminal_event(loopguard):
     assert lg.open_spans() == []
 
 
-def test_async_streamed_response(loopguard):
-    lg = loopguard(mode="enforce")
+def test_async_streamed_response(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     api = ScriptedAPI([Turn(tool_calls=[("fetch", {"url": "u"})], output_tokens=4)])
 
     async def call() -> list[str]:
@@ -74,8 +74,8 @@ def test_async_streamed_response(loopguard):
     assert chat.attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
 
 
-def test_raw_response_calls_get_a_span_but_no_judgement(loopguard):
-    lg = loopguard(mode="enforce")
+def test_raw_response_calls_get_a_span_but_no_judgement(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     api = ScriptedAPI([Turn(text="")])
 
     with get_guard().agent_run(TRACER, "assistant"):
@@ -86,4 +86,4 @@ def test_raw_response_calls_get_a_span_but_no_judgement(loopguard):
 
     (chat,) = lg.spans("chat ")
     assert chat.attributes["gen_ai.request.model"] == "gpt-test"
-    assert lg.decisions == []
+    assert lg.decided == []

@@ -30,8 +30,8 @@ def _stream_turns(client, turns: int) -> list[str]:
     return texts
 
 
-def test_streamed_turns_are_judged_and_stop_the_consumer_at_stop(loopguard):
-    lg = loopguard(mode="enforce", max_tokens_recoveries=1)
+def test_streamed_turns_are_judged_and_stop_the_consumer_at_stop(make_loopguard):
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=1)
     api = ScriptedAPI([Turn(text="long text", finish_reason="length")] * 4)
 
     with pytest.raises(LoopGuardInterrupt):
@@ -42,12 +42,12 @@ def test_streamed_turns_are_judged_and_stop_the_consumer_at_stop(loopguard):
     assert len(chats) == 2
     assert chats[1].attributes["gen_ai.response.finish_reasons"] == ("length",)
     assert chats[1].attributes["gen_ai.usage.output_tokens"] == 5
-    assert [e["loopguard.action"] for e in lg.decision_events(chats[1])] == ["stop"]
+    assert [e["loopguard.action"] for e in lg.decisions_on(chats[1])] == ["stop"]
     assert lg.open_spans() == []
 
 
-def test_streamed_tool_calls_are_reassembled_from_chunks(loopguard):
-    lg = loopguard(mode="enforce", policy="strict", max_repeated_tool_steps=2)
+def test_streamed_tool_calls_are_reassembled_from_chunks(make_loopguard):
+    lg = make_loopguard(mode="enforce", policy="strict", max_repeated_tool_steps=2)
     api = ScriptedAPI([Turn(tool_calls=[("search", {"query": "pricing", "page": 2})])] * 3)
     client = api.client()
 
@@ -59,8 +59,8 @@ def test_streamed_tool_calls_are_reassembled_from_chunks(loopguard):
     assert lg.spans("chat ")[0].attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
 
 
-def test_stream_closed_early_ends_its_span_once_without_a_judgement(loopguard):
-    lg = loopguard(mode="enforce")
+def test_stream_closed_early_ends_its_span_once_without_a_judgement(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     api = ScriptedAPI([Turn(text="a long answer", finish_reason="length")])
     client = api.client()
 
@@ -72,12 +72,12 @@ def test_stream_closed_early_ends_its_span_once_without_a_judgement(loopguard):
 
     (chat,) = lg.spans("chat ")
     assert "error.type" not in chat.attributes
-    assert lg.decisions == []  # an unfinished answer is not judged
+    assert lg.decided == []  # an unfinished answer is not judged
     assert lg.open_spans() == []
 
 
-def test_stream_dropped_half_read_ends_its_span_when_collected(loopguard):
-    lg = loopguard(mode="enforce")
+def test_stream_dropped_half_read_ends_its_span_when_collected(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     api = ScriptedAPI([Turn(text="a long answer")])
 
     with get_guard().agent_run(TRACER, "writer"):
@@ -92,8 +92,8 @@ def test_stream_dropped_half_read_ends_its_span_when_collected(loopguard):
     assert lg.open_spans() == []
 
 
-def test_stream_helper_context_manager_ends_the_span_on_early_exit(loopguard):
-    lg = loopguard(mode="enforce")
+def test_stream_helper_context_manager_ends_the_span_on_early_exit(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     api = ScriptedAPI([Turn(text="a long answer")])
 
     with get_guard().agent_run(TRACER, "writer"):
@@ -105,8 +105,8 @@ def test_stream_helper_context_manager_ends_the_span_on_early_exit(loopguard):
     assert lg.open_spans() == []
 
 
-def test_stream_that_breaks_mid_way_ends_its_span_with_the_error(loopguard):
-    lg = loopguard(mode="enforce")
+def test_stream_that_breaks_mid_way_ends_its_span_with_the_error(make_loopguard):
+    lg = make_loopguard(mode="enforce")
 
     def broken(request: http.Request) -> http.Response:
         body = (
@@ -129,8 +129,8 @@ def test_stream_that_breaks_mid_way_ends_its_span_with_the_error(loopguard):
     assert lg.open_spans() == []
 
 
-def test_async_stream_is_judged_and_interrupts(loopguard):
-    lg = loopguard(mode="enforce", max_tokens_recoveries=0)
+def test_async_stream_is_judged_and_interrupts(make_loopguard):
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0)
     api = ScriptedAPI([Turn(text="cut", finish_reason="length")] * 2)
 
     async def consume() -> None:
@@ -150,8 +150,8 @@ def test_async_stream_is_judged_and_interrupts(loopguard):
     assert lg.open_spans() == []
 
 
-def test_async_non_streamed_call_makes_the_same_span(loopguard):
-    lg = loopguard(mode="enforce")
+def test_async_non_streamed_call_makes_the_same_span(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     api = ScriptedAPI([Turn(text="hello", input_tokens=4, output_tokens=2)])
 
     async def call() -> str | None:

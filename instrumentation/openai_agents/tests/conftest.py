@@ -14,5 +14,7 @@ os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
 from loopguard_testing import harness_fixtures
 from otel_loopguard_openai_agents import OpenAIAgentsInstrumentor
 
-# ``loopguard``: enforce mode; ``observe_loopguard``: observe mode (see loopguard_testing)
-loopguard, observe_loopguard = harness_fixtures(OpenAIAgentsInstrumentor)
+# the instrumentor once per session; a fresh guard per test (see ../../_testing/README.md)
+instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(
+    OpenAIAgentsInstrumentor
+)

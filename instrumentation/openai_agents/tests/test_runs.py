@@ -33,9 +33,9 @@ def test_looping_run_is_interrupted_in_enforce_mode(loopguard):
     assert raised.value.decision.action.value == "stop"
     # one span per real execution of the tool
     assert len(loopguard.executed_tool_spans("search")) == len(scenario.executions)
-    assert loopguard.decisions("stop"), "the STOP decision is exported on a span"
+    assert loopguard.decision_events("stop"), "the STOP decision is exported on a span"
     assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_run_sync_is_interrupted_too(loopguard):
@@ -45,7 +45,7 @@ def test_run_sync_is_interrupted_too(loopguard):
         Runner.run_sync(scenario.agent, "What does it cost?")
 
     assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_looping_run_in_observe_mode_runs_to_its_end(observe_loopguard):
@@ -56,10 +56,10 @@ def test_looping_run_in_observe_mode_runs_to_its_end(observe_loopguard):
     assert result.final_output == "I could not find anything."
     assert len(scenario.executions) == LOOP_STEPS
     assert len(observe_loopguard.tool_spans("search")) == LOOP_STEPS
-    stops = observe_loopguard.decisions("stop")
+    stops = observe_loopguard.decision_events("stop")
     assert stops, "observe mode still records the STOP decision"
     assert all(span.name.startswith(("execute_tool", "invoke_agent")) for span, _ in stops)
-    observe_loopguard.assert_all_spans_ended_once()
+    observe_loopguard.assert_every_span_ended_once()
 
 
 def test_productive_run_completes_untouched(loopguard):
@@ -75,8 +75,8 @@ def test_productive_run_completes_untouched(loopguard):
     assert baseline == FINAL_ANSWER
     assert result.final_output == baseline
     assert scenario.executions == loopguard_off.executions
-    assert loopguard.decisions("stop") == []
-    loopguard.assert_all_spans_ended_once()
+    assert loopguard.decision_events("stop") == []
+    loopguard.assert_every_span_ended_once()
 
 
 def test_spans_follow_the_genai_conventions(loopguard):
@@ -116,7 +116,7 @@ def test_streamed_looping_run_is_interrupted_and_leaves_no_span_open(loopguard):
 
     assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
     assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_streamed_run_cancelled_by_the_consumer_ends_its_spans(loopguard):
@@ -134,7 +134,7 @@ def test_streamed_run_cancelled_by_the_consumer_ends_its_spans(loopguard):
     asyncio.run(consume_one_then_cancel())
 
     assert loopguard.run_state("researcher") == "cancelled"
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_streamed_productive_run_gives_the_same_answer(loopguard):
@@ -148,7 +148,7 @@ def test_streamed_productive_run_gives_the_same_answer(loopguard):
 
     assert asyncio.run(consume()) == FINAL_ANSWER
     assert len(loopguard.tool_spans("search")) == 4
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_handoff_ping_pong_is_stopped(loopguard):
@@ -160,7 +160,7 @@ def test_handoff_ping_pong_is_stopped(loopguard):
     assert "handoff_cycle" in raised.value.decision.detectors
     handoff_spans = [s for s in loopguard.spans() if s.name.startswith("execute_tool transfer_to_")]
     assert len(handoff_spans) < 8
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_a_failing_tool_body_is_an_error_span_and_repeats_are_stopped(loopguard):
@@ -178,13 +178,10 @@ def test_a_failing_tool_body_is_an_error_span_and_repeats_are_stopped(loopguard)
     assert "permanent_failure" in raised.value.decision.detectors
 
 
-def test_content_capture_exports_the_arguments_and_results_when_asked():
-    from loopguard_testing import make_harness
-    from otel_loopguard_openai_agents import OpenAIAgentsInstrumentor
-
-    with make_harness(OpenAIAgentsInstrumentor(), capture_content=True) as harness:
-        asyncio.run(Runner.run(productive_agent().agent, "What does it cost?"))
-        first = harness.tool_spans("search")[0]
+def test_content_capture_exports_the_arguments_and_results_when_asked(make_loopguard):
+    harness = make_loopguard(capture_content=True)
+    asyncio.run(Runner.run(productive_agent().agent, "What does it cost?"))
+    first = harness.tool_spans("search")[0]
 
     assert json.loads(first.attributes["gen_ai.tool.call.arguments"]) == {"query": "pricing page"}
     assert first.attributes["gen_ai.tool.call.result"] == "pricing: see /pricing"
@@ -214,4 +211,4 @@ def test_parallel_identical_calls_in_one_turn_are_stopped(loopguard):
         asyncio.run(Runner.run(agent, "What does it cost?"))
 
     assert 1 <= len(executions) <= MAX_EXECUTIONS
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()

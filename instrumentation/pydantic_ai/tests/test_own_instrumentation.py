@@ -38,8 +38,8 @@ def test_looping_instrumented_agent_is_stopped_without_duplicate_spans(loopguard
     assert _scopes(tool_spans) == {"pydantic-ai"}
     agent_spans = loopguard.named("invoke_agent researcher")
     assert len(agent_spans) == 1 and _scopes(agent_spans) == {"pydantic-ai"}
-    assert loopguard.decisions("stop"), "the STOP decision is on the run's agent span"
-    loopguard.assert_all_spans_ended_once()
+    assert loopguard.decision_events("stop"), "the STOP decision is on the run's agent span"
+    loopguard.assert_every_span_ended_once()
 
 
 def test_productive_instrumented_agent_is_untouched(loopguard):
@@ -49,7 +49,7 @@ def test_productive_instrumented_agent_is_untouched(loopguard):
 
     assert result.output == FINAL_ANSWER
     assert len(loopguard.tool_spans("search")) == 4
-    assert loopguard.decisions("stop") == []
+    assert loopguard.decision_events("stop") == []
 
 
 def test_streamed_instrumented_agent_is_stopped(loopguard):
@@ -66,4 +66,4 @@ def test_streamed_instrumented_agent_is_stopped(loopguard):
         asyncio.run(drive())
 
     assert 1 <= len(scenario.executions) <= 4
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()

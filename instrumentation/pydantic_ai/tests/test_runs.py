@@ -26,9 +26,9 @@ def test_looping_run_is_interrupted_in_enforce_mode(loopguard):
     assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
     assert raised.value.decision.action.value == "stop"
     assert len(loopguard.executed_tool_spans("search")) == len(scenario.executions)
-    assert loopguard.decisions("stop")
+    assert loopguard.decision_events("stop")
     assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_async_run_is_interrupted_too(loopguard):
@@ -38,7 +38,7 @@ def test_async_run_is_interrupted_too(loopguard):
         asyncio.run(scenario.agent.run(QUESTION))
 
     assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_looping_run_in_observe_mode_runs_to_its_end(observe_loopguard):
@@ -49,8 +49,8 @@ def test_looping_run_in_observe_mode_runs_to_its_end(observe_loopguard):
     assert result.output == "I could not find anything."
     assert len(scenario.executions) == LOOP_STEPS
     assert len(observe_loopguard.tool_spans("search")) == LOOP_STEPS
-    assert observe_loopguard.decisions("stop"), "observe mode still records the STOP decision"
-    observe_loopguard.assert_all_spans_ended_once()
+    assert observe_loopguard.decision_events("stop"), "observe mode still records the STOP decision"
+    observe_loopguard.assert_every_span_ended_once()
 
 
 def test_productive_run_completes_untouched(loopguard):
@@ -66,8 +66,8 @@ def test_productive_run_completes_untouched(loopguard):
     assert baseline == FINAL_ANSWER
     assert result.output == baseline
     assert scenario.executions == baseline_scenario.executions
-    assert loopguard.decisions("stop") == []
-    loopguard.assert_all_spans_ended_once()
+    assert loopguard.decision_events("stop") == []
+    loopguard.assert_every_span_ended_once()
 
 
 def test_spans_follow_the_genai_conventions(loopguard):
@@ -107,7 +107,7 @@ def test_a_failing_tool_is_an_error_span_and_the_error_reaches_the_caller(loopgu
     assert span.attributes["error.type"] == "PermissionError"
     assert span.status.status_code is StatusCode.ERROR
     assert loopguard.run_state("researcher") == "error"
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_the_same_permanent_error_retried_is_stopped(loopguard):
@@ -130,7 +130,7 @@ def test_the_same_permanent_error_retried_is_stopped(loopguard):
 
     assert 1 <= len(executions) <= MAX_EXECUTIONS
     assert all(s.status.status_code is StatusCode.ERROR for s in loopguard.tool_spans("fetch"))
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 @pytest.mark.parametrize("how", ["run_stream", "iter", "run_stream_events"])
@@ -157,7 +157,7 @@ def test_streamed_looping_run_is_interrupted_and_leaves_no_span_open(loopguard, 
 
     assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
     assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_stream_closed_early_ends_its_spans(loopguard):
@@ -171,7 +171,7 @@ def test_stream_closed_early_ends_its_spans(loopguard):
     asyncio.run(read_first_event_then_leave())
 
     assert loopguard.run_state("researcher") == "cancelled"
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_streamed_productive_run_gives_the_same_answer(loopguard):
@@ -183,7 +183,7 @@ def test_streamed_productive_run_gives_the_same_answer(loopguard):
 
     assert asyncio.run(drive()) == FINAL_ANSWER
     assert len(loopguard.tool_spans("search")) == 4
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()
 
 
 def test_parallel_identical_calls_in_one_step_are_stopped(loopguard):
@@ -198,4 +198,4 @@ def test_parallel_identical_calls_in_one_step_are_stopped(loopguard):
         scenario.agent.run_sync(QUESTION, model=FunctionModel(respond))
 
     assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
-    loopguard.assert_all_spans_ended_once()
+    loopguard.assert_every_span_ended_once()

@@ -19,8 +19,8 @@ def code_agent(search: CountingSearch, script, max_steps: int = 8) -> CodeAgent:
     )
 
 
-def test_interrupt_passes_the_python_executor_and_reaches_the_caller(loopguard):
-    lg = loopguard(mode="enforce")
+def test_interrupt_passes_the_python_executor_and_reaches_the_caller(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     search = CountingSearch(lambda query, n: "no results")
     agent = code_agent(search, lambda step: "print(search(query='pricing'))")
 
@@ -36,8 +36,8 @@ def test_interrupt_passes_the_python_executor_and_reaches_the_caller(loopguard):
     assert lg.open_spans() == []
 
 
-def test_productive_code_run_is_untouched(loopguard):
-    lg = loopguard(mode="enforce")
+def test_productive_code_run_is_untouched(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     search = CountingSearch(lambda query, n: f"page {n}: {query}")
 
     def script(step: int) -> str:
@@ -49,6 +49,6 @@ def test_productive_code_run_is_untouched(loopguard):
 
     assert answer == "pricing is on page 3"
     assert len(search.executions) == 3
-    assert all(d.action.value != "stop" for d, _ in lg.decisions)
+    assert all(d.action.value != "stop" for d, _ in lg.decided)
     names = [s.name for s in lg.spans("execute_tool")]
     assert names == ["execute_tool search"] * 3 + ["execute_tool final_answer"]

@@ -10,8 +10,8 @@ from smolagents.monitoring import LogLevel
 from otel_loopguard.decisions import LoopGuardInterrupt
 
 
-def test_token_budget_stops_before_the_next_model_call(loopguard):
-    lg = loopguard(mode="enforce", token_budget=60)  # each scripted step uses 20 + 5
+def test_token_budget_stops_before_the_next_model_call(make_loopguard):
+    lg = make_loopguard(mode="enforce", token_budget=60)  # each scripted step uses 20 + 5
     search = CountingSearch(lambda query, n: f"result {n}")
     model = ScriptedToolCallingModel(lambda step: ("search", {"query": f"page {step}"}))
     agent = ToolCallingAgent(
@@ -29,8 +29,8 @@ def test_token_budget_stops_before_the_next_model_call(loopguard):
     assert run.attributes["gen_ai.usage.output_tokens"] == 15
 
 
-def test_code_agent_writing_the_same_code_again_is_stopped_by_strict_policy(loopguard):
-    loopguard(mode="enforce", policy="strict", max_repeated_tool_steps=3)
+def test_code_agent_writing_the_same_code_again_is_stopped_by_strict_policy(make_loopguard):
+    make_loopguard(mode="enforce", policy="strict", max_repeated_tool_steps=3)
     search = CountingSearch(lambda query, n: f"result {n}")
     # no tool call at all: only the steps (the same python_interpreter code) repeat
     model = ScriptedCodeModel(lambda step: "total = sum(range(10))\nprint(total)")

@@ -2,39 +2,19 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from loopguard_testing import run_console_program
 
 TESTS = Path(__file__).parent
 
 
 def run_instrumented(mode: str) -> tuple[dict, list[dict]]:
-    executable = Path(sys.executable).parent / "opentelemetry-instrument"
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(TESTS),
-        "OTEL_TRACES_EXPORTER": "console",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "OTEL_LOOPGUARD_MODE": mode,
-    }
-    done = subprocess.run(
-        [str(executable), sys.executable, str(TESTS / "apps" / "looping_agent.py")],
-        env=env,
-        capture_output=True,
-        text=True,
+    return run_console_program(
+        TESTS / "apps" / "looping_agent.py",
+        env={"PYTHONPATH": str(TESTS), "OTEL_LOOPGUARD_MODE": mode},
         timeout=180,
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    outcome = json.loads(done.stderr.strip().splitlines()[-1])
-    decoder, spans, index = json.JSONDecoder(), [], 0
-    while (start := done.stdout.find("{", index)) >= 0:  # one JSON object per span
-        span, index = decoder.raw_decode(done.stdout, start)
-        spans.append(span)
-    return outcome, spans
 
 
 def test_looping_agent_is_stopped_under_opentelemetry_instrument():

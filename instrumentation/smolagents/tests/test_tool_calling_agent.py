@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from conftest import PROVIDER
-from otel_loopguard_smolagents import SmolagentsInstrumentor
 from scripted_models import CountingSearch, ScriptedToolCallingModel
 from smolagents import ToolCallingAgent
 from smolagents.memory import ActionStep
@@ -34,8 +32,8 @@ def productive_agent(search: CountingSearch) -> ToolCallingAgent:
     )
 
 
-def test_looping_run_is_stopped_in_enforce_mode(loopguard):
-    lg = loopguard(mode="enforce")
+def test_looping_run_is_stopped_in_enforce_mode(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     search = CountingSearch(lambda query, n: "no results")
 
     with pytest.raises(LoopGuardInterrupt) as stopped:
@@ -46,14 +44,14 @@ def test_looping_run_is_stopped_in_enforce_mode(loopguard):
     tools = lg.spans("execute_tool search")
     executed = [s for s in tools if s.attributes.get("error.type") != "LoopGuardInterrupt"]
     assert len(executed) == len(search.executions)  # one span per real execution
-    assert any(e["loopguard.action"] == "stop" for span in tools for e in lg.decision_events(span))
+    assert any(e["loopguard.action"] == "stop" for span in tools for e in lg.decisions_on(span))
     (agent,) = lg.spans("invoke_agent")
     assert agent.attributes["loopguard.run.state"] == "stopped"
     assert lg.open_spans() == []
 
 
-def test_looping_run_in_observe_mode_runs_to_its_end(loopguard):
-    lg = loopguard(mode="observe")
+def test_looping_run_in_observe_mode_runs_to_its_end(make_loopguard):
+    lg = make_loopguard(mode="observe")
     search = CountingSearch(lambda query, n: "no results")
 
     looping_agent(search, max_steps=6).run("find the pricing page")
@@ -62,7 +60,7 @@ def test_looping_run_in_observe_mode_runs_to_its_end(loopguard):
     stops = [
         e
         for span in lg.spans("execute_tool")
-        for e in lg.decision_events(span)
+        for e in lg.decisions_on(span)
         if e["loopguard.action"] == "stop"
     ]
     assert stops and "repetition" in stops[0]["loopguard.detectors"]
@@ -70,20 +68,20 @@ def test_looping_run_in_observe_mode_runs_to_its_end(loopguard):
     assert agent.attributes["loopguard.run.state"] == "max_steps"
 
 
-def test_productive_run_completes_with_the_same_answer_as_without_the_plugin(loopguard):
-    lg = loopguard(mode="enforce")
-    SmolagentsInstrumentor().uninstrument()
+def test_productive_run_completes_with_the_same_answer_as_without_the_plugin(make_loopguard):
+    lg = make_loopguard(mode="enforce")
+    lg.uninstrument()
     try:
         plain = CountingSearch(lambda query, n: f"result {n} for {query}")
         expected = productive_agent(plain).run("find the pricing page")
     finally:
-        SmolagentsInstrumentor().instrument(tracer_provider=PROVIDER)
+        lg.reinstrument()
 
     search = CountingSearch(lambda query, n: f"result {n} for {query}")
     answer = productive_agent(search).run("find the pricing page")
 
     assert answer == expected == "found after 3 searches"
-    assert lg.decisions == [] or all(d.action.value != "stop" for d, _ in lg.decisions)
+    assert lg.decided == [] or all(d.action.value != "stop" for d, _ in lg.decided)
     tools = lg.spans("execute_tool")
     assert [s.name for s in tools] == ["execute_tool search"] * 3 + ["execute_tool final_answer"]
     (agent,) = lg.spans("invoke_agent")
@@ -97,8 +95,8 @@ def test_productive_run_completes_with_the_same_answer_as_without_the_plugin(loo
     assert "pricing" not in str(dict(first.attributes))  # no content without opt-in
 
 
-def test_failing_tool_is_stopped_although_smolagents_catches_its_error(loopguard):
-    lg = loopguard(mode="enforce")
+def test_failing_tool_is_stopped_although_smolagents_catches_its_error(make_loopguard):
+    lg = make_loopguard(mode="enforce")
 
     def failing(query: str, n: int) -> str:
         raise FileNotFoundError(f"no such file: /docs/{query}")
@@ -115,8 +113,8 @@ def test_failing_tool_is_stopped_although_smolagents_catches_its_error(loopguard
     assert errors[0].attributes["error.type"] == "FileNotFoundError"
 
 
-def test_stream_is_stopped_and_closed_exactly_once(loopguard):
-    lg = loopguard(mode="enforce")
+def test_stream_is_stopped_and_closed_exactly_once(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     search = CountingSearch(lambda query, n: "no results")
     steps = looping_agent(search).run("find the pricing page", stream=True)
 
@@ -131,8 +129,8 @@ def test_stream_is_stopped_and_closed_exactly_once(loopguard):
     assert lg.open_spans() == []
 
 
-def test_stream_closed_early_ends_the_agent_span_as_cancelled(loopguard):
-    lg = loopguard(mode="enforce")
+def test_stream_closed_early_ends_the_agent_span_as_cancelled(make_loopguard):
+    lg = make_loopguard(mode="enforce")
     search = CountingSearch(lambda query, n: f"result {n}")
     steps = looping_agent(search).run("find the pricing page", stream=True)
 
