@@ -52,13 +52,12 @@ class SpanLifecycle(SpanProcessor):
             return sorted(self.names[sid] for sid in self.started if self.ended[sid] == 0)
 
     def not_ended_exactly_once(self) -> list[str]:
+        """Names of the spans started since :meth:`reset` and not ended once, and of any
+        span ended more than once."""
         with self._lock:
-            ids = set(self.started) | set(self.ended)
-            return sorted(
-                self.names.get(sid, "?")
-                for sid in ids
-                if self.started[sid] != 1 or self.ended[sid] != 1
-            )
+            wrong = {sid for sid, n in self.started.items() if n != 1 or self.ended[sid] != 1}
+            wrong.update(sid for sid, n in self.ended.items() if n > 1)
+            return sorted(self.names.get(sid, "?") for sid in wrong)
 
 
 @dataclass
