@@ -115,8 +115,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
                     if state.conversation is None:
                         state.conversation = conversation
             return
-        view = SpanView(name, "", "", attributes=attributes)
-        conversation = conversation_id(view)
+        conversation = conversation_in(attributes)
         tracker = guard.tracker
         with tracker.lock:
             state = tracker.get_or_create(context.trace_id)
@@ -128,6 +127,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 return
             managed = guard.is_managed(context.span_id)
             outermost = not state.agents
+            view = SpanView(name, "", "", attributes=attributes)
             state.agents.append(OpenAgent(context.span_id, agent_name(view), span, managed))
         if outermost and not managed:
             identity = run_identity(
@@ -157,14 +157,15 @@ class LoopGuardSpanProcessor(SpanProcessor):
         name = span.name or ""
         if name in _OWN_SPANS and _scope_name(span) == SCOPE_NAME:
             return
-        started = time.perf_counter()
         trace_id = context.trace_id
         span_id = context.span_id
         tracker = guard.tracker
         span_class = classify_parts(name, span_attributes(span))
-        parent = span.parent
         if span_class is SpanClass.OTHER:
-            # not GenAI: only the trace bookkeeping (a local root ends a trace-keyed run)
+            # not GenAI: only the trace bookkeeping (a local root ends a trace-keyed run);
+            # most such traces have no state at all, which a lookup without the lock tells
+            if tracker.get(trace_id) is None:
+                return
             with tracker.lock:
                 state = tracker.get(trace_id)
                 if state is None:
@@ -179,6 +180,8 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 if summary is not None:
                     guard.telemetry.record_run_end(_end_state(view, summary))
             return
+        started = time.perf_counter()
+        parent = span.parent
         managed = guard.is_managed(span_id)
         view = from_readable_span(span, detection_only=True)
         with tracker.lock:
@@ -234,8 +237,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
             summary = guard.monitor.end_run(hex_trace)
             if summary is not None:
                 guard.telemetry.record_run_end(_end_state(view, summary))
-        if span_class is not SpanClass.OTHER:
-            guard.telemetry.record_processing(time.perf_counter() - started, span_class.value)
+        guard.telemetry.record_processing(time.perf_counter() - started, span_class)
 
     def _feed(
         self, events: list[Event], view: SpanView, span: ReadableSpan, agent: OpenAgent | None

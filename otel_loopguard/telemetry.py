@@ -17,6 +17,7 @@ per kind (a broken span must not flood the log of the program we watch).
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import threading
@@ -123,6 +124,7 @@ class Telemetry:
         self.interrupts.add(0)
         self._logged: set[str] = set()
         self._logged_lock = threading.Lock()
+        self._processing_attributes: dict[str, dict[str, str]] = {}
 
     # -- metrics ---------------------------------------------------------------------------
 
@@ -162,7 +164,14 @@ class Telemetry:
         self.runs.add(1, {"state": value}, context=context)
 
     def record_processing(self, seconds: float, span_class: str) -> None:
-        self.processing_duration.record(seconds, {"span.class": span_class})
+        # one attribute dict per span class, made once: this runs for every GenAI span
+        attributes = self._processing_attributes.get(span_class)
+        if attributes is None:
+            value = span_class.value if isinstance(span_class, enum.Enum) else str(span_class)
+            attributes = {"span.class": value}
+            if len(self._processing_attributes) < 64:  # a handful of classes; stay bounded
+                self._processing_attributes[span_class] = attributes
+        self.processing_duration.record(seconds, attributes)
 
     def count_internal_error(self, where: str, exc: BaseException) -> None:
         """Count an error another part caught and logged itself (the monitor's detectors)."""
