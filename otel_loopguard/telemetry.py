@@ -250,7 +250,10 @@ class Telemetry:
 
     def add_decision_event(self, span: Any, decision: Decision, event: Event | None) -> bool:
         """Add ``loopguard.decision`` to a still-recording span; False if it has ended."""
-        if span is None or not span.is_recording():
+        # an ended span, or one that never was a live SDK span (a ReadableSpan handed to
+        # on_start by another processor chain): no events can go on it
+        is_recording = getattr(span, "is_recording", None)
+        if is_recording is None or not is_recording():
             return False
         span.add_event(DECISION_EVENT, self.decision_attributes(decision, event))
         return True
