@@ -340,9 +340,16 @@ class _Walk:
         keyed.sort(key=_first)
         exact_parts: list[str] = []
         near_parts: list[str] = []
+        volatile_keys = _volatile_keys
         for key_text, item in keyed[:MAX_ITEMS]:
-            if _is_volatile_key(key_text):
+            volatile = volatile_keys.get(key_text)
+            if volatile is None:
+                volatile = _is_volatile_key(key_text)
+            if volatile:
                 exact, near = "<volatile>", ""
+            elif type(item) is str and self.nodes < MAX_NODES and depth < MAX_DEPTH:
+                self.nodes += 1  # what value() counts, without its type tests
+                exact, near = self.text(item)
             else:
                 exact, near = self.value(item, depth + 1)
             exact_parts.append(f"{key_text}={exact}")

@@ -352,7 +352,7 @@ def _tool_events(
     # for every tool span on the host's hot path, and the builders' keyword plumbing showed
     # up in benchmarks/span_overhead.py. The signatures are the same functions.
     attrs = view.attributes
-    name = tool_name(view) or view.name or "unknown"
+    name = _tool_name(view.name, attrs) or view.name or "unknown"
     actor = agent_name(view) or actor
     call_id = _text(attrs.get("gen_ai.tool.call.id")) or _text(attrs.get("tool_call.id"))
     arguments = tool_arguments(view)

@@ -83,26 +83,26 @@ def span_attributes(span: Any) -> Mapping[str, Any]:
 def from_readable_span(span: Any, *, detection_only: bool = False) -> SpanView:
     """View an SDK span (``ReadableSpan`` or a live ``Span``) without copying its attributes.
 
-    ``detection_only`` leaves out what the dialect mapping never reads (kind, resource,
-    instrumentation scope, start time): the processor calls this for every GenAI span on
-    the host's hot path. Tolerates partial objects (no context, no parent, no status): a
-    processor hook must never fail because a span is unusual.
+    ``detection_only`` leaves out what the dialect mapping never reads (parent, kind,
+    resource, instrumentation scope, start time): the processor calls this for every GenAI
+    span on the host's hot path. Tolerates partial objects (no context, no parent, no
+    status): a processor hook must never fail because a span is unusual.
     """
     context = span.context
-    parent = span.parent
     status = span.status
-    raw_events = span.events
+    # the SDK's ``events`` property copies its list under a lock; most spans have none,
+    # which the list underneath tells without the copy
+    raw_events = getattr(span, "_events", None)
     events: tuple[SpanEventView, ...] = ()
-    if raw_events:
+    if raw_events is None or raw_events:
         events = tuple(
             SpanEventView(event.name, event.attributes or _EMPTY, event.timestamp)
-            for event in raw_events
+            for event in span.events or ()
         )
     view = SpanView(
         span.name or "",
         format(context.trace_id, "032x") if context is not None else "",
         format(context.span_id, "016x") if context is not None else "",
-        format(parent.span_id, "016x") if parent is not None else None,
         end_time_unix_nano=span.end_time,
         attributes=span_attributes(span),
         status_code=_STATUS_NAMES.get(getattr(status.status_code, "value", 0), "unset")
@@ -112,6 +112,8 @@ def from_readable_span(span: Any, *, detection_only: bool = False) -> SpanView:
         events=events,
     )
     if not detection_only:
+        parent = span.parent
+        view.parent_span_id = format(parent.span_id, "016x") if parent is not None else None
         kind = span.kind
         resource = span.resource
         scope = span.instrumentation_scope
