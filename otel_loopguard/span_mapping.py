@@ -181,9 +181,23 @@ def _tool_name(name: str, attrs: Mapping[str, Any]) -> str | None:
     return None
 
 
+_AGENT_KEYS = frozenset(
+    {
+        "gen_ai.agent.name",
+        "agent_name",
+        "agent.name",
+        "openinference.span.kind",
+        "traceloop.span.kind",
+    }
+)
+
+
 def agent_name(view: SpanView) -> str | None:
     """The agent a span belongs to or describes, when the span says so."""
     attrs = view.attributes
+    name = view.name
+    if attrs.keys().isdisjoint(_AGENT_KEYS):  # tool spans mostly: only the name can say
+        return name[13:] if name.startswith("invoke_agent ") and len(name) > 13 else None
     for key in ("gen_ai.agent.name", "agent_name", "agent.name"):
         value = attrs.get(key)
         if isinstance(value, str) and value:
@@ -217,8 +231,13 @@ def conversation_id(view: SpanView) -> str | None:
     return conversation_in(view.attributes)
 
 
+_CONVERSATION_KEY_SET = frozenset(_CONVERSATION_KEYS)
+
+
 def conversation_in(attrs: Mapping[str, Any]) -> str | None:
     """:func:`conversation_id` for bare attributes (no view needed, for ``on_start``)."""
+    if attrs.keys().isdisjoint(_CONVERSATION_KEY_SET):  # most spans: one set test in C
+        return None
     for key in _CONVERSATION_KEYS:
         value = attrs.get(key)
         if value is None:
