@@ -34,7 +34,7 @@ from __future__ import annotations
 import enum
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -380,8 +380,12 @@ def _tool_events(
     end = view.end_time_unix_nano
     timestamp = end / 1e9 if isinstance(end, int) else None
     max_chars = config.signature_max_chars
-    recorded = arguments is not _MISSING
-    exact, near = call_signature(name, arguments if recorded else None, max_chars=max_chars)
+    exact, near, recorded = _span_signature(
+        view,
+        arguments,
+        lambda content: call_signature(name, content, max_chars=max_chars),
+        CALL_SIGNATURE_ATTRIBUTE,
+    )
     call = Event(
         EventKind.TOOL_CALL,
         run_id,
@@ -393,12 +397,10 @@ def _tool_events(
         trace_id=trace_id,
         span_id=span_id,
         timestamp=timestamp,
-        arguments=arguments if recorded else None,
+        arguments=arguments if arguments is not _MISSING else None,
     )
-    if not recorded and not _recorded_signature(
-        call, view, CALL_SIGNATURE_ATTRIBUTE, CALL_NEAR_KEY_ATTRIBUTE
-    ):
-        _make_unique(call, view)
+    if not recorded:
+        call.details["content_recorded"] = False
     error = error_info(view)
     if error is not None:
         outcome = tool_error(
@@ -414,8 +416,12 @@ def _tool_events(
         )
         return [call, outcome]
     output = tool_output(view)
-    recorded = output is not _MISSING
-    exact, near = output_signature(output if recorded else None, max_chars=max_chars)
+    exact, near, recorded = _span_signature(
+        view,
+        output,
+        lambda content: output_signature(content, max_chars=max_chars),
+        RESULT_SIGNATURE_ATTRIBUTE,
+    )
     outcome = Event(
         EventKind.TOOL_RESULT,
         run_id,
@@ -427,31 +433,42 @@ def _tool_events(
         trace_id=trace_id,
         span_id=span_id,
         timestamp=timestamp,
-        output=output if recorded else None,
+        output=output if output is not _MISSING else None,
     )
-    if not recorded and not _recorded_signature(
-        outcome, view, RESULT_SIGNATURE_ATTRIBUTE, RESULT_NEAR_KEY_ATTRIBUTE
-    ):
-        _make_unique(outcome, view)
+    if not recorded:
+        outcome.details["content_recorded"] = False
     return [call, outcome]
 
 
-def _recorded_signature(event: Event, view: SpanView, exact_key: str, near_key: str) -> bool:
-    """Use the signature the gate recorded on the span, when there is one."""
-    exact = view.attributes.get(exact_key)
-    if not isinstance(exact, str) or not exact:
-        return False
-    near = view.attributes.get(near_key)
-    event.signature = exact
-    event.near_key = near if isinstance(near, str) and near else exact
-    return True
+def _span_signature(
+    view: SpanView,
+    content: Any,
+    sign: Callable[[Any], tuple[str, str]],
+    exact_key: str,
+) -> tuple[str, str, bool]:
+    """``(exact, near, content_known)`` for a span's arguments or result, computed once.
 
-
-def _make_unique(event: Event, view: SpanView) -> None:
+    Content on the span is signed; else the signature our gate recorded on it is used
+    (``exact_key``, and the near key beside it); else the signature is made unique to this
+    span, so two spans without content never count as the same call.
+    """
+    if content is not _MISSING:
+        exact, near = sign(content)
+        return exact, near, True
+    attrs = view.attributes
+    recorded = attrs.get(exact_key)
+    if isinstance(recorded, str) and recorded:
+        near = attrs.get(_NEAR_KEYS[exact_key])
+        return recorded, near if isinstance(near, str) and near else recorded, True
+    exact, near = sign(None)
     suffix = f"#unrecorded:{view.span_id}"
-    event.signature += suffix
-    event.near_key += suffix
-    event.details["content_recorded"] = False
+    return exact + suffix, near + suffix, False
+
+
+_NEAR_KEYS = {
+    CALL_SIGNATURE_ATTRIBUTE: CALL_NEAR_KEY_ATTRIBUTE,
+    RESULT_SIGNATURE_ATTRIBUTE: RESULT_NEAR_KEY_ATTRIBUTE,
+}
 
 
 # -- handoffs --------------------------------------------------------------------------------
