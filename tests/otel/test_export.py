@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import gzip
 import json
-import threading
-import zlib
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -28,42 +23,6 @@ from otel_loopguard.tool_decorator import agent_run, loopguard_tool
 from .helpers import Stack, requires_detectors
 
 pytestmark = requires_detectors
-
-
-class _Receiver(BaseHTTPRequestHandler):
-    """An OTLP/HTTP trace receiver: decodes each request with the official protobuf class."""
-
-    requests: list[ExportTraceServiceRequest]
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        encoding = self.headers.get("Content-Encoding", "")
-        if encoding == "gzip":
-            body = gzip.decompress(body)
-        elif encoding == "deflate":
-            body = zlib.decompress(body)
-        if self.path == "/v1/traces":
-            request = ExportTraceServiceRequest()
-            request.ParseFromString(body)
-            self.server.requests.append(request)  # type: ignore[attr-defined]
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def receiver() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
-    server.requests = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
 
 
 def _value(any_value: Any) -> Any:

@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -49,29 +47,6 @@ from otel_loopguard.tool_decorator import agent_run, loopguard_tool
 
 MARKER = "zqx7marker"  # in our gate's arguments and results
 FOREIGN = "vjk4foreign"  # in arguments another instrumentation recorded on its spans
-
-
-class _RawReceiver(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.server.bodies.append(body)  # type: ignore[attr-defined]
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def receiver() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _RawReceiver)
-    server.bodies = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
 
 
 @dataclass
