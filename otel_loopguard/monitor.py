@@ -42,6 +42,7 @@ from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import CONTINUE, Action, Decision, RunEndState, Signal
 from otel_loopguard.detectors.base import Detector, RunCounters, build_default_detectors
 from otel_loopguard.detectors.budget import budget_exceeded
+from otel_loopguard.detectors.call_tracking import PendingCalls, pair_tool_event
 from otel_loopguard.events import Event, EventKind
 from otel_loopguard.policy import Policy, PolicyInput, load_policy
 from otel_loopguard.pricing import PriceTable
@@ -113,6 +114,7 @@ class _Run:
         "lock",
         "max_action",
         "max_risk",
+        "pending",
         "run_id",
         "signal_count",
         "states",
@@ -125,6 +127,8 @@ class _Run:
         self.lock = threading.Lock()
         self.counters = RunCounters(started_at=now, last_seen=now, now=now)
         self.states = states
+        # tool calls awaiting their result, shared by every detector (pair_tool_event)
+        self.pending = PendingCalls()
         # the policy's window, oldest first: a tuple, replaced only when signals arrive
         # (no deque: its first block alone weighs more than a full 12-signal tuple)
         self.window: tuple[Signal, ...] = ()
@@ -253,6 +257,7 @@ class Monitor:
                     run.agent = event.actor
                 if run.stop is not None:
                     return run.stop
+                pair_tool_event(event, kind, run.pending, counters)
 
                 new_signals: list[Signal] | None = None
                 states = run.states
@@ -386,6 +391,7 @@ class Monitor:
                     "cost": counters.cost,
                 },
                 "detectors": detector_states,
+                "pending": run.pending.to_json(),
                 "signals": [_signal_to_dict(s) for s in run.window],
                 "signal_count": run.signal_count,
                 "max_risk": run.max_risk,
@@ -422,6 +428,10 @@ class Monitor:
         cost = raw.get("cost", 0.0)
         counters.cost = None if cost is None else float(cost)
         states = data.get("detectors") or {}
+        pending = data.get("pending")
+        if pending is None:  # exports before pairing moved here kept it per detector
+            pending = (states.get("no_progress") or {}).get("pending")
+        run.pending = PendingCalls.from_json(pending)
         for index, detector in enumerate(self.detectors):
             if detector.name in states:
                 try:

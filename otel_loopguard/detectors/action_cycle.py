@@ -22,21 +22,18 @@ from typing import Any
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.call_tracking import PendingCalls, growing_score, is_error_result
-from otel_loopguard.detectors.fingerprint_table import fingerprint
+from otel_loopguard.detectors.call_tracking import growing_score
 from otel_loopguard.events import Event, EventKind
 
 # Enum members as module constants for the per-event comparisons (see call_tracking).
-_TOOL_CALL = EventKind.TOOL_CALL
 _TOOL_ERROR = EventKind.TOOL_ERROR
 _TOOL_RESULT = EventKind.TOOL_RESULT
 
 
 class ActionCycleState:
-    __slots__ = ("match", "pending", "steps", "tools")
+    __slots__ = ("match", "steps", "tools")
 
     def __init__(self, max_period: int) -> None:
-        self.pending = PendingCalls()
         # a step: call fingerprint, output (or error) fingerprint and failure flag in one int
         # (short lists, not deques: a deque allocates a 64-slot block)
         self.steps: list[int] = []
@@ -48,9 +45,8 @@ class ActionCycleDetector:
     """Periodic identical steps with period 2..cycle_max_period."""
 
     name = "action_cycle"
-    event_kinds = frozenset(
-        {EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.TOOL_ERROR}
-    )  # the monitor calls us for these only
+    # the monitor calls us for these only (it pairs results with their calls itself)
+    event_kinds = frozenset({EventKind.TOOL_RESULT, EventKind.TOOL_ERROR})
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self.max_period = config.cycle_max_period
@@ -63,19 +59,12 @@ class ActionCycleDetector:
         self, event: Event, state: ActionCycleState, counters: RunCounters
     ) -> Signal | None:
         kind = event.kind
-        if kind == _TOOL_CALL:
-            state.pending.add(event, fingerprint(event.signature))
+        if kind is not _TOOL_RESULT and kind is not _TOOL_ERROR:
             return None
-        if kind == _TOOL_RESULT:
-            failed = is_error_result(event)
-        elif kind == _TOOL_ERROR:
-            failed = True
-        else:
+        call = counters.call_key
+        if not call:
             return None
-        call = state.pending.pop(event)
-        if call is None:
-            return None
-        step = (call << 33) | (fingerprint(event.signature) << 1) | failed
+        step = (call << 33) | (counters.outcome_key << 1) | counters.failed
         return self._add_step(step, event.tool_name or "?", state)
 
     def _add_step(self, step: int, tool: str, state: ActionCycleState) -> Signal | None:
@@ -128,7 +117,6 @@ class ActionCycleDetector:
 
     def export_state(self, state: ActionCycleState) -> dict[str, Any]:
         return {
-            "pending": state.pending.to_json(),
             "steps": list(state.steps),
             "tools": list(state.tools),
             "match": state.match[2:],
@@ -136,7 +124,6 @@ class ActionCycleDetector:
 
     def restore_state(self, data: dict[str, Any]) -> ActionCycleState:
         state = ActionCycleState(self.max_period)
-        state.pending = PendingCalls.from_json(data.get("pending"))
         state.steps = [int(step) for step in data.get("steps") or []][-self.max_period :]
         state.tools = [str(tool) for tool in data.get("tools") or []][-self.max_period :]
         saved = [int(value) for value in data.get("match") or []]

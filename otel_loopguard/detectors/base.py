@@ -23,6 +23,14 @@ class RunCounters:
 
     ``steps`` counts model turns (``llm_response`` events), ``tool_calls`` counts
     ``tool_call`` events. ``cost`` is ``None`` once any model's price is unknown.
+
+    The last three fields describe the event being observed, worked out once by the monitor
+    (:func:`~otel_loopguard.detectors.call_tracking.pair_tool_event`) so that the detectors
+    that reason about calls and their answers do not each redo it: ``call_key`` is the
+    fingerprint of a ``tool_call``'s signature, or for a ``tool_result`` / ``tool_error``
+    that of the call it answers (0 when no call is known); ``outcome_key`` the fingerprint
+    of a result's or error's signature (0 for other events); ``failed`` whether the outcome
+    is a failure (a ``tool_error``, or a result flagged as an error, e.g. MCP ``isError``).
     """
 
     started_at: float = 0.0
@@ -34,6 +42,9 @@ class RunCounters:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = 0.0
+    call_key: int = 0
+    outcome_key: int = 0
+    failed: bool = False
 
     @property
     def total_tokens(self) -> int:

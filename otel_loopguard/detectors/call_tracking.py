@@ -5,6 +5,11 @@ forgets the least recently used one (per-run state must stay bounded however lon
 a way to pair a ``tool_result`` / ``tool_error`` with the ``tool_call`` it answers (by
 ``call_id`` when the source has one, else the latest call of the same tool), and a score
 that starts at a base when a threshold is reached and grows towards 1 with the count.
+
+Pairing is done once per event, by the monitor, with :func:`pair_tool_event`: it writes the
+call's and the outcome's fingerprints into :class:`RunCounters` before any detector runs.
+Three detectors used to keep a pending-call map each and fingerprint the same signatures
+three times; one shared map per run costs a third of the memory and time.
 """
 
 from __future__ import annotations
@@ -12,11 +17,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.fingerprint_table import fingerprint
 from otel_loopguard.events import Event, EventKind
 
 # Enum members as module constants: on Python 3.11 ``EventKind.X`` goes through the enum
 # metaclass's __getattr__ hook, several times the cost of a global, on every event.
+_TOOL_CALL = EventKind.TOOL_CALL
 _TOOL_RESULT = EventKind.TOOL_RESULT
+_TOOL_ERROR = EventKind.TOOL_ERROR
 
 PENDING_CALLS_CAP = 64  # calls awaiting their result; more in flight at once is unusual
 
@@ -129,3 +138,27 @@ def is_error_result(event: Event) -> bool:
         return getattr(output, "isError", None) is True
     except Exception:  # an exotic output object; not an error result we can recognise
         return False
+
+
+def pair_tool_event(
+    event: Event, kind: EventKind, pending: PendingCalls, counters: RunCounters
+) -> None:
+    """Fill ``counters.call_key`` / ``outcome_key`` / ``failed`` for ``event`` (see RunCounters).
+
+    A ``tool_call`` is remembered in ``pending`` until its result or error arrives; that
+    answer takes it out again. Other events clear the three fields.
+    """
+    if kind is _TOOL_CALL:
+        call = fingerprint(event.signature)
+        pending.add(event, call)
+        counters.call_key = call
+        counters.outcome_key = 0
+        counters.failed = False
+    elif kind is _TOOL_RESULT or kind is _TOOL_ERROR:
+        counters.call_key = pending.pop(event) or 0
+        counters.outcome_key = fingerprint(event.signature)
+        counters.failed = kind is _TOOL_ERROR or is_error_result(event)
+    else:
+        counters.call_key = 0
+        counters.outcome_key = 0
+        counters.failed = False

@@ -31,27 +31,13 @@ _pack_key = _KEY.pack
 def fingerprint(signature: str) -> int:
     """A non-zero 32-bit fingerprint of a signature (0 marks an empty record).
 
-    Several detectors fingerprint the same event's signature (and near-duplicate key) one
-    after the other; the last two (string object, fingerprint) pairs are remembered so only
-    the first detector pays. The memo is one immutable tuple, replaced whole, so threads
-    never see a mismatched pair.
+    The monitor fingerprints each event's signature once (``pair_tool_event``) and hands the
+    number to the detectors, so this is called about once per signature and keeps no memo.
     """
-    global _recent
-    recent = _recent
-    if recent[0] is signature:
-        return recent[1]
-    if recent[2] is signature:
-        return recent[3]
     try:
-        data = signature.encode()
+        return zlib.crc32(signature.encode()) or 1
     except UnicodeEncodeError:  # a lone surrogate from a hand-made event
-        data = signature.encode("utf-8", "surrogatepass")
-    found = zlib.crc32(data) or 1
-    _recent = (signature, found, recent[0], recent[1])
-    return found
-
-
-_recent: tuple[str, int, str, int] = ("", zlib.crc32(b"") or 1, "", zlib.crc32(b"") or 1)
+        return zlib.crc32(signature.encode("utf-8", "surrogatepass")) or 1
 
 
 class FingerprintTable:

@@ -25,8 +25,8 @@ from typing import Any
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.call_tracking import PendingCalls, growing_score, is_error_result
-from otel_loopguard.detectors.fingerprint_table import FingerprintTable, fingerprint
+from otel_loopguard.detectors.call_tracking import growing_score
+from otel_loopguard.detectors.fingerprint_table import FingerprintTable
 from otel_loopguard.events import Event, EventKind
 from otel_loopguard.signatures import describe_output
 
@@ -36,15 +36,13 @@ _EPOCH_MASK = 0xFFFFFFFF  # epochs are only compared for equality: wrapping is h
 
 # Enum members as module constants for the per-event comparisons (see call_tracking).
 _TOOL_CALL = EventKind.TOOL_CALL
-_TOOL_ERROR = EventKind.TOOL_ERROR
 _TOOL_RESULT = EventKind.TOOL_RESULT
 
 
 class NoProgressState:
-    __slots__ = ("calls", "epoch", "pending")
+    __slots__ = ("calls", "epoch")
 
     def __init__(self, history_size: int) -> None:
-        self.pending = PendingCalls()
         # call fingerprint -> (output fingerprint, unchanged repeats, epoch of the last answer)
         self.calls = FingerprintTable(history_size, "IHI")
         self.epoch = 0
@@ -54,9 +52,8 @@ class NoProgressDetector:
     """Identical calls answered with identical outputs, with nothing new in between."""
 
     name = "no_progress"
-    event_kinds = frozenset(
-        {EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.TOOL_ERROR}
-    )  # the monitor calls us for these only
+    # the monitor calls us for these only (it pairs results with their calls itself)
+    event_kinds = frozenset({EventKind.TOOL_CALL, EventKind.TOOL_RESULT})
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self.config = config
@@ -68,22 +65,18 @@ class NoProgressDetector:
 
     def observe(self, event: Event, state: NoProgressState, counters: RunCounters) -> Signal | None:
         kind = event.kind
-        if kind == _TOOL_CALL:
-            call = fingerprint(event.signature)
+        if kind is _TOOL_CALL:
+            call = counters.call_key
             if state.calls.get(call) is None:  # a first-time call is new work
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
                 state.calls.insert(call, _NO_OUTPUT, 0, 0)
-            state.pending.add(event, call)
             return None
-        if kind == _TOOL_ERROR:
-            state.pending.pop(event)
+        if kind is not _TOOL_RESULT:
+            return None  # errors are the permanent-failure detector's
+        call = counters.call_key
+        if not call or counters.failed:
             return None
-        if kind != _TOOL_RESULT:
-            return None
-        call = state.pending.pop(event)
-        if call is None or is_error_result(event):
-            return None
-        output = fingerprint(event.signature)
+        output = counters.outcome_key
         calls = state.calls
         entry = calls.get(call)
         if entry is None or entry[0] != output or entry[2] != state.epoch:
@@ -117,14 +110,12 @@ class NoProgressDetector:
 
     def export_state(self, state: NoProgressState) -> dict[str, Any]:
         return {
-            "pending": state.pending.to_json(),
             "calls": state.calls.to_json(),
             "epoch": state.epoch,
         }
 
     def restore_state(self, data: dict[str, Any]) -> NoProgressState:
         state = NoProgressState(self.cap)
-        state.pending = PendingCalls.from_json(data.get("pending"))
         state.calls.load_json(data.get("calls"))
         state.epoch = int(data.get("epoch") or 0) & _EPOCH_MASK
         return state

@@ -33,7 +33,7 @@ from typing import Any, Literal
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.call_tracking import PendingCalls, growing_score, is_error_result
+from otel_loopguard.detectors.call_tracking import growing_score
 from otel_loopguard.detectors.fingerprint_table import FingerprintTable, fingerprint
 from otel_loopguard.events import ErrorInfo, Event, EventKind
 from otel_loopguard.signatures import describe_output, output_signature
@@ -114,30 +114,40 @@ def _error_from_result(event: Event, max_chars: int) -> tuple[ErrorInfo, str]:
 
 
 # Enum members as module constants for the per-event comparisons (see call_tracking).
-_TOOL_CALL = EventKind.TOOL_CALL
 _TOOL_ERROR = EventKind.TOOL_ERROR
 _TOOL_RESULT = EventKind.TOOL_RESULT
 
 
+_FILTER_BITS = 1024  # bits of the "maybe failing" filter: ~6 % false positives at 64 keys
+_TOOL_KEYS_CAP = 1024  # tool names whose "tool:<name>" fingerprint is kept
+
+
 class PermanentFailureState:
-    __slots__ = ("failures", "live", "pending")
+    __slots__ = ("failures", "maybe")
 
     def __init__(self, history_size: int) -> None:
-        self.pending = PendingCalls()
         # fingerprint of the call (or of "tool:<name>") -> (error fingerprint, count)
         self.failures = FingerprintTable(history_size, "IH")
-        # records inserted and not popped (evictions are not subtracted: an upper bound);
-        # while it is 0, successes need no lookup at all
-        self.live = 0
+        # a one-int Bloom filter of the keys in ``failures``: bit ``key % _FILTER_BITS``.
+        # Most results are successes of calls that never failed; the filter answers "not
+        # there" for them without a table lookup. Evictions leave bits set (a superset);
+        # a removal rebuilds it from the table.
+        self.maybe = 0
+
+
+def _filter_of(table: FingerprintTable) -> int:
+    bits = 0
+    for key, _values in table.items():
+        bits |= 1 << (key % _FILTER_BITS)
+    return bits
 
 
 class PermanentFailureDetector:
     """The same call failing with the same error; permanent errors weigh more."""
 
     name = "permanent_failure"
-    event_kinds = frozenset(
-        {EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.TOOL_ERROR}
-    )  # the monitor calls us for these only
+    # the monitor calls us for these only (it pairs results with their calls itself)
+    event_kinds = frozenset({EventKind.TOOL_RESULT, EventKind.TOOL_ERROR})
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self.config = config
@@ -145,6 +155,17 @@ class PermanentFailureDetector:
         self.retryable_threshold = config.retryable_failure_threshold
         # only calls still failing take room (a success removes its call)
         self.cap = min(config.history_size, FAILING_CALLS_CAP)
+        self._tool_keys: dict[str | None, int] = {}
+
+    def _tool_key(self, tool: str | None) -> int:
+        """The fingerprint of ``tool:<name>``: a failure about the tool, not the call."""
+        key = self._tool_keys.get(tool)
+        if key is None:
+            key = fingerprint(f"tool:{tool}")
+            if len(self._tool_keys) >= _TOOL_KEYS_CAP:
+                self._tool_keys.clear()  # tool names are few; a flood just starts over
+            self._tool_keys[tool] = key
+        return key
 
     def new_state(self) -> PermanentFailureState:
         return PermanentFailureState(self.cap)
@@ -153,33 +174,41 @@ class PermanentFailureDetector:
         self, event: Event, state: PermanentFailureState, counters: RunCounters
     ) -> Signal | None:
         kind = event.kind
-        if kind == _TOOL_CALL:
-            state.pending.add(event, fingerprint(event.signature))
-            return None
-        if kind == _TOOL_RESULT:
-            if not is_error_result(event):
-                call = state.pending.pop(event)
-                if state.live > 0:  # a success: that call (and its tool) is fine again
-                    if call is not None and state.failures.pop(call):
-                        state.live -= 1
-                    if state.failures.pop(fingerprint(f"tool:{event.tool_name}")):
-                        state.live -= 1
+        if kind is _TOOL_RESULT:
+            if not counters.failed:
+                maybe = state.maybe
+                if maybe:  # a success: that call (and its tool) is fine again
+                    call = counters.call_key
+                    tool = self._tool_key(event.tool_name)
+                    removed = (
+                        bool(call)
+                        and maybe >> (call % _FILTER_BITS) & 1
+                        and (state.failures.pop(call))
+                    )
+                    if maybe >> (tool % _FILTER_BITS) & 1 and state.failures.pop(tool):
+                        removed = True
+                    if removed:
+                        state.maybe = _filter_of(state.failures)
                 return None
             error, error_signature = _error_from_result(event, self.config.signature_max_chars)
-        elif kind == _TOOL_ERROR:
+        elif kind is _TOOL_ERROR:
             error = event.error or ErrorInfo()
             error_signature = event.signature
         else:
             return None
-        return self._failure(event, error, error_signature, state)
+        return self._failure(event, error, error_signature, counters.call_key, state)
 
     def _failure(
-        self, event: Event, error: ErrorInfo, error_signature: str, state: PermanentFailureState
+        self,
+        event: Event,
+        error: ErrorInfo,
+        error_signature: str,
+        call: int,
+        state: PermanentFailureState,
     ) -> Signal | None:
-        call = state.pending.pop(event)
         error_class = classify_error(error)
-        if call is None or _TOOL_LEVEL.search((error.message or "")[:_MESSAGE_CAP]):
-            key = fingerprint(f"tool:{event.tool_name}")
+        if not call or _TOOL_LEVEL.search((error.message or "")[:_MESSAGE_CAP]):
+            key = self._tool_key(event.tool_name)
         else:
             key = call
         error_key = fingerprint(error_signature)
@@ -188,7 +217,7 @@ class PermanentFailureDetector:
         if entry is None:
             count = 1
             failures.insert(key, error_key, count)
-            state.live += 1
+            state.maybe |= 1 << (key % _FILTER_BITS)
         else:
             count = min(entry[1] + 1, FingerprintTable.MAX_COUNT) if entry[0] == error_key else 1
             failures.update(key, error_key, count)
@@ -220,11 +249,10 @@ class PermanentFailureDetector:
         )
 
     def export_state(self, state: PermanentFailureState) -> dict[str, Any]:
-        return {"pending": state.pending.to_json(), "failures": state.failures.to_json()}
+        return {"failures": state.failures.to_json()}
 
     def restore_state(self, data: dict[str, Any]) -> PermanentFailureState:
         state = PermanentFailureState(self.cap)
-        state.pending = PendingCalls.from_json(data.get("pending"))
         state.failures.load_json(data.get("failures"))
-        state.live = len(state.failures)
+        state.maybe = _filter_of(state.failures)
         return state

@@ -68,7 +68,7 @@ class RepetitionDetector:
         return RepetitionState(self.cap)
 
     def observe(self, event: Event, state: RepetitionState, counters: RunCounters) -> Signal | None:
-        if event.kind != _TOOL_CALL or not event.signature:
+        if event.kind is not _TOOL_CALL or not event.signature:
             return None
         signature = event.signature
         near_count = (
@@ -76,8 +76,7 @@ class RepetitionDetector:
             if self.near_enabled and event.near_key
             else 0
         )
-        # the exact signature last: the next detectors fingerprint it too (memoised)
-        count = state.exact.bump(fingerprint(signature))
+        count = state.exact.bump(counters.call_key)  # the signature's, from the monitor
         if signature == state.last_signature:
             state.streak += 1
         else:

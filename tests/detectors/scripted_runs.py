@@ -2,7 +2,8 @@
 
 The events are made with the real builders of :mod:`otel_loopguard.events` (so real
 signatures), and fed to a real detector the way the monitor does: ``new_state`` once, then
-``observe`` per event.
+per event the monitor's own pairing of results with their calls
+(:func:`~otel_loopguard.detectors.call_tracking.pair_tool_event`) and ``observe``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.detectors.base import Detector, RunCounters
+from otel_loopguard.detectors.call_tracking import PendingCalls, pair_tool_event
 from otel_loopguard.events import ErrorInfo, Event, EventKind, tool_call, tool_error, tool_result
 
 RUN = "run-1"
@@ -74,10 +76,12 @@ class Driver:
         self.detector: Detector = factory(self.config)
         self.state = self.detector.new_state()
         self.counters = RunCounters()
+        self.pending = PendingCalls()  # the run's calls awaiting results, as the monitor keeps
 
     def feed(self, events: Iterable[Event]) -> list[Signal]:
         signals = []
         for event in events:
+            pair_tool_event(event, event.kind, self.pending, self.counters)
             kinds = getattr(self.detector, "event_kinds", None)
             if kinds is not None and event.kind not in kinds:
                 continue
@@ -90,3 +94,4 @@ class Driver:
         """Export the state through JSON and restore it, as a reloaded conversation does."""
         data = json.loads(json.dumps(self.detector.export_state(self.state)))
         self.state = self.detector.restore_state(data)
+        self.pending = PendingCalls.from_json(json.loads(json.dumps(self.pending.to_json())))

@@ -88,4 +88,4 @@ def test_state_stays_bounded_after_100k_distinct_steps() -> None:
     run = Driver(ActionCycleDetector)
     events = (e for i in range(50_000) for e in exchange("search", {"q": i}, f"r{i}"))
     assert run.feed(events) == []
-    assert len(run.state.steps) <= 4 and len(run.state.pending.by_tool) <= 64
+    assert len(run.state.steps) <= 4 and len(run.pending.by_tool) <= 64

@@ -108,4 +108,4 @@ def test_state_stays_bounded_after_100k_distinct_calls() -> None:
     events = (e for i in range(50_000) for e in exchange("search", {"q": i}, "none"))
     assert run.feed(events) == []
     assert len(run.state.calls) <= 32
-    assert len(run.state.pending.by_id) == 0 and len(run.state.pending.by_tool) <= 64
+    assert len(run.pending.by_id) == 0 and len(run.pending.by_tool) <= 64
