@@ -26,6 +26,9 @@ WAYS = 8
 _EMPTY = b"\x00\x00\x00\x00"
 _KEY = struct.Struct("<I")
 _pack_key = _KEY.pack
+_pack_count_into = struct.Struct("<IH").pack_into  # a key and its count, as bump writes them
+# one Struct per value format, shared by every table (a Struct per table was per-run memory)
+_VALUE_STRUCTS: dict[str, struct.Struct] = {}
 
 
 def fingerprint(signature: str) -> int:
@@ -48,7 +51,10 @@ class FingerprintTable:
     MAX_COUNT = 0xFFFF  # counts stored as "H" saturate here
 
     def __init__(self, capacity: int, value_format: str) -> None:
-        self._values = struct.Struct("<" + value_format)
+        values = _VALUE_STRUCTS.get(value_format)
+        if values is None:
+            values = _VALUE_STRUCTS.setdefault(value_format, struct.Struct("<" + value_format))
+        self._values = values
         self._record = 4 + self._values.size
         self._sets = max(1, -(-capacity // WAYS))
         self._span = WAYS * self._record  # bytes per set
@@ -76,10 +82,16 @@ class FingerprintTable:
 
     def get(self, key: int) -> tuple[Any, ...] | None:
         """The values of ``key`` (and mark it most recently used), or ``None``."""
-        start, at = self._find(key)
+        # _find inlined: get and bump run several times per event
+        record, span, buffer = self._record, self._span, self._buffer
+        start = (key % self._sets) * span
+        end = start + span
+        needle = _pack_key(key)
+        at = buffer.find(needle, start, end)
+        while at != -1 and (at - start) % record:  # matched across two records
+            at = buffer.find(needle, at + 1, end)
         if at == -1:
             return None
-        buffer, record = self._buffer, self._record
         if at != start:  # move to the front of its set
             moved = buffer[at : at + record]
             buffer[start + record : at + record] = buffer[start:at]
@@ -114,16 +126,21 @@ class FingerprintTable:
 
         The hot path of repetition counting, so one lookup and byte moves only.
         """
-        start, at = self._find(key)
-        buffer, record = self._buffer, self._record
+        record, span, buffer = self._record, self._span, self._buffer
+        start = (key % self._sets) * span
+        end = start + span
+        needle = _pack_key(key)
+        at = buffer.find(needle, start, end)
+        while at != -1 and (at - start) % record:  # matched across two records
+            at = buffer.find(needle, at + 1, end)
         if at == -1:
             count = 1
-            at = start + self._span - record  # evict the set's least recently used
+            at = end - record  # evict the set's least recently used
         else:
             count = min(buffer[at + 4] | buffer[at + 5] << 8, self.MAX_COUNT - 1) + 1
         if at != start:
             buffer[start + record : at + record] = buffer[start:at]
-        buffer[start : start + 6] = _pack_key(key) + count.to_bytes(2, "little")
+        _pack_count_into(buffer, start, key, count)
         return count
 
     def pop(self, key: int) -> bool:
