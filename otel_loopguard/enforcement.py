@@ -32,7 +32,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import baggage, trace
@@ -58,6 +58,7 @@ DecisionCallback = Callable[[Decision, Event], None]
 _CONTENT_ATTRIBUTE_MAX_CHARS = 8_192
 _BAGGAGE_CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id")
 _MAX_MANAGED = 100_000
+_CONTINUE = Action.CONTINUE
 
 
 # ------------------------------------------------------------------------------------------
@@ -74,29 +75,90 @@ class OpenAgent:
     managed: bool
 
 
-@dataclass(slots=True)
 class TraceState:
-    """What is open in one trace: its local root, agent spans, conversation."""
+    """What is open in one trace: its local root, agent spans, conversation.
 
-    local_root: int | None = None
-    agents: list[OpenAgent] = field(default_factory=list)
-    # span ids that have a tool span child already fed (its parent must not be fed again)
-    fed_tool_parents: set[int] = field(default_factory=set)
-    conversation: str | None = None
-    trace_run_used: bool = False
+    Written without a lock where one step is one atomic operation under the GIL (a set's
+    ``add``/``discard``, an attribute store): a tool span's end, the common case, then
+    touches no lock that other threads contend for. ``agents`` is a tuple replaced whole
+    (under the tracker's lock, when an agent span starts or ends), so a reader takes one
+    consistent snapshot by reading the attribute once.
+    """
+
+    __slots__ = (
+        "_hex_trace_id",
+        "_identity",
+        "agents",
+        "conversation",
+        "fed_tool_parents",
+        "local_root",
+        "trace_id",
+        "trace_run_used",
+    )
+
+    def __init__(self, trace_id: int = 0) -> None:
+        self.trace_id = trace_id
+        self.local_root: int | None = None
+        self.agents: tuple[OpenAgent, ...] = ()
+        # span ids that have a tool span child already fed (its parent must not be fed again)
+        self.fed_tool_parents: set[int] = set()
+        self.conversation: str | None = None
+        self.trace_run_used = False
+        self._hex_trace_id: str | None = None
+        # (conversation, root agent, RunIdentity) of the last span: most spans of a trace
+        # share both, and the identity's strings are then not formatted again
+        self._identity: tuple[str | None, OpenAgent | None, RunIdentity] | None = None
 
     def root_agent(self) -> OpenAgent | None:
-        return self.agents[0] if self.agents else None
+        agents = self.agents
+        return agents[0] if agents else None
 
     def innermost_agent(self) -> OpenAgent | None:
-        return self.agents[-1] if self.agents else None
+        agents = self.agents
+        return agents[-1] if agents else None
+
+    def add_agent(self, agent: OpenAgent) -> None:
+        """Call with the tracker's lock held."""
+        self.agents = (*self.agents, agent)
+
+    def remove_agent(self, span_id: int) -> OpenAgent | None:
+        """The open agent span ``span_id``, taken out; call with the tracker's lock held."""
+        agents = self.agents
+        for index, agent in enumerate(agents):
+            if agent.span_id == span_id:
+                self.agents = agents[:index] + agents[index + 1 :]
+                return agent
+        return None
+
+    @property
+    def hex_trace_id(self) -> str:
+        hex_id = self._hex_trace_id
+        if hex_id is None:
+            hex_id = self._hex_trace_id = format(self.trace_id, "032x")
+        return hex_id
+
+    def identity(self, conversation: str | None, root: OpenAgent | None) -> RunIdentity:
+        """:func:`~otel_loopguard.span_mapping.run_identity` of a span in this trace, given
+        its conversation and the outermost open agent span; the last answer is reused."""
+        cached = self._identity
+        if cached is not None and cached[1] is root and cached[0] == conversation:
+            return cached[2]
+        identity = run_identity(
+            self.hex_trace_id,
+            conversation=conversation,
+            root_span_id=format(root.span_id, "016x") if root is not None else None,
+        )
+        self._identity = (conversation, root, identity)
+        return identity
 
 
 class TraceTracker:
-    """Bounded map trace id -> :class:`TraceState` (least recently used dropped first).
+    """Bounded map trace id -> :class:`TraceState` (oldest dropped first).
 
     Only the processor's ``on_start``/``on_end`` and the gate touch it; all methods are
-    O(1) apart from removing an agent from a (short) list of nested agents.
+    O(1). ``get`` and ``drop`` are single dictionary operations (atomic under the GIL) and
+    take no lock; ``lock`` serializes ``get_or_create`` (look-up, insert, eviction) and the
+    changes of a trace's open agent spans.
     """
 
     def __init__(self, max_traces: int = 10_000) -> None:
@@ -109,10 +171,11 @@ class TraceTracker:
         return self._traces.get(trace_id)
 
     def get_or_create(self, trace_id: int) -> TraceState:
+        """Call with ``lock`` held."""
         traces = self._traces
         state = traces.get(trace_id)
         if state is None:
-            state = TraceState()
+            state = TraceState(trace_id)
             traces[trace_id] = state
             if len(traces) > self._max:
                 traces.popitem(last=False)
@@ -221,7 +284,9 @@ class LoopGuard:
         fresh = self._fresh
         fresh.decision = None
         decision = self.monitor.observe(event)
-        is_fresh = fresh.decision is decision and decision.action is not Action.CONTINUE
+        if decision.action is _CONTINUE:  # listeners only hear non-continue decisions
+            return decision, False
+        is_fresh = fresh.decision is decision
         fresh.decision = None
         return decision, is_fresh
 
@@ -290,20 +355,13 @@ class LoopGuard:
         if not context.is_valid:
             return run_identity("no-trace", conversation=conversation)
         trace_id = context.trace_id
-        hex_trace = format(trace_id, "032x")
         state = self.tracker.get(trace_id)
         if state is not None:
-            conversation = conversation or state.conversation
-            root = state.root_agent()
-            identity = run_identity(
-                hex_trace,
-                conversation=conversation,
-                root_span_id=format(root.span_id, "016x") if root is not None else None,
-            )
+            identity = state.identity(conversation or state.conversation, state.root_agent())
             if identity.keyed_by == "trace":
                 state.trace_run_used = True
             return identity
-        return run_identity(hex_trace, conversation=conversation)
+        return run_identity(format(trace_id, "032x"), conversation=conversation)
 
     # -- context managers -------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ the gate in :mod:`otel_loopguard.enforcement` does, using the monitor this proce
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry import trace
@@ -39,20 +40,29 @@ from otel_loopguard.decisions import Decision, RunEndState
 from otel_loopguard.enforcement import LoopGuard, OpenAgent, TraceState, get_guard
 from otel_loopguard.events import Event
 from otel_loopguard.span_mapping import (
-    RUN_ROOT_CLASSES,
     SpanClass,
     agent_name,
     classify_parts,
-    conversation_id,
     conversation_in,
     is_mcp_tool_request,
     run_identity,
     span_to_events,
 )
-from otel_loopguard.span_view import SpanView, from_readable_span, span_attributes
+from otel_loopguard.span_view import (
+    SpanView,
+    detection_view,
+    from_readable_span,
+    span_attributes,
+)
 from otel_loopguard.telemetry import DECISION_SPAN, RUN_SPAN, SCOPE_NAME
 
 _OWN_SPANS = frozenset({DECISION_SPAN, RUN_SPAN})
+_OTHER = SpanClass.OTHER
+_TOOL = SpanClass.TOOL
+_HANDOFF = SpanClass.HANDOFF
+_LLM = SpanClass.LLM
+_AGENT = SpanClass.AGENT
+_WORKFLOW = SpanClass.WORKFLOW
 
 
 class LoopGuardSpanProcessor(SpanProcessor):
@@ -75,48 +85,79 @@ class LoopGuardSpanProcessor(SpanProcessor):
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         try:
-            self._on_start(span, parent_context)
+            guard = self.guard
+            if not (self.enabled and guard.config.enabled):
+                return
+            name = span.name or ""
+            attributes = span_attributes(span)
+            span_class = classify_parts(name, attributes)
+            parent = span.parent
+            if parent is not None and not parent.is_remote:
+                if span_class is _OTHER:
+                    return  # most spans of a service: nothing to track
+                if (
+                    (span_class is _LLM or span_class is _TOOL)
+                    and not (guard._managed_tools or guard._gate_nested)
+                    and attributes.get("mcp.method.name") != "tools/call"
+                    and conversation_in(attributes) is None
+                ):
+                    # a model or tool span inside its trace, no gate span open, no MCP
+                    # request, no conversation id: read when it ends, nothing to do now
+                    return
+            self._on_start(span, parent_context, name, attributes, span_class, parent)
         except Exception as exc:
             self.guard.telemetry.internal_error("on_start", exc)
 
-    def _on_start(self, span: Span, parent_context: Context | None = None) -> None:
+    def _on_start(
+        self,
+        span: Span,
+        parent_context: Context | None,
+        name: str,
+        attributes: Mapping[str, Any],
+        span_class: SpanClass,
+        parent: Any,
+    ) -> None:
         guard = self.guard
-        if not (self.enabled and guard.config.enabled):
-            return
         context = span.context
         if context is None:
             return
-        name = span.name or ""
         if name in _OWN_SPANS and _scope_name(span) == SCOPE_NAME:
             return
-        parent = span.parent
         is_root = parent is None or parent.is_remote
-        attributes = span_attributes(span)
-        span_class = classify_parts(name, attributes)
-        run_root = span_class in RUN_ROOT_CLASSES
-        if parent is not None and (span_class is SpanClass.TOOL or span_class is SpanClass.HANDOFF):
-            # also with a remote parent: an in-process MCP server's span continues the
-            # client's request span from the propagated context
+        if (
+            parent is not None
+            and (span_class is _TOOL or span_class is _HANDOFF)
+            and (
+                guard._managed_tools
+                or guard._gate_nested
+                or attributes.get("mcp.method.name") == "tools/call"
+            )
+        ):
+            # inside a gate tool span, or an MCP request (possibly the transport of an
+            # enclosing tool span); with no gate span open anywhere and no MCP attribute,
+            # the check below cannot mark anything. Also with a remote parent: an
+            # in-process MCP server's span continues the client's request span from the
+            # propagated context
             guard.enter_gate_nested(
                 context.span_id,
                 parent.span_id,
                 transport_of_parent=is_mcp_tool_request(attributes)
                 and _is_tool_span(trace.get_current_span(parent_context)),
             )
+        run_root = span_class is _AGENT or span_class is _WORKFLOW
+        conversation = conversation_in(attributes)
+        tracker = guard.tracker
         if not (is_root or run_root):
             # tool and model spans are read when they end; only a conversation id they
             # carry from the start matters now (it keys the run of the whole trace)
-            if span_class is SpanClass.OTHER:
-                return
-            conversation = conversation_in(attributes)
             if conversation:
-                with guard.tracker.lock:
-                    state = guard.tracker.get_or_create(context.trace_id)
-                    if state.conversation is None:
-                        state.conversation = conversation
+                state = tracker.get(context.trace_id)
+                if state is None:
+                    with tracker.lock:
+                        state = tracker.get_or_create(context.trace_id)
+                if state.conversation is None:
+                    state.conversation = conversation
             return
-        conversation = conversation_in(attributes)
-        tracker = guard.tracker
         with tracker.lock:
             state = tracker.get_or_create(context.trace_id)
             if is_root and state.local_root is None:
@@ -128,10 +169,10 @@ class LoopGuardSpanProcessor(SpanProcessor):
             managed = guard.is_managed(context.span_id)
             outermost = not state.agents
             view = SpanView(name, "", "", attributes=attributes)
-            state.agents.append(OpenAgent(context.span_id, agent_name(view), span, managed))
+            state.add_agent(OpenAgent(context.span_id, agent_name(view), span, managed))
         if outermost and not managed:
             identity = run_identity(
-                format(context.trace_id, "032x"),
+                state.hex_trace_id,
                 conversation=state.conversation,
                 root_span_id=format(context.span_id, "016x"),
             )
@@ -143,98 +184,120 @@ class LoopGuardSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            self._on_end(span)
+            guard = self.guard
+            if not (self.enabled and guard.config.enabled):
+                return
+            name = span.name or ""
+            attributes = span_attributes(span)
+            span_class = classify_parts(name, attributes)
+            context = span.context
+            if context is None:
+                return
+            if span_class is _OTHER:
+                # not GenAI: only the trace bookkeeping (a local root ends a trace-keyed
+                # run); most such traces have no state at all
+                state = guard.tracker.get(context.trace_id)
+                if state is not None:
+                    self._end_other(span, name, context, state)
+                return
+            if name in _OWN_SPANS and _scope_name(span) == SCOPE_NAME:
+                return
+            self._on_end(span, name, attributes, span_class, context)
         except Exception as exc:
             self.guard.telemetry.internal_error("on_end", exc)
 
-    def _on_end(self, span: ReadableSpan) -> None:
-        guard = self.guard
-        if not (self.enabled and guard.config.enabled):
-            return
-        context = span.context
-        if context is None:
-            return
-        name = span.name or ""
+    def _end_other(self, span: ReadableSpan, name: str, context: Any, state: TraceState) -> None:
+        """A span that is not GenAI ended in a trace we track: is it the local root?"""
         if name in _OWN_SPANS and _scope_name(span) == SCOPE_NAME:
             return
+        span_id = context.span_id
+        state.fed_tool_parents.discard(span_id)
+        tracker = self.guard.tracker
+        if state.local_root != span_id or tracker.drop(context.trace_id) is not state:
+            return
+        if state.trace_run_used:
+            view = from_readable_span(span, detection_only=True, trace_id=state.hex_trace_id)
+            summary = self.guard.monitor.end_run(view.trace_id)
+            if summary is not None:
+                self.guard.telemetry.record_run_end(_end_state(view, summary))
+
+    def _on_end(
+        self,
+        span: ReadableSpan,
+        name: str,
+        attributes: Mapping[str, Any],
+        span_class: SpanClass,
+        context: Any,
+    ) -> None:
+        """A GenAI span ended. No lock on the path of a tool or model span: a trace's state
+        is read and changed one atomic step at a time (see ``TraceState``); only agent
+        spans starting and ending take the tracker's lock."""
+        guard = self.guard
+        started = time.perf_counter()
         trace_id = context.trace_id
         span_id = context.span_id
         tracker = guard.tracker
-        span_class = classify_parts(name, span_attributes(span))
-        if span_class is SpanClass.OTHER:
-            # not GenAI: only the trace bookkeeping (a local root ends a trace-keyed run);
-            # most such traces have no state at all, which a lookup without the lock tells
-            if tracker.get(trace_id) is None:
-                return
-            with tracker.lock:
-                state = tracker.get(trace_id)
-                if state is None:
-                    return
-                state.fed_tool_parents.discard(span_id)
-                if state.local_root != span_id:
-                    return
-                tracker.drop(trace_id)
-            if state.trace_run_used:
-                view = from_readable_span(span, detection_only=True)
-                summary = guard.monitor.end_run(view.trace_id)
-                if summary is not None:
-                    guard.telemetry.record_run_end(_end_state(view, summary))
-            return
-        started = time.perf_counter()
-        parent = span.parent
-        managed = guard.is_managed(span_id)
-        view = from_readable_span(span, detection_only=True)
-        with tracker.lock:
-            state = tracker.get(trace_id)
-            if state is None:
-                state = TraceState()  # evicted or started before us: work on a scratch state
-            duplicate = False
-            if span_class is SpanClass.TOOL or span_class is SpanClass.HANDOFF:
-                duplicate = span_id in state.fed_tool_parents
-                if guard.leave_gate_nested(span_id):
-                    # inside a wrapper's gate span (directly or through other tool spans,
-                    # e.g. an MCP library's span, the SDK's MCP send, an in-process
-                    # server's span), or an MCP request inside a tool span: the enclosing
-                    # span reports this execution, with its arguments
+        state = tracker.get(trace_id)
+        if state is None:
+            state = TraceState(trace_id)  # evicted or started before us: a scratch state
+        managed = span_id in guard._managed
+        fed_tool_parents = state.fed_tool_parents
+        duplicate = False
+        if span_class is _TOOL or span_class is _HANDOFF:
+            duplicate = span_id in fed_tool_parents
+            parent = span.parent
+            if guard._gate_nested and guard.leave_gate_nested(span_id):
+                # inside a wrapper's gate span (directly or through other tool spans,
+                # e.g. an MCP library's span, the SDK's MCP send, an in-process
+                # server's span), or an MCP request inside a tool span: the enclosing
+                # span reports this execution, with its arguments
+                duplicate = True
+            elif parent is not None and not parent.is_remote:
+                parent_id = parent.span_id
+                if parent_id in guard._managed_tools:  # inside a gate tool span
                     duplicate = True
-                elif parent is not None and not parent.is_remote:
-                    if guard.is_gate_tool_span(parent.span_id):
-                        duplicate = True
-                    else:
-                        state.fed_tool_parents.add(parent.span_id)
-            state.fed_tool_parents.discard(span_id)
-            conversation = conversation_id(view) or state.conversation
-            root = state.root_agent()
-            ending_agent: OpenAgent | None = None
-            if span_class in RUN_ROOT_CLASSES:
-                for index, agent in enumerate(state.agents):
-                    if agent.span_id == span_id:
-                        ending_agent = state.agents.pop(index)
-                        break
-            innermost = state.innermost_agent()
-            actor = innermost.name if innermost is not None else None
-            is_local_root = state.local_root == span_id
-            if is_local_root:
-                tracker.drop(trace_id)
-        hex_trace = view.trace_id
-        identity = run_identity(
-            hex_trace,
-            conversation=conversation,
-            root_span_id=format(root.span_id, "016x") if root is not None else None,
-        )
+                else:
+                    fed_tool_parents.add(parent_id)
+        fed_tool_parents.discard(span_id)
+        conversation = conversation_in(attributes) or state.conversation
+        agents = state.agents
+        root = agents[0] if agents else None
+        ending_agent: OpenAgent | None = None
+        run_root = span_class is _AGENT or span_class is _WORKFLOW
+        if run_root:
+            with tracker.lock:
+                ending_agent = state.remove_agent(span_id)
+                agents = state.agents
+        innermost = agents[-1] if agents else None
+        is_local_root = state.local_root == span_id
+        if is_local_root:
+            tracker.drop(trace_id)
+        identity = state.identity(conversation, root)
 
-        if not managed and not duplicate and span_class not in RUN_ROOT_CLASSES:
+        view: SpanView | None = None
+        if not (managed or duplicate or run_root):
+            view = detection_view(
+                span, name, attributes, state.hex_trace_id, format(span_id, "016x")
+            )
             events = span_to_events(
-                view, identity.run_id, guard.config, actor=actor, span_class=span_class
+                view,
+                identity.run_id,
+                guard.config,
+                actor=innermost.name if innermost is not None else None,
+                span_class=span_class,
             )
             if events:
                 if identity.keyed_by == "trace":
                     state.trace_run_used = True
                 self._feed(events, view, span, innermost)
         if ending_agent is not None and root is ending_agent and not managed:
+            if view is None:
+                view = from_readable_span(span, detection_only=True, trace_id=state.hex_trace_id)
             self._end_agent_run(view, span, identity, ending_agent)
         if is_local_root and state.trace_run_used:
-            summary = guard.monitor.end_run(hex_trace)
+            if view is None:
+                view = from_readable_span(span, detection_only=True, trace_id=state.hex_trace_id)
+            summary = guard.monitor.end_run(view.trace_id)
             if summary is not None:
                 guard.telemetry.record_run_end(_end_state(view, summary))
         guard.telemetry.record_processing(time.perf_counter() - started, span_class)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import enum
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -117,17 +117,19 @@ _CLASS_KEYS = frozenset(
 
 def classify_parts(name: str, attrs: Mapping[str, Any]) -> SpanClass:
     """:func:`classify` for a name and attributes (no view needed, for ``on_start``)."""
-    keys = attrs.keys()
-    if keys.isdisjoint(_CLASS_KEYS) and name[:7].lower() != "handoff" and name != "agent run":
-        # only the name rule of invoke_agent spans can still apply
-        return SpanClass.AGENT if name.startswith("invoke_agent") else SpanClass.OTHER
     operation = attrs.get("gen_ai.operation.name")
     if isinstance(operation, str):
+        # GenAI semantic conventions, most GenAI spans: decided here
         found = _GENAI_OPERATIONS.get(operation)
         if found is not None:
             if found is SpanClass.TOOL and handoff_target(_tool_name(name, attrs)):
                 return SpanClass.HANDOFF
             return found
+    elif attrs.keys().isdisjoint(_CLASS_KEYS) and (
+        name[:7].lower() != "handoff" and name != "agent run"
+    ):
+        # only the name rule of invoke_agent spans can still apply
+        return SpanClass.AGENT if name.startswith("invoke_agent") else SpanClass.OTHER
     kind = attrs.get("openinference.span.kind")
     if isinstance(kind, str):
         found = _OPENINFERENCE_KINDS.get(kind.upper())
@@ -380,12 +382,15 @@ def _tool_events(
     end = view.end_time_unix_nano
     timestamp = end / 1e9 if isinstance(end, int) else None
     max_chars = config.signature_max_chars
-    exact, near, recorded = _span_signature(
-        view,
-        arguments,
-        lambda content: call_signature(name, content, max_chars=max_chars),
-        CALL_SIGNATURE_ATTRIBUTE,
-    )
+    if arguments is not _MISSING:
+        exact, near = call_signature(name, arguments, max_chars=max_chars)
+        recorded = True
+    else:
+        arguments = None
+        exact, near, recorded = _recorded_signature(view, CALL_SIGNATURE_ATTRIBUTE)
+        if not recorded:
+            exact, near = call_signature(name, None, max_chars=max_chars)
+            exact, near = _unique_to_span(view, exact, near)
     call = Event(
         EventKind.TOOL_CALL,
         run_id,
@@ -397,31 +402,37 @@ def _tool_events(
         trace_id=trace_id,
         span_id=span_id,
         timestamp=timestamp,
-        arguments=arguments if arguments is not _MISSING else None,
+        arguments=arguments,
     )
     if not recorded:
         call.details["content_recorded"] = False
-    error = error_info(view)
-    if error is not None:
-        outcome = tool_error(
-            run_id,
-            name,
-            error,
-            actor=actor,
-            call_id=call_id,
-            max_chars=max_chars,
-            trace_id=trace_id,
-            span_id=span_id,
-            timestamp=timestamp,
-        )
-        return [call, outcome]
+    # error_info's cheap part inline: most tool spans succeed (no error.type, status not
+    # error, no span events)
+    if view.events or view.status_code == "error" or "error.type" in attrs:
+        error = error_info(view)
+        if error is not None:
+            outcome = tool_error(
+                run_id,
+                name,
+                error,
+                actor=actor,
+                call_id=call_id,
+                max_chars=max_chars,
+                trace_id=trace_id,
+                span_id=span_id,
+                timestamp=timestamp,
+            )
+            return [call, outcome]
     output = tool_output(view)
-    exact, near, recorded = _span_signature(
-        view,
-        output,
-        lambda content: output_signature(content, max_chars=max_chars),
-        RESULT_SIGNATURE_ATTRIBUTE,
-    )
+    if output is not _MISSING:
+        exact, near = output_signature(output, max_chars=max_chars)
+        recorded = True
+    else:
+        output = None
+        exact, near, recorded = _recorded_signature(view, RESULT_SIGNATURE_ATTRIBUTE)
+        if not recorded:
+            exact, near = output_signature(None, max_chars=max_chars)
+            exact, near = _unique_to_span(view, exact, near)
     outcome = Event(
         EventKind.TOOL_RESULT,
         run_id,
@@ -433,36 +444,29 @@ def _tool_events(
         trace_id=trace_id,
         span_id=span_id,
         timestamp=timestamp,
-        output=output if output is not _MISSING else None,
+        output=output,
     )
     if not recorded:
         outcome.details["content_recorded"] = False
     return [call, outcome]
 
 
-def _span_signature(
-    view: SpanView,
-    content: Any,
-    sign: Callable[[Any], tuple[str, str]],
-    exact_key: str,
-) -> tuple[str, str, bool]:
-    """``(exact, near, content_known)`` for a span's arguments or result, computed once.
-
-    Content on the span is signed; else the signature our gate recorded on it is used
-    (``exact_key``, and the near key beside it); else the signature is made unique to this
-    span, so two spans without content never count as the same call.
-    """
-    if content is not _MISSING:
-        exact, near = sign(content)
-        return exact, near, True
+def _recorded_signature(view: SpanView, exact_key: str) -> tuple[str, str, bool]:
+    """The signature our gate recorded on a span without content (``exact_key``, and the
+    near key beside it): ``(exact, near, True)``, else ``("", "", False)``."""
     attrs = view.attributes
     recorded = attrs.get(exact_key)
     if isinstance(recorded, str) and recorded:
         near = attrs.get(_NEAR_KEYS[exact_key])
         return recorded, near if isinstance(near, str) and near else recorded, True
-    exact, near = sign(None)
+    return "", "", False
+
+
+def _unique_to_span(view: SpanView, exact: str, near: str) -> tuple[str, str]:
+    """A signature of unrecorded content made unique to this span: two spans without
+    content never count as the same call."""
     suffix = f"#unrecorded:{view.span_id}"
-    return exact + suffix, near + suffix, False
+    return exact + suffix, near + suffix
 
 
 _NEAR_KEYS = {
@@ -646,6 +650,17 @@ def _origin(view: SpanView) -> dict[str, Any]:
 def _decode(value: Any) -> Any:
     """Decode a short JSON object/array string; anything else is returned as it is."""
     if isinstance(value, str) and 1 < len(value) <= _JSON_DECODE_LIMIT:
+        first = value[0]
+        if (first == "{" or first == "[") and value[-1] in _CLOSERS:
+            # no white space around it (what instrumentations write): the decoder's scanner
+            # directly, without json.loads' wrapping (two regular expressions, an extra
+            # call); anything it does not consume whole goes the long way below
+            try:
+                decoded, end = _scan_once(value, 0)
+            except (StopIteration, ValueError):
+                return value
+            if end == len(value):
+                return decoded
         first = value.lstrip()[:1]
         if first in ("{", "["):
             try:
@@ -653,6 +668,10 @@ def _decode(value: Any) -> Any:
             except ValueError:
                 return value
     return value
+
+
+_scan_once = json.JSONDecoder().scan_once
+_CLOSERS = frozenset("}]")
 
 
 def _text(value: Any) -> str | None:

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from opentelemetry.trace import StatusCode
+
 _EMPTY: Mapping[str, Any] = {}
 
 
@@ -61,6 +63,9 @@ def format_span_id(value: int) -> str:
 
 _KIND_NAMES = {0: "internal", 1: "server", 2: "client", 3: "producer", 4: "consumer"}
 _STATUS_NAMES = {0: "unset", 1: "ok", 2: "error"}
+_UNSET = StatusCode.UNSET
+_ERROR = StatusCode.ERROR
+_new_view = object.__new__
 
 
 def span_attributes(span: Any) -> Mapping[str, Any]:
@@ -80,37 +85,25 @@ def span_attributes(span: Any) -> Mapping[str, Any]:
     return public if public is not None else _EMPTY
 
 
-def from_readable_span(span: Any, *, detection_only: bool = False) -> SpanView:
+def from_readable_span(
+    span: Any, *, detection_only: bool = False, trace_id: str | None = None
+) -> SpanView:
     """View an SDK span (``ReadableSpan`` or a live ``Span``) without copying its attributes.
 
     ``detection_only`` leaves out what the dialect mapping never reads (parent, kind,
     resource, instrumentation scope, start time): the processor calls this for every GenAI
-    span on the host's hot path. Tolerates partial objects (no context, no parent, no
-    status): a processor hook must never fail because a span is unusual.
+    span on the host's hot path. ``trace_id`` is the span's trace id in hex when the caller
+    already has it (the processor keeps it per trace). Tolerates partial objects (no
+    context, no parent, no status): a processor hook must never fail because a span is
+    unusual.
     """
     context = span.context
-    status = span.status
-    # the SDK's ``events`` property copies its list under a lock; most spans have none,
-    # which the list underneath tells without the copy
-    raw_events = getattr(span, "_events", None)
-    events: tuple[SpanEventView, ...] = ()
-    if raw_events is None or raw_events:
-        events = tuple(
-            SpanEventView(event.name, event.attributes or _EMPTY, event.timestamp)
-            for event in span.events or ()
-        )
-    view = SpanView(
-        span.name or "",
-        format(context.trace_id, "032x") if context is not None else "",
-        format(context.span_id, "016x") if context is not None else "",
-        end_time_unix_nano=span.end_time,
-        attributes=span_attributes(span),
-        status_code=_STATUS_NAMES.get(getattr(status.status_code, "value", 0), "unset")
-        if status is not None
-        else "unset",
-        status_description=status.description if status is not None else None,
-        events=events,
-    )
+    if context is not None:
+        hex_trace = trace_id if trace_id is not None else format(context.trace_id, "032x")
+        hex_span = format(context.span_id, "016x")
+    else:
+        hex_trace = hex_span = ""
+    view = detection_view(span, span.name or "", span_attributes(span), hex_trace, hex_span)
     if not detection_only:
         parent = span.parent
         view.parent_span_id = format(parent.span_id, "016x") if parent is not None else None
@@ -121,4 +114,52 @@ def from_readable_span(span: Any, *, detection_only: bool = False) -> SpanView:
         view.start_time_unix_nano = span.start_time
         view.resource_attributes = resource.attributes if resource is not None else _EMPTY
         view.scope_name = scope.name if scope is not None else None
+    return view
+
+
+def detection_view(
+    span: Any, name: str, attributes: Mapping[str, Any], trace_id: str, span_id: str
+) -> SpanView:
+    """:func:`from_readable_span` with ``detection_only``, from what the caller has read
+    already (each property of an SDK span is a Python call; the processor's ``on_end``
+    reads the name, attributes and ids before it knows it needs a view)."""
+    status = span.status
+    if status is not None:
+        code = status.status_code
+        # identity tests first: an enum's ``.value`` is a slow descriptor
+        if code is _UNSET:
+            status_code = "unset"
+        elif code is _ERROR:
+            status_code = "error"
+        else:
+            status_code = _STATUS_NAMES.get(getattr(code, "value", 0), "unset")
+        status_description = status.description
+    else:
+        status_code = "unset"
+        status_description = None
+    # the SDK's ``events`` property copies its list under a lock; most spans have none,
+    # which the list underneath tells without the copy
+    raw_events = getattr(span, "_events", None)
+    events: tuple[SpanEventView, ...] = ()
+    if raw_events is None or raw_events:
+        events = tuple(
+            SpanEventView(event.name, event.attributes or _EMPTY, event.timestamp)
+            for event in span.events or ()
+        )
+    # field by field rather than through the dataclass ``__init__``: its keyword handling
+    # and default factories cost as much as everything above
+    view = _new_view(SpanView)
+    view.name = name
+    view.trace_id = trace_id
+    view.span_id = span_id
+    view.parent_span_id = None
+    view.kind = "internal"
+    view.start_time_unix_nano = None
+    view.end_time_unix_nano = span.end_time
+    view.attributes = attributes
+    view.status_code = status_code
+    view.status_description = status_description
+    view.events = events
+    view.resource_attributes = {}
+    view.scope_name = None
     return view
