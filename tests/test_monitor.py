@@ -424,6 +424,37 @@ def test_a_restored_run_keeps_counting_with_the_default_detectors() -> None:
     assert fresh.observe(tool_call("conv", "search", {"q": "pricing"})).action is Action.CONTINUE
 
 
+def _two_unchanged_answers_then_restart_mid_call(*, old_format: bool) -> Monitor:
+    """Two identical answered calls, then a third call; the process restarts before its result.
+
+    ``old_format`` moves the pending calls where exports before monitor-level pairing kept
+    them (inside the no_progress detector's state).
+    """
+    from otel_loopguard.events import tool_call, tool_result
+
+    before = Monitor(LoopGuardConfig(), clock=FakeClock())
+    for _ in range(2):
+        before.observe(tool_call("conv", "status", {"job": 7}))
+        before.observe(tool_result("conv", "status", "pending"))
+    before.observe(tool_call("conv", "status", {"job": 7}))
+    data = json.loads(json.dumps(before.export_run("conv")))
+    if old_format:
+        data["detectors"]["no_progress"]["pending"] = data.pop("pending")
+    after = Monitor(LoopGuardConfig(), clock=FakeClock(start=3.0))
+    after.restore_run(data)
+    return after
+
+
+@pytest.mark.parametrize("old_format", [False, True])
+def test_a_result_after_a_restore_answers_the_call_made_before_it(old_format: bool) -> None:
+    """The third unchanged answer arrives after the restart: no_progress still sees it."""
+    from otel_loopguard.events import tool_result
+
+    after = _two_unchanged_answers_then_restart_mid_call(old_format=old_format)
+    decision = after.observe(tool_result("conv", "status", "pending"))
+    assert "no_progress" in decision.detectors
+
+
 @pytest.mark.parametrize(
     "data",
     [None, "text", {}, {"run_id": "r", "counters": {"events": "many"}}, {"run_id": "r", "stop": 3}],
