@@ -119,8 +119,10 @@ def _check_policy(spec: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from itertools import chain
+
     from otel_loopguard.analyze.progress import Progress
-    from otel_loopguard.analyze.readers import ReadStats, read_spans
+    from otel_loopguard.analyze.readers import ReadStats, read_span_batches
     from otel_loopguard.analyze.replay import DEFAULT_BUFFER_SPANS, Replayer
     from otel_loopguard.analyze.report import (
         InputSummary,
@@ -154,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         progress.update(path, position, stats.spans, replayer.runs_finished)
 
     try:
-        replayer.feed(read_spans(args.files, stats, on_position))
+        replayer.feed(chain.from_iterable(read_span_batches(args.files, stats, on_position)))
         replayer.finish()
         report.end(
             InputSummary(

@@ -27,7 +27,7 @@ part of it (on-line they would also have found the run's root gone).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,11 +38,11 @@ from otel_loopguard.events import Event, EventKind
 from otel_loopguard.monitor import Monitor, RunSummary
 from otel_loopguard.policy import Policy
 from otel_loopguard.span_mapping import (
-    RUN_ROOT_CLASSES,
+    RunIdentity,
     SpanClass,
     agent_name,
-    classify,
-    conversation_id,
+    classify_parts,
+    conversation_in,
     is_mcp_tool_request,
     run_identity,
     span_to_events,
@@ -124,31 +124,36 @@ class TraceBuffer:
         self._traces: OrderedDict[str, list[SpanView]] = OrderedDict()
         self._rooted: dict[str, None] = {}  # traces whose root arrived, oldest first
         self._last_trace: str | None = None
+        self._last_spans: list[SpanView] = []  # the buffered spans of _last_trace
         self.buffered = 0
         self.peak_buffered = 0
         self.forced_flushes = 0  # traces replayed early because the cap was reached
 
-    def add(self, view: SpanView) -> list[list[SpanView]]:
+    def add(self, view: SpanView) -> Sequence[list[SpanView]]:
         """Buffer ``view``; return the traces that are now complete."""
-        ready: list[list[SpanView]] = []
         trace_id = view.trace_id
-        if trace_id != self._last_trace and self._rooted:
-            for rooted in list(self._rooted):
-                if rooted != trace_id:
-                    ready.append(self._pop(rooted))
-        self._last_trace = trace_id
-        spans = self._traces.get(trace_id)
-        if spans is None:
-            spans = self._traces[trace_id] = []
+        ready: Sequence[list[SpanView]] = ()
+        if trace_id == self._last_trace:  # most spans: the trace of the span before
+            spans = self._last_spans
+        else:
+            if self._rooted:
+                ready = [self._pop(rooted) for rooted in list(self._rooted) if rooted != trace_id]
+            self._last_trace = trace_id
+            spans = self._traces.get(trace_id)
+            if spans is None:
+                spans = self._traces[trace_id] = []
+            self._last_spans = spans
         spans.append(view)
         self.buffered += 1
         if self.buffered > self.peak_buffered:
             self.peak_buffered = self.buffered
         if view.parent_span_id is None:
             self._rooted[trace_id] = None
-        while self.buffered > self.max_spans and self._traces:
-            self.forced_flushes += 1
-            ready.append(self._pop(next(iter(self._traces))))
+        if self.buffered > self.max_spans:
+            ready = list(ready)
+            while self.buffered > self.max_spans and self._traces:
+                self.forced_flushes += 1
+                ready.append(self._pop(next(iter(self._traces))))
         return ready
 
     def drain(self) -> list[list[SpanView]]:
@@ -178,9 +183,22 @@ class _TraceState:
     open_tools: set[str] = field(default_factory=set)
     transport_spans: set[str] = field(default_factory=set)
     trace_run_used: bool = False
+    # the run identity last computed for this trace and what it was computed from: most
+    # spans of a trace share one, and computing it is a good part of a span's replay cost
+    identity_of: tuple[str | None, str | None] | None = None
+    identity: RunIdentity | None = None
 
-
-_START, _END = 0, 1
+    def identity_for(
+        self, trace_id: str, conversation: str | None, root: str | None
+    ) -> RunIdentity:
+        key = (conversation, root)
+        identity = self.identity
+        if identity is None or self.identity_of != key:
+            identity = self.identity = run_identity(
+                trace_id, conversation=conversation, root_span_id=root
+            )
+            self.identity_of = key
+        return identity
 
 
 class Replayer:
@@ -222,10 +240,12 @@ class Replayer:
     # -- input -------------------------------------------------------------------------------
 
     def feed(self, views: Iterable[SpanView]) -> None:
+        add = self.buffer.add
+        replay = self._replay_trace
         for view in views:
             self.spans += 1
-            for trace in self.buffer.add(view):
-                self._replay_trace(trace)
+            for trace in add(view):
+                replay(trace)
 
     def finish(self) -> None:
         """End of input: replay what is buffered, end every run still open."""
@@ -238,22 +258,46 @@ class Replayer:
     # -- one trace ---------------------------------------------------------------------------
 
     def _replay_trace(self, spans: list[SpanView]) -> None:
-        """Replay span starts and ends in time order, as the processor's hooks saw them."""
+        """Replay span starts and ends in time order, as the processor's hooks saw them.
+
+        Ties: starts before ends, parents start before their children and end after them,
+        then file order. Each start or end is one integer key (time * 2, + 1 for an end),
+        so when no two keys are equal (the usual case: nanosecond times) the order is one
+        sort of integers and span depths are never needed. A start that changes nothing
+        (a model or other span with a parent and no conversation id) is left out.
+        """
         trace_id = spans[0].trace_id
-        depth = _depths(spans)
-        timeline: list[tuple[int, int, int, int, SpanView, SpanClass, str | None]] = []
-        for index, view in enumerate(spans):
-            if _is_own_span(view):
+        timeline: list[tuple[int, SpanView, SpanClass, str | None]] = []
+        append = timeline.append
+        quiet_start = None  # the latest start left out: it would have set the clock last
+        for view in spans:
+            name = view.name
+            if name in _OWN_SPANS and view.scope_name == SCOPE_NAME:
                 continue
-            level = depth[view.span_id]
+            attrs = view.attributes
+            cls = classify_parts(name, attrs)
+            conversation = conversation_in(attrs)
             start = view.start_time_unix_nano or 0
             end = view.end_time_unix_nano or start
-            cls = classify(view)
-            conversation = conversation_id(view)
-            # ties: starts first, parents start before children and end after them
-            timeline.append((start, _START, level, index, view, cls, conversation))
-            timeline.append((end, _END, -level, index, view, cls, conversation))
-        timeline.sort()  # by time, start/end, depth, file order: never compares further
+            if (
+                view.parent_span_id is None
+                or conversation
+                or (cls is not SpanClass.OTHER and cls is not SpanClass.LLM)
+            ):
+                append((start * 2, view, cls, conversation))
+            elif quiet_start is None or start > quiet_start:
+                quiet_start = start
+            append((end * 2 + 1, view, cls, conversation))
+        if len({item[0] for item in timeline}) == len(timeline):
+            timeline.sort(key=_time_key)
+        else:
+            depth = _depths(spans)
+            timeline.sort(
+                key=lambda item: (
+                    item[0],
+                    -depth[item[1].span_id] if item[0] & 1 else depth[item[1].span_id],
+                )
+            )
         state = self._traces.get(trace_id)
         if state is None:
             state = self._traces[trace_id] = _TraceState()
@@ -261,16 +305,20 @@ class Replayer:
                 self._traces.popitem(last=False)
         else:
             self._traces.move_to_end(trace_id)
-        for time_ns, what, _level, _index, view, cls, conversation in timeline:
+        for key, view, cls, conversation in timeline:
+            time_ns = key >> 1
             self._now_ns = time_ns
             self._now = time_ns / 1e9
-            if what == _START:
+            if not key & 1:
                 self._span_started(state, view, cls, conversation)
-            else:
-                if time_ns > self._watermark_ns:
-                    self._watermark_ns = time_ns
-                if self._span_ended(state, view, cls, conversation):
-                    state = self._traces[trace_id] = _TraceState()  # after the local root
+                continue
+            if time_ns > self._watermark_ns:
+                self._watermark_ns = time_ns
+            if self._span_ended(state, view, cls, conversation):
+                state = self._traces[trace_id] = _TraceState()  # after the local root
+        if quiet_start is not None and timeline and quiet_start > self._now_ns:
+            self._now_ns = quiet_start
+            self._now = quiet_start / 1e9
         if not (state.local_root or state.agents or state.conversation or state.trace_run_used):
             self._traces.pop(trace_id, None)
         self._expire_idle_runs()
@@ -289,7 +337,7 @@ class Replayer:
             state.open_tools.add(view.span_id)
         if conversation and state.conversation is None:
             state.conversation = conversation
-        if cls in RUN_ROOT_CLASSES:
+        if cls is SpanClass.AGENT or cls is SpanClass.WORKFLOW:  # RUN_ROOT_CLASSES
             outermost = not state.agents
             state.agents.append((view.span_id, agent_name(view)))
             if outermost:
@@ -316,7 +364,8 @@ class Replayer:
         conversation = own_conversation or state.conversation
         root = state.agents[0][0] if state.agents else None
         ending_root = False
-        if cls in RUN_ROOT_CLASSES:
+        run_root = cls is SpanClass.AGENT or cls is SpanClass.WORKFLOW  # RUN_ROOT_CLASSES
+        if run_root:
             for index, (agent_span, _name) in enumerate(state.agents):
                 if agent_span == span_id:
                     del state.agents[index]
@@ -324,9 +373,9 @@ class Replayer:
                     break
         actor = state.agents[-1][1] if state.agents else None
         is_local_root = state.local_root == span_id
-        identity = run_identity(view.trace_id, conversation=conversation, root_span_id=root)
+        identity = state.identity_for(view.trace_id, conversation, root)
         run_id = identity.run_id
-        if cls in RUN_ROOT_CLASSES:
+        if run_root:
             self._record_for(run_id, identity.keyed_by, view, actor).spans += 1
             if ending_root and identity.keyed_by == "root":
                 self._finish_run(run_id)
@@ -476,6 +525,5 @@ def _depths(spans: list[SpanView]) -> dict[str, int]:
     return depth
 
 
-def _is_own_span(view: SpanView) -> bool:
-    """The processor's own decision/run spans: output of a past run, not agent activity."""
-    return view.name in _OWN_SPANS and view.scope_name == SCOPE_NAME
+def _time_key(item: tuple[int, SpanView, SpanClass, str | None]) -> int:
+    return item[0]
