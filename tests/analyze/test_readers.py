@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import io
 import json
 from pathlib import Path
@@ -13,6 +15,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from otel_loopguard.analyze.jsonstream import JsonScanner, JsonSyntaxError
 from otel_loopguard.analyze.readers import ReadStats, normalize_id, read_spans, stream_documents
 from otel_loopguard.analyze.sources import InputError
+from otel_loopguard.otlp_json import spans_to_otlp_json
 from otel_loopguard.span_view import SpanView, from_readable_span
 
 from .traces import (
@@ -269,3 +272,85 @@ def test_a_huge_line_after_normal_ones_is_walked_not_loaded(
     views = list(read_spans([str(path)], stats))
     assert [_comparable(v) for v in views] == _expected([*first, *rest, *first])
     assert stats.documents == 3
+
+
+def _variants(span: dict) -> list[dict]:
+    """The span, and the span with one field in each shape an exporter or a hand-written
+    export may use, valid or not."""
+    changes = {
+        "traceId": [span["traceId"].upper(), span["traceId"][4:], "", None, 7, ["x"], "zz"],
+        "spanId": [
+            span["spanId"].upper(),
+            base64.b64encode(bytes.fromhex(span["spanId"])).decode(),
+            "0" * 16,
+            {"a": 1},
+        ],
+        "parentSpanId": ["", None, 0, ["x"], "not hex", span["spanId"].upper(), "abc"],
+        "name": [None, 5, ""],
+        "kind": [None, True, 2.0, "SPAN_KIND_CLIENT", "3", 9, -1, [1]],
+        "startTimeUnixNano": [123, 1.5e18, "1.5e18", "", "x", None, "-5", [1]],
+        "endTimeUnixNano": [None, "12_3", " 42 ", True],
+        "status": [None, {}, {"code": 2, "message": "boom"}, {"code": "STATUS_CODE_OK"}, [1]],
+        "attributes": [
+            None,
+            {},
+            [],
+            [{"key": "i", "value": {"intValue": 5}}],
+            [{"key": "i", "value": {"intValue": "5.0"}}],
+            [{"key": "s", "value": {"stringValue": None}}],
+            [{"key": "s", "value": {"string_value": "x"}}],
+            [{"key": "d", "value": {"doubleValue": 1.5}}],
+            [{"key": 3, "value": {"stringValue": "x"}}],
+            [{"key": "s", "value": "x"}],
+            [{"key": "s"}],
+            ["x"],
+            [{"key": "s", "value": {"stringValue": "x", "intValue": "1"}}],
+        ],
+        "events": [[{"name": "exception", "attributes": [], "timeUnixNano": "5"}], {}, [1]],
+        "trace_id": [span["traceId"]],
+        "parent_span_id": ["00000000000000ab"],
+    }
+    variants = [span]
+    for key, values in changes.items():
+        for value in values:
+            changed = dict(span)
+            if value is None:
+                changed.pop(key, None)
+                if key in ("traceId", "spanId"):
+                    changed[key.replace("Id", "_id").replace("span_", "span_").lower()] = span[key]
+            else:
+                changed[key] = value
+            variants.append(changed)
+    return variants
+
+
+MALFORMED = (TypeError, ValueError, AttributeError, KeyError, OverflowError)
+
+
+def test_the_fast_otlp_path_reads_every_span_as_the_generic_reader_does(sdk_spans) -> None:
+    """Exporter-shaped spans take a fast path; it must never build a different view."""
+    from otel_loopguard.analyze import readers
+
+    document = spans_to_otlp_json(sdk_spans)
+    spans = [
+        s for block in document["resourceSpans"] for sc in block["scopeSpans"] for s in sc["spans"]
+    ]
+    resource = {"service.name": "x"}
+    fast_taken = 0
+    for span in spans:
+        for variant in _variants(span):
+            generic_stats, stats = ReadStats(), ReadStats()
+            try:
+                expected = readers._otlp_span(variant, resource, "scope", generic_stats)
+            except MALFORMED:
+                expected, generic_stats.skipped_spans = None, 1
+            got = readers.otlp_span(variant, resource, "scope", stats)
+            assert got == expected, variant
+            assert (stats.spans, stats.skipped_spans) == (
+                generic_stats.spans,
+                generic_stats.skipped_spans,
+            )
+            # a shape the fast path does not take raises or gives None: the generic reader read it
+            with contextlib.suppress(*MALFORMED):
+                fast_taken += readers._canonical_otlp_span(variant, resource, "scope") == got
+    assert fast_taken >= len(spans)  # the exporter's own shape takes the fast path

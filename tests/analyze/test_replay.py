@@ -13,6 +13,7 @@ from otel_loopguard.analyze.readers import read_spans
 from otel_loopguard.analyze.replay import Replayer, RunRecord
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Action
+from otel_loopguard.otlp_json import spans_to_otlp_json
 
 from . import replay_policies
 from .traces import Recorder, agent_run, batches, jsonl_text, write_otlp
@@ -250,3 +251,20 @@ def test_a_full_buffer_is_reported(tmp_path: Path, capsys) -> None:
     assert main(["analyze", str(path), "--buffer-spans", "2"]) == 0
     text = capsys.readouterr().out
     assert "note: the trace buffer was full" in text and "raise --buffer-spans" in text
+
+
+def test_spans_with_equal_times_replay_parents_around_their_children(tmp_path: Path) -> None:
+    """Coarse clocks (or microsecond exports) give a parent and its children the same start
+    and end times; the parent must still start first and end last, whatever the file order."""
+    recorder = Recorder()
+    spans = agent_run(recorder, "a", LOOP + LOOP[:1], tokens_per_turn=5)
+    document = spans_to_otlp_json(list(reversed(spans)))  # the root first in the file
+    for block in document["resourceSpans"]:
+        for scope in block["scopeSpans"]:
+            for span in scope["spans"]:
+                span["startTimeUnixNano"] = span["endTimeUnixNano"] = "1700000000000000000"
+    path = tmp_path / "ties.json"
+    path.write_text(json.dumps(document))
+    (run,) = _replay([path], replay_policies.stop_at_third_tool_call)
+    assert run.keyed_by == "root" and run.spans == len(spans)
+    assert (run.tool_calls, run.first_stop.tool_call_index, run.after_stop_tool_calls) == (4, 3, 1)
