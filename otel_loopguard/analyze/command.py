@@ -10,8 +10,11 @@ valid export that holds no spans is fine (0 runs, exit 0).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import logging
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from otel_loopguard.config import LoopGuardConfig
@@ -119,6 +122,11 @@ def _check_policy(spec: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with _collecting_cycles_less_often():
+        return _analyze(args)
+
+
+def _analyze(args: argparse.Namespace) -> int:
     from itertools import chain
 
     from otel_loopguard.analyze.progress import Progress
@@ -184,6 +192,29 @@ def _fail(message: str) -> int:
     sys.stdout.flush()
     print(f"otel-loopguard analyze: error: {message}", file=sys.stderr)
     return 2
+
+
+#: allocations between two runs of the cyclic garbage collector's youngest generation
+GC_YOUNG_THRESHOLD = 10_000
+
+
+@contextlib.contextmanager
+def _collecting_cycles_less_often() -> Iterator[None]:
+    """Raise the youngest generation's threshold (CPython's default: 700) while analysing.
+
+    A replay allocates tens of thousands of containers per parsed request (dicts, lists,
+    views, events) and keeps almost none of them: with the default the collector ran about
+    20 times per 1,000 spans, walking each freshly parsed request, some 6% of the CPU time.
+    Garbage still goes at once by reference counting; cycles wait for at most this many
+    allocations, so memory stays bounded. The previous thresholds are restored after.
+    """
+    previous = gc.get_threshold()
+    if 0 < previous[0] < GC_YOUNG_THRESHOLD:
+        gc.set_threshold(GC_YOUNG_THRESHOLD, *previous[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
 
 
 def _quiet_library_logs() -> None:
