@@ -48,7 +48,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
-import hashlib
 import importlib
 import itertools
 import json
@@ -57,6 +56,7 @@ import math
 import operator
 import re
 from collections.abc import Callable, Mapping
+from hashlib import blake2b as _blake2b
 from typing import Any
 
 logger = logging.getLogger("otel_loopguard.signatures")
@@ -102,7 +102,10 @@ _DIGIT = re.compile(r"\d")
 # ("3 results for topic 17") hold nothing volatile, and these checks cost a fraction of
 # the full pattern's work at every word start. Each one finds a substring that every match
 # of a mask group must contain (case-sensitive patterns: Python's regex engine is several
-# times slower with ``(?i)``; the tag words are looked for in the lower-cased text).
+# times slower with ``(?i)``; the tag words are looked for in the lower-cased text). They
+# are used on ASCII text only: there a case-insensitive match of an ASCII letter is exactly
+# a match of its lower-case form, while in other text the engine also folds letters (the
+# long s, the Kelvin sign) that ``str.lower()`` keeps, which the checks could miss.
 _DIGIT_SHAPES = re.compile(r"\d(?:\d{3}-\d|/\d|:\d|\s?[mµun]?s|x[0-9a-fA-F])")  # ts date time dur
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{8}")  # uuid, hex digests, digit runs of 8+
 _YEAR_DASH = re.compile(r"\d{4}-\d")  # timestamps
@@ -121,12 +124,45 @@ def _has_tag_word(lower: str) -> bool:
     )
 
 
-def _may_mask_output(head: str) -> bool:
-    return bool(_DIGIT_SHAPES.search(head) or _HEX_RUN.search(head) or _has_tag_word(head.lower()))
+def _may_tag(lower: str) -> bool:
+    """A tagged id needs a tag word *and* ``id`` / ``key`` (``request_id``, ``trace key``)."""
+    return ("id" in lower or "key" in lower) and _has_tag_word(lower)
 
 
-def _may_mask_call(head: str) -> bool:
-    return bool(_YEAR_DASH.search(head) or _has_tag_word(head.lower()))
+def _mask_ascii_call(head: str, lower: str) -> str:
+    """:data:`_CALL_MASK` applied to ASCII ``head``, skipping the ``sub`` when it cannot match.
+
+    A timestamp needs ``dddd-d``, a tagged id a tag word and ``id``/``key`` (with no digit
+    in the text, only the tagged id can match, as in :func:`_mask_any`).
+    """
+    if _may_tag(lower):
+        mask = _CALL_MASK if _DIGIT.search(head) else _TAG_ONLY
+        return mask.sub(_mask_match, head)
+    if _YEAR_DASH.search(head):
+        return _CALL_MASK.sub(_mask_match, head)
+    return head
+
+
+def _mask_ascii_output(head: str, lower: str) -> str:
+    """:data:`_OUTPUT_MASK` applied to ASCII ``head``, skipping the ``sub`` when it cannot match.
+
+    Every output mask needs a tag word, a digit shape or a hex run; a text without a digit
+    only gets the tagged-id mask, as in :func:`_mask_any`.
+    """
+    if _has_tag_word(lower) or _DIGIT_SHAPES.search(head) or _HEX_RUN.search(head):
+        mask = _OUTPUT_MASK if _DIGIT.search(head) else _TAG_ONLY
+        return mask.sub(_mask_match, head)
+    return head
+
+
+def _mask_any(head: str, output: bool) -> str:
+    """The masks on text of any script: the full pattern whenever there is a digit."""
+    if _DIGIT.search(head):
+        return (_OUTPUT_MASK if output else _CALL_MASK).sub(_mask_match, head)
+    lower = head.lower()
+    if "id" in lower or "key" in lower:
+        return _TAG_ONLY.sub(_mask_match, head)  # the only mask that needs no digit
+    return head
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # default reprs: differ per object, mean nothing
@@ -183,9 +219,9 @@ find show give tell look up search lookup info information details thanks thank"
 _FILLER_WORDS = frozenset(_FILLER_TEXT.split())
 
 
-def _fold_free_text(text: str) -> str:
+def _fold_free_text(text: str, lower: str | None = None) -> str:
     """Lower-case words of free text; keep single-token values and identifier tokens as is."""
-    if " " not in text or text == text.lower():
+    if " " not in text or text == (text.lower() if lower is None else lower):
         return text
     return " ".join(
         [
@@ -193,13 +229,6 @@ def _fold_free_text(text: str) -> str:
             for token in text.split(" ")
         ]
     )
-
-
-def _near_words(text: str, numbers_are_ids: bool) -> str:
-    words = set(_WORD.findall(text.lower()))
-    words -= _FILLER_WORDS
-    normalise = _near_word_in_output if numbers_are_ids else _near_word_in_call
-    return " ".join(sorted({normalise(word) for word in words}))
 
 
 def _near_word_in_call(word: str) -> str:
@@ -218,68 +247,139 @@ def _near_word_in_output(word: str) -> str:
     return _near_word_in_call(word)
 
 
+_NEAR_MEMO_CAP = 4096  # words per memo; a full memo is emptied and refilled
+_NEAR_MEMO_WORD_CHARS = 32  # longer words (rare: ids, digests) are normalised, not kept
+
+
+class _NearWordMemo(dict[str, str]):
+    """word -> its near-key form, ``""`` for a filler word, for the words seen lately.
+
+    The same content words come back call after call in a run, so looking them up with
+    ``map(memo.__getitem__, words)`` (a loop in C) replaces a Python call per word, and
+    ``__missing__`` computes a new one. Bounded (emptied when full, long words not kept)
+    and thread-safe as far as it matters: dict operations are atomic and a race only
+    computes the same value twice. A normalised word is never empty, so ``""`` marks filler.
+    """
+
+    def __init__(self, normalise: Callable[[str], str]) -> None:
+        super().__init__()
+        self.normalise = normalise
+
+    def __missing__(self, word: str) -> str:
+        near = "" if word in _FILLER_WORDS else self.normalise(word)
+        if len(word) <= _NEAR_MEMO_WORD_CHARS:
+            if len(self) >= _NEAR_MEMO_CAP:
+                self.clear()
+            self[word] = near
+        return near
+
+
+_NEAR_WORD = {
+    False: _NearWordMemo(_near_word_in_call).__getitem__,
+    True: _NearWordMemo(_near_word_in_output).__getitem__,
+}
+
+
+def _near_words(lower: str, numbers_are_ids: bool) -> str:
+    """Content words of lower-cased ``lower``, normalised, de-duplicated and sorted."""
+    words = set(map(_NEAR_WORD[numbers_are_ids], _WORD.findall(lower)))
+    words.discard("")  # filler
+    return " ".join(sorted(words))
+
+
+# In ASCII text the words of :data:`_WORD` are the runs of letters and digits: every other
+# byte becomes a space and ``split()`` cuts there, a few C loops instead of a regex scan.
+_ASCII_ALNUM = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_ASCII_WORD_BYTES = bytes(byte if byte in _ASCII_ALNUM else 32 for byte in range(256))
+
+
+def _near_words_ascii(lower: str, numbers_are_ids: bool) -> str:
+    """:func:`_near_words` of ASCII ``lower``."""
+    spaced = lower.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii")
+    words = set(map(_NEAR_WORD[numbers_are_ids], spaced.split()))
+    words.discard("")  # filler
+    return " ".join(sorted(words))
+
+
 # ---------------------------------------------------------------------------------------
 # canonical form
+
+
+def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]:
+    """(exact, near) of one string value: whitespace folded, masked, case folded, capped.
+
+    The hot path of every signature. ASCII text (nearly all arguments and outputs) is
+    lower-cased once and that copy serves the mask checks, the case folding and the near
+    key: masking and folding keep ASCII text ASCII and keep its length, so the lower-case
+    form of the result is the lower-case form computed here (recomputed only after a mask
+    replaced something).
+    """
+    head = value[: max_chars + _SLACK]
+    # printable ASCII has no whitespace but the space: folding is a no-op unless spaces
+    # are doubled or at an end, and the common single-line text skips the split and join
+    if not (
+        head.isascii()
+        and head.isprintable()
+        and "  " not in head
+        and not head.startswith(" ")
+        and not head.endswith(" ")
+    ):
+        head = " ".join(head.split())
+        if not head.isascii():
+            exact = _fold_free_text(_mask_any(head, output))[:max_chars]
+            return exact, _near_words(exact.lower(), output)
+    lower = head.lower()
+    masked = _mask_ascii_output(head, lower) if output else _mask_ascii_call(head, lower)
+    if masked is not head:
+        head, lower = masked, masked.lower()
+    exact = _fold_free_text(head, lower)[:max_chars]
+    return exact, _near_words_ascii(lower[:max_chars], output)
+
+
+_SMALL_INT = 10_000_000  # ints strictly inside +- this are too short for any mask
 
 
 class _Walk:
     """One bounded canonicalisation: counts visited values and tracks the current path."""
 
-    __slots__ = ("mask", "max_chars", "nodes", "numbers_are_ids", "path", "screen")
+    __slots__ = ("max_chars", "nodes", "output", "path")
 
-    def __init__(
-        self,
-        max_chars: int,
-        mask: re.Pattern[str],
-        screen: Callable[[str], bool] | None = None,
-    ) -> None:
+    def __init__(self, max_chars: int, output: bool) -> None:
         self.max_chars = max_chars
-        self.mask = mask
-        self.numbers_are_ids = mask is _OUTPUT_MASK
-        self.screen = screen
+        self.output = output  # output masks and numbers-as-ids near keys, else call rules
         self.nodes = 0
         self.path: set[int] = set()
-
-    def text(self, value: str) -> tuple[str, str]:
-        head = value[: self.max_chars + _SLACK]
-        head = " ".join(head.split())
-        if _DIGIT.search(head):
-            screen = self.screen
-            # non-ASCII text skips the screen: case-insensitive matching folds letters (the
-            # long s, the Kelvin sign) that str.lower() keeps, which the checks could miss
-            if screen is None or not head.isascii() or screen(head):
-                head = self.mask.sub(_mask_match, head)
-        else:
-            lower = head.lower()
-            if "id" in lower or "key" in lower:
-                head = _TAG_ONLY.sub(_mask_match, head)  # the only mask that needs no digit
-        head = _fold_free_text(head)[: self.max_chars]
-        return head, _near_words(head, self.numbers_are_ids)
 
     def value(self, value: Any, depth: int) -> tuple[str, str]:
         """(exact canonical text, near-duplicate text) of ``value``; never raises."""
         self.nodes += 1
         if self.nodes > MAX_NODES or depth > MAX_DEPTH:
             return _ELLIPSIS, ""
+        kind = type(value)
+        if kind is str:
+            return _canonical_text(value, self.max_chars, self.output)
+        if kind is int and -_SMALL_INT < value < _SMALL_INT:
+            text = str(value)
+            return text, text
         if value is None or isinstance(value, bool):
             text = "null" if value is None else ("true" if value else "false")
             return text, text
         if isinstance(value, str):
-            return self.text(value)
+            return _canonical_text(value, self.max_chars, self.output)
         if isinstance(value, int):
-            if -10_000_000 < value < 10_000_000:  # too short for any mask
+            if -_SMALL_INT < value < _SMALL_INT:
                 text = str(value)
                 return text, text
             if value.bit_length() > 128:
                 text = f"<int:{value.bit_length()}bits>"
                 return text, text
-            return self.text(str(value))
+            return _canonical_text(str(value), self.max_chars, self.output)
         if isinstance(value, float):
             text = repr(value) if math.isfinite(value) else str(value)
-            return self.text(text)
+            return _canonical_text(text, self.max_chars, self.output)
         if isinstance(value, (bytes, bytearray, memoryview)):
             raw = bytes(value[: (self.max_chars + _SLACK) * 4])
-            return self.text(raw.decode("utf-8", "replace"))
+            return _canonical_text(raw.decode("utf-8", "replace"), self.max_chars, self.output)
         marker = id(value)
         if marker in self.path:
             return "<cycle>", ""
@@ -308,7 +408,8 @@ class _Walk:
                 " ".join(sorted({near for _, near in parts if near})),
             )
         if isinstance(value, enum.Enum):
-            return self.text(f"{type(value).__name__}.{value.name}")
+            text = f"{type(value).__name__}.{value.name}"
+            return _canonical_text(text, self.max_chars, self.output)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}
             return self.mapping(fields, depth, type(value).__name__)
@@ -324,7 +425,7 @@ class _Walk:
             text = _ADDRESS.sub(" at <addr>", repr(value)[: self.max_chars + _SLACK])
         except Exception:
             text = f"<{type(value).__name__}>"
-        return self.text(text)
+        return _canonical_text(text, self.max_chars, self.output)
 
     def mapping(self, value: Mapping[Any, Any], depth: int, name: str = "") -> tuple[str, str]:
         try:
@@ -333,23 +434,32 @@ class _Walk:
             pairs = list(items if items is not None else itertools.islice(value.items(), MAX_ITEMS))
         except Exception:
             return f"<{type(value).__name__}>", ""
-        keyed = []
-        for key, item in pairs:
-            key_text = key[:_MAX_NAME] if isinstance(key, str) else self.value(key, depth + 1)[0]
-            keyed.append((key_text, item))
+        keyed = [
+            (key[:_MAX_NAME] if isinstance(key, str) else self.value(key, depth + 1)[0], item)
+            for key, item in pairs
+        ]
         keyed.sort(key=_first)
         exact_parts: list[str] = []
         near_parts: list[str] = []
         volatile_keys = _volatile_keys
-        for key_text, item in keyed[:MAX_ITEMS]:
+        max_chars, output = self.max_chars, self.output
+        for key_text, item in keyed[:MAX_ITEMS] if size > MAX_ITEMS else keyed:
             volatile = volatile_keys.get(key_text)
             if volatile is None:
                 volatile = _is_volatile_key(key_text)
             if volatile:
-                exact, near = "<volatile>", ""
-            elif type(item) is str and self.nodes < MAX_NODES and depth < MAX_DEPTH:
-                self.nodes += 1  # what value() counts, without its type tests
-                exact, near = self.text(item)
+                exact_parts.append(f"{key_text}=<volatile>")
+                continue
+            # the common leaves without value()'s type tests; the node is counted as there
+            kind = type(item)
+            if self.nodes >= MAX_NODES or depth >= MAX_DEPTH:
+                exact, near = self.value(item, depth + 1)
+            elif kind is str:
+                self.nodes += 1
+                exact, near = _canonical_text(item, max_chars, output)
+            elif kind is int and -_SMALL_INT < item < _SMALL_INT:
+                self.nodes += 1
+                exact = near = str(item)
             else:
                 exact, near = self.value(item, depth + 1)
             exact_parts.append(f"{key_text}={exact}")
@@ -371,35 +481,45 @@ def _slot_names(cls: type) -> list[str]:
     return names
 
 
+# json.loads(text) is this decoder's decode(text) when no option is given; calling it
+# directly skips the wrapper's argument checks on every JSON-string argument
+_JSON_DECODER = json.JSONDecoder()
+
+
 def _canonical_arguments(arguments: Any, max_chars: int) -> tuple[str, str]:
-    walk = _Walk(max_chars, _CALL_MASK, _may_mask_call)
     try:
-        if isinstance(arguments, str) and len(arguments) <= max_chars * _JSON_PARSE_FACTOR:
-            first = arguments[:64].lstrip()[:1]
-            if first in ("{", "["):
-                with contextlib.suppress(ValueError):  # not JSON after all: plain text
-                    arguments = json.loads(arguments)
-        if isinstance(arguments, Mapping):
-            exact, near = walk.mapping(arguments, 0)
+        if isinstance(arguments, str):
+            if len(arguments) <= max_chars * _JSON_PARSE_FACTOR:
+                first = arguments[:1]
+                if first.isspace():
+                    first = arguments[:64].lstrip()[:1]
+                if first in ("{", "["):
+                    with contextlib.suppress(ValueError):  # not JSON after all: plain text
+                        arguments = _JSON_DECODER.decode(arguments)
+            if type(arguments) is str:  # one value, not a container: no walk needed
+                return _canonical_text(arguments, max_chars, False)
+        if type(arguments) is dict or isinstance(arguments, Mapping):
+            exact, near = _Walk(max_chars, False).mapping(arguments, 0)
             return exact[1:-1], near  # search(query=x), not search({query=x})
         if arguments is None:
             return "", ""
-        return walk.value(arguments, 0)
+        return _Walk(max_chars, False).value(arguments, 0)
     except Exception:  # a hostile __len__/__iter__/__eq__: still a stable signature
         return f"<{type(arguments).__name__}>", ""
 
 
 def _canonical_output(output: Any, max_chars: int) -> tuple[str, str]:
-    walk = _Walk(max_chars, _OUTPUT_MASK, _may_mask_output)
     try:
-        return walk.value(output, 0)
+        if type(output) is str:
+            return _canonical_text(output, max_chars, True)
+        return _Walk(max_chars, True).value(output, 0)
     except Exception:
         return f"<{type(output).__name__}>", ""
 
 
 def _hash(*parts: str) -> str:
     data = "\x00".join(parts).encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(data, digest_size=8).hexdigest()
+    return _blake2b(data, digest_size=8).hexdigest()
 
 
 def _tool_text(tool_name: Any) -> str:
@@ -414,13 +534,25 @@ def call_signature(tool_name: str, arguments: Any, max_chars: int = 200) -> tupl
     """``(exact, near)`` signatures of a tool call: 16-hex-digit hashes, no readable content."""
     tool = _tool_text(tool_name)
     exact, near = _canonical_arguments(arguments, max_chars)
-    return _hash("call", tool, exact), _hash("call~", tool, near or exact.lower())
+    # _hash("call", tool, exact), _hash("call~", tool, near or exact.lower()), inlined
+    exact_data = "\x00".join(("call", tool, exact)).encode("utf-8", "surrogatepass")
+    near_data = "\x00".join(("call~", tool, near or exact.lower())).encode("utf-8", "surrogatepass")
+    return (
+        _blake2b(exact_data, digest_size=8).hexdigest(),
+        _blake2b(near_data, digest_size=8).hexdigest(),
+    )
 
 
 def output_signature(output: Any, max_chars: int = 200) -> tuple[str, str]:
     """``(exact, near)`` signatures of a tool output (or error text), volatile tokens masked."""
     exact, near = _canonical_output(output, max_chars)
-    return _hash("out", exact), _hash("out~", near or exact.lower())
+    # _hash("out", exact), _hash("out~", near or exact.lower()), inlined
+    exact_data = ("out\x00" + exact).encode("utf-8", "surrogatepass")
+    near_data = ("out~\x00" + (near or exact.lower())).encode("utf-8", "surrogatepass")
+    return (
+        _blake2b(exact_data, digest_size=8).hexdigest(),
+        _blake2b(near_data, digest_size=8).hexdigest(),
+    )
 
 
 def describe_call(tool_name: str, arguments: Any, max_chars: int = 200) -> str:
