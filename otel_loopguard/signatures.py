@@ -45,7 +45,6 @@ Nothing here raises: any value, including cyclic structures, objects whose ``rep
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import enum
 import importlib
@@ -109,6 +108,7 @@ _DIGIT = re.compile(r"\d")
 _DIGIT_SHAPES = re.compile(r"\d(?:\d{3}-\d|/\d|:\d|\s?[mµun]?s|x[0-9a-fA-F])")  # ts date time dur
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{8}")  # uuid, hex digests, digit runs of 8+
 _YEAR_DASH = re.compile(r"\d{4}-\d")  # timestamps
+_OUTPUT_SCREEN = re.compile(f"{_DIGIT_SHAPES.pattern}|{_HEX_RUN.pattern}")  # one pass for both
 
 
 def _has_tag_word(lower: str) -> bool:
@@ -138,7 +138,7 @@ def _mask_ascii_call(head: str, lower: str) -> str:
     if _may_tag(lower):
         mask = _CALL_MASK if _DIGIT.search(head) else _TAG_ONLY
         return mask.sub(_mask_match, head)
-    if _YEAR_DASH.search(head):
+    if "-" in head and _YEAR_DASH.search(head):
         return _CALL_MASK.sub(_mask_match, head)
     return head
 
@@ -149,7 +149,7 @@ def _mask_ascii_output(head: str, lower: str) -> str:
     Every output mask needs a tag word, a digit shape or a hex run; a text without a digit
     only gets the tagged-id mask, as in :func:`_mask_any`.
     """
-    if _has_tag_word(lower) or _DIGIT_SHAPES.search(head) or _HEX_RUN.search(head):
+    if _has_tag_word(lower) or _OUTPUT_SCREEN.search(head):
         mask = _OUTPUT_MASK if _DIGIT.search(head) else _TAG_ONLY
         return mask.sub(_mask_match, head)
     return head
@@ -193,18 +193,31 @@ _VOLATILE_KEY = re.compile(
 )
 
 _first = operator.itemgetter(0)
-_volatile_keys: dict[str, bool] = {}  # memo: argument names repeat across calls
-_VOLATILE_MEMO_CAP = 4096
+_KEY_MEMO_CAP = 4096
+_KEY_MEMO_CHARS = 64  # longer keys are worked out each time, not kept
 
 
-def _is_volatile_key(key: str) -> bool:
-    known = _volatile_keys.get(key)
-    if known is None:
-        known = _VOLATILE_KEY.match(key) is not None
-        if len(_volatile_keys) >= _VOLATILE_MEMO_CAP:
-            _volatile_keys.clear()
-        _volatile_keys[key] = known
-    return known
+class _KeyParts(dict[str, tuple[str, "str | None"]]):
+    """key -> (``key=`` for the exact form, ``key=`` lower-cased for the near key).
+
+    A volatile key (``request_id``, ``nonce`` ...) gets ``(key=<volatile>, None)``: its
+    value is never looked at. Argument names repeat across calls, so this memo (bounded
+    like :class:`_NearWordMemo`) saves the regex match and two strings per key and call.
+    """
+
+    def __missing__(self, key: str) -> tuple[str, str | None]:
+        if _VOLATILE_KEY.match(key) is not None:
+            parts: tuple[str, str | None] = (f"{key}=<volatile>", None)
+        else:
+            parts = (f"{key}=", f"{key.lower()}=")
+        if len(key) <= _KEY_MEMO_CHARS:
+            if len(self) >= _KEY_MEMO_CAP:
+                self.clear()
+            self[key] = parts
+        return parts
+
+
+_key_parts = _KeyParts()
 
 
 # ---------------------------------------------------------------------------------------
@@ -251,7 +264,7 @@ _NEAR_MEMO_CAP = 4096  # words per memo; a full memo is emptied and refilled
 _NEAR_MEMO_WORD_CHARS = 32  # longer words (rare: ids, digests) are normalised, not kept
 
 
-class _NearWordMemo(dict[str, str]):
+class _NearWordMemo(dict[Any, str]):
     """word -> its near-key form, ``""`` for a filler word, for the words seen lately.
 
     The same content words come back call after call in a run, so looking them up with
@@ -259,14 +272,17 @@ class _NearWordMemo(dict[str, str]):
     ``__missing__`` computes a new one. Bounded (emptied when full, long words not kept)
     and thread-safe as far as it matters: dict operations are atomic and a race only
     computes the same value twice. A normalised word is never empty, so ``""`` marks filler.
+    Words are ``str``, or ASCII ``bytes`` for :func:`_near_words_ascii`.
     """
 
-    def __init__(self, normalise: Callable[[str], str]) -> None:
+    def __init__(self, normalise: Callable[[str], str], ascii_bytes: bool = False) -> None:
         super().__init__()
         self.normalise = normalise
+        self.ascii_bytes = ascii_bytes
 
-    def __missing__(self, word: str) -> str:
-        near = "" if word in _FILLER_WORDS else self.normalise(word)
+    def __missing__(self, word: Any) -> str:
+        text: str = word.decode("ascii") if self.ascii_bytes else word
+        near = "" if text in _FILLER_WORDS else self.normalise(text)
         if len(word) <= _NEAR_MEMO_WORD_CHARS:
             if len(self) >= _NEAR_MEMO_CAP:
                 self.clear()
@@ -277,6 +293,10 @@ class _NearWordMemo(dict[str, str]):
 _NEAR_WORD = {
     False: _NearWordMemo(_near_word_in_call).__getitem__,
     True: _NearWordMemo(_near_word_in_output).__getitem__,
+}
+_NEAR_ASCII_WORD = {
+    False: _NearWordMemo(_near_word_in_call, ascii_bytes=True).__getitem__,
+    True: _NearWordMemo(_near_word_in_output, ascii_bytes=True).__getitem__,
 }
 
 
@@ -295,8 +315,8 @@ _ASCII_WORD_BYTES = bytes(byte if byte in _ASCII_ALNUM else 32 for byte in range
 
 def _near_words_ascii(lower: str, numbers_are_ids: bool) -> str:
     """:func:`_near_words` of ASCII ``lower``."""
-    spaced = lower.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii")
-    words = set(map(_NEAR_WORD[numbers_are_ids], spaced.split()))
+    spaced = lower.encode("ascii").translate(_ASCII_WORD_BYTES)
+    words = set(map(_NEAR_ASCII_WORD[numbers_are_ids], spaced.split()))
     words.discard("")  # filler
     return " ".join(sorted(words))
 
@@ -434,21 +454,28 @@ class _Walk:
             pairs = list(items if items is not None else itertools.islice(value.items(), MAX_ITEMS))
         except Exception:
             return f"<{type(value).__name__}>", ""
-        keyed = [
-            (key[:_MAX_NAME] if isinstance(key, str) else self.value(key, depth + 1)[0], item)
-            for key, item in pairs
-        ]
-        keyed.sort(key=_first)
+        for key, _ in pairs:
+            if type(key) is not str or len(key) > _MAX_NAME:
+                keyed = [
+                    (
+                        key[:_MAX_NAME] if isinstance(key, str) else self.value(key, depth + 1)[0],
+                        item,
+                    )
+                    for key, item in pairs
+                ]
+                keyed.sort(key=_first)
+                break
+        else:  # the usual: every key is its own key text, and keys are unique
+            keyed = pairs
+            keyed.sort(key=_first)
         exact_parts: list[str] = []
         near_parts: list[str] = []
-        volatile_keys = _volatile_keys
+        key_parts = _key_parts
         max_chars, output = self.max_chars, self.output
         for key_text, item in keyed[:MAX_ITEMS] if size > MAX_ITEMS else keyed:
-            volatile = volatile_keys.get(key_text)
-            if volatile is None:
-                volatile = _is_volatile_key(key_text)
-            if volatile:
-                exact_parts.append(f"{key_text}=<volatile>")
+            exact_key, near_key = key_parts[key_text]
+            if near_key is None:  # volatile
+                exact_parts.append(exact_key)
                 continue
             # the common leaves without value()'s type tests; the node is counted as there
             kind = type(item)
@@ -462,9 +489,9 @@ class _Walk:
                 exact = near = str(item)
             else:
                 exact, near = self.value(item, depth + 1)
-            exact_parts.append(f"{key_text}={exact}")
+            exact_parts.append(exact_key + exact)
             if near:
-                near_parts.append(f"{key_text.lower()}={near}")
+                near_parts.append(near_key + near)
         if size > MAX_ITEMS:
             exact_parts.append(_ELLIPSIS)
         return f"{name}{{{','.join(exact_parts)}}}", ",".join(near_parts)
@@ -481,9 +508,23 @@ def _slot_names(cls: type) -> list[str]:
     return names
 
 
-# json.loads(text) is this decoder's decode(text) when no option is given; calling it
-# directly skips the wrapper's argument checks on every JSON-string argument
-_JSON_DECODER = json.JSONDecoder()
+# json.loads(text) is the default decoder's decode(text): skip JSON whitespace, scan one
+# value, skip JSON whitespace, fail unless at the end. _parse_json does just that with the
+# same scanner, without the layers of Python calls around it on every JSON-string argument.
+_JSON_SCAN = json.JSONDecoder().scan_once
+_JSON_SPACE = re.compile(r"[ \t\n\r]*").match
+
+
+def _parse_json(text: str) -> Any:
+    """``json.loads(text)``, or ``text`` itself where that raises ``ValueError``."""
+    start = 0 if text[:1] in ("{", "[") else _JSON_SPACE(text).end()
+    try:
+        value, end = _JSON_SCAN(text, start)
+    except (StopIteration, ValueError):  # no value there / a malformed one
+        return text
+    if end != len(text) and _JSON_SPACE(text, end).end() != len(text):
+        return text  # extra data after the value
+    return value
 
 
 def _canonical_arguments(arguments: Any, max_chars: int) -> tuple[str, str]:
@@ -494,8 +535,7 @@ def _canonical_arguments(arguments: Any, max_chars: int) -> tuple[str, str]:
                 if first.isspace():
                     first = arguments[:64].lstrip()[:1]
                 if first in ("{", "["):
-                    with contextlib.suppress(ValueError):  # not JSON after all: plain text
-                        arguments = _JSON_DECODER.decode(arguments)
+                    arguments = _parse_json(arguments)  # not JSON after all: plain text
             if type(arguments) is str:  # one value, not a container: no walk needed
                 return _canonical_text(arguments, max_chars, False)
         if type(arguments) is dict or isinstance(arguments, Mapping):
@@ -522,6 +562,23 @@ def _hash(*parts: str) -> str:
     return _blake2b(data, digest_size=8).hexdigest()
 
 
+# The four hashes of every tool span start with a fixed prefix: a copy of a hash object
+# that has already read it costs less than a new one (keyword parsing, parameter block)
+# and no string is built to join the prefix on. UTF-8 encodes each code point on its
+# own (lone surrogates too, with "surrogatepass"), so the bytes read are those of the
+# joined text, and each digest is exactly _hash(prefix, ...).
+_CALL_EXACT = _blake2b(b"call\x00", digest_size=8)
+_CALL_NEAR = _blake2b(b"call~\x00", digest_size=8)
+_OUT_EXACT = _blake2b(b"out\x00", digest_size=8)
+_OUT_NEAR = _blake2b(b"out~\x00", digest_size=8)
+
+
+def _prefixed_hash(prefixed: Any, text: str) -> str:
+    digest = prefixed.copy()
+    digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()  # type: ignore[no-any-return]
+
+
 def _tool_text(tool_name: Any) -> str:
     return str(tool_name)[:_MAX_NAME] if tool_name is not None else ""
 
@@ -534,25 +591,18 @@ def call_signature(tool_name: str, arguments: Any, max_chars: int = 200) -> tupl
     """``(exact, near)`` signatures of a tool call: 16-hex-digit hashes, no readable content."""
     tool = _tool_text(tool_name)
     exact, near = _canonical_arguments(arguments, max_chars)
-    # _hash("call", tool, exact), _hash("call~", tool, near or exact.lower()), inlined
-    exact_data = "\x00".join(("call", tool, exact)).encode("utf-8", "surrogatepass")
-    near_data = "\x00".join(("call~", tool, near or exact.lower())).encode("utf-8", "surrogatepass")
+    # _hash("call", tool, exact), _hash("call~", tool, near or exact.lower())
     return (
-        _blake2b(exact_data, digest_size=8).hexdigest(),
-        _blake2b(near_data, digest_size=8).hexdigest(),
+        _prefixed_hash(_CALL_EXACT, "\x00".join((tool, exact))),
+        _prefixed_hash(_CALL_NEAR, "\x00".join((tool, near or exact.lower()))),
     )
 
 
 def output_signature(output: Any, max_chars: int = 200) -> tuple[str, str]:
     """``(exact, near)`` signatures of a tool output (or error text), volatile tokens masked."""
     exact, near = _canonical_output(output, max_chars)
-    # _hash("out", exact), _hash("out~", near or exact.lower()), inlined
-    exact_data = ("out\x00" + exact).encode("utf-8", "surrogatepass")
-    near_data = ("out~\x00" + (near or exact.lower())).encode("utf-8", "surrogatepass")
-    return (
-        _blake2b(exact_data, digest_size=8).hexdigest(),
-        _blake2b(near_data, digest_size=8).hexdigest(),
-    )
+    # _hash("out", exact), _hash("out~", near or exact.lower())
+    return _prefixed_hash(_OUT_EXACT, exact), _prefixed_hash(_OUT_NEAR, near or exact.lower())
 
 
 def describe_call(tool_name: str, arguments: Any, max_chars: int = 200) -> str:
