@@ -108,7 +108,11 @@ _DIGIT = re.compile(r"\d")
 _DIGIT_SHAPES = re.compile(r"\d(?:\d{3}-\d|/\d|:\d|\s?[mµun]?s|x[0-9a-fA-F])")  # ts date time dur
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{8}")  # uuid, hex digests, digit runs of 8+
 _YEAR_DASH = re.compile(r"\d{4}-\d")  # timestamps
-_OUTPUT_SCREEN = re.compile(f"{_DIGIT_SHAPES.pattern}|{_HEX_RUN.pattern}")  # one pass for both
+# _DIGIT_SHAPES or _HEX_RUN in one pass, written to start with a character set, which
+# lets the engine skip to the next hex digit instead of trying both at every position
+_OUTPUT_SCREEN = re.compile(
+    r"[0-9a-fA-F](?:(?<=\d)(?:\d{3}-\d|/\d|:\d|\s?[mµun]?s|x[0-9a-fA-F])|[0-9a-fA-F]{7})"
+)
 
 
 def _has_tag_word(lower: str) -> bool:
@@ -147,11 +151,13 @@ def _mask_ascii_output(head: str, lower: str) -> str:
     """:data:`_OUTPUT_MASK` applied to ASCII ``head``, skipping the ``sub`` when it cannot match.
 
     Every output mask needs a tag word, a digit shape or a hex run; a text without a digit
-    only gets the tagged-id mask, as in :func:`_mask_any`.
+    only gets the tagged-id mask (as in :func:`_mask_any`), which needs a tag word.
     """
-    if _has_tag_word(lower) or _OUTPUT_SCREEN.search(head):
+    if _has_tag_word(lower):
         mask = _OUTPUT_MASK if _DIGIT.search(head) else _TAG_ONLY
         return mask.sub(_mask_match, head)
+    if _OUTPUT_SCREEN.search(head) and _DIGIT.search(head):
+        return _OUTPUT_MASK.sub(_mask_match, head)
     return head
 
 
@@ -315,8 +321,10 @@ _ASCII_WORD_BYTES = bytes(byte if byte in _ASCII_ALNUM else 32 for byte in range
 
 def _near_words_ascii(lower: str, numbers_are_ids: bool) -> str:
     """:func:`_near_words` of ASCII ``lower``."""
+    if lower.isalnum():  # one word: "pricing", "en", "17"
+        return _NEAR_WORD[numbers_are_ids](lower)
     spaced = lower.encode("ascii").translate(_ASCII_WORD_BYTES)
-    words = set(map(_NEAR_ASCII_WORD[numbers_are_ids], spaced.split()))
+    words = {*map(_NEAR_ASCII_WORD[numbers_are_ids], spaced.split())}
     words.discard("")  # filler
     return " ".join(sorted(words))
 
@@ -334,29 +342,84 @@ def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]
     form of the result is the lower-case form computed here (recomputed only after a mask
     replaced something).
     """
-    head = value[: max_chars + _SLACK]
-    # printable ASCII has no whitespace but the space: folding is a no-op unless spaces
-    # are doubled or at an end, and the common single-line text skips the split and join
-    if not (
-        head.isascii()
-        and head.isprintable()
-        and "  " not in head
-        and not head.startswith(" ")
-        and not head.endswith(" ")
-    ):
-        head = " ".join(head.split())
-        if not head.isascii():
-            exact = _fold_free_text(_mask_any(head, output))[:max_chars]
-            return exact, _near_words(exact.lower(), output)
+    head = " ".join(value[: max_chars + _SLACK].split())
+    if not head.isascii():
+        exact = _fold_free_text(_mask_any(head, output))[:max_chars]
+        return exact, _near_words(exact.lower(), output)
     lower = head.lower()
     masked = _mask_ascii_output(head, lower) if output else _mask_ascii_call(head, lower)
     if masked is not head:
         head, lower = masked, masked.lower()
-    exact = _fold_free_text(head, lower)[:max_chars]
-    return exact, _near_words_ascii(lower[:max_chars], output)
+    if " " in head and head != lower:  # what _fold_free_text returns unchanged, inline
+        head = _fold_free_text(head, lower)
+    return head[:max_chars], _near_words_ascii(lower[:max_chars], output)
 
 
 _SMALL_INT = 10_000_000  # ints strictly inside +- this are too short for any mask
+
+
+def _leaf(value: Any, max_chars: int, output: bool) -> tuple[str, str] | None:
+    """(exact, near) of a value that holds no other values, ``None`` for anything else."""
+    if value is None or isinstance(value, bool):
+        text = "null" if value is None else ("true" if value else "false")
+        return text, text
+    if isinstance(value, str):
+        return _canonical_text(value, max_chars, output)
+    if isinstance(value, int):
+        if -_SMALL_INT < value < _SMALL_INT:
+            text = str(value)
+            return text, text
+        if value.bit_length() > 128:
+            text = f"<int:{value.bit_length()}bits>"
+            return text, text
+        return _canonical_text(str(value), max_chars, output)
+    if isinstance(value, float):
+        text = repr(value) if math.isfinite(value) else str(value)
+        return _canonical_text(text, max_chars, output)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value[: (max_chars + _SLACK) * 4])
+        return _canonical_text(raw.decode("utf-8", "replace"), max_chars, output)
+    return None
+
+
+def _flat_mapping(value: dict[Any, Any], max_chars: int, output: bool) -> tuple[str, str] | None:
+    """(exact form without braces, near key) of a flat dict, as :meth:`_Walk.mapping` makes it.
+
+    Nearly every tool call, and many a JSON result, is a dict of at most :data:`MAX_ITEMS`
+    string keys holding strings, numbers, booleans or ``None``. For those the walk has
+    nothing to do but sort the keys and sign the leaves: no value can reach a cap (the
+    dict and its items are fewer than :data:`MAX_NODES` values, one level deep), none can
+    hold a cycle, and no key needs a text of its own (each is a ``str`` of at most
+    :data:`_MAX_NAME` characters). ``None`` for any other dict, before any work.
+    """
+    if len(value) > MAX_ITEMS:
+        return None
+    for key, item in value.items():
+        if type(key) is not str or len(key) > _MAX_NAME:
+            return None
+        kind = type(item)
+        if not (kind is str or kind is int or item is None or kind is bool or kind is float):
+            return None
+    exact_parts: list[str] = []
+    near_parts: list[str] = []
+    key_parts = _key_parts
+    for key in sorted(value):
+        exact_key, near_key = key_parts[key]
+        if near_key is None:  # volatile
+            exact_parts.append(exact_key)
+            continue
+        item = value[key]
+        kind = type(item)
+        if kind is str:
+            exact, near = _canonical_text(item, max_chars, output)
+        elif kind is int and -_SMALL_INT < item < _SMALL_INT:
+            exact = near = str(item)
+        else:
+            exact, near = _leaf(item, max_chars, output)  # type: ignore[misc]
+        exact_parts.append(exact_key + exact)
+        if near:
+            near_parts.append(near_key + near)
+    return ",".join(exact_parts), ",".join(near_parts)
 
 
 class _Walk:
@@ -381,25 +444,9 @@ class _Walk:
         if kind is int and -_SMALL_INT < value < _SMALL_INT:
             text = str(value)
             return text, text
-        if value is None or isinstance(value, bool):
-            text = "null" if value is None else ("true" if value else "false")
-            return text, text
-        if isinstance(value, str):
-            return _canonical_text(value, self.max_chars, self.output)
-        if isinstance(value, int):
-            if -_SMALL_INT < value < _SMALL_INT:
-                text = str(value)
-                return text, text
-            if value.bit_length() > 128:
-                text = f"<int:{value.bit_length()}bits>"
-                return text, text
-            return _canonical_text(str(value), self.max_chars, self.output)
-        if isinstance(value, float):
-            text = repr(value) if math.isfinite(value) else str(value)
-            return _canonical_text(text, self.max_chars, self.output)
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            raw = bytes(value[: (self.max_chars + _SLACK) * 4])
-            return _canonical_text(raw.decode("utf-8", "replace"), self.max_chars, self.output)
+        leaf = _leaf(value, self.max_chars, self.output)
+        if leaf is not None:
+            return leaf
         marker = id(value)
         if marker in self.path:
             return "<cycle>", ""
@@ -538,7 +585,11 @@ def _canonical_arguments(arguments: Any, max_chars: int) -> tuple[str, str]:
                     arguments = _parse_json(arguments)  # not JSON after all: plain text
             if type(arguments) is str:  # one value, not a container: no walk needed
                 return _canonical_text(arguments, max_chars, False)
-        if type(arguments) is dict or isinstance(arguments, Mapping):
+        if type(arguments) is dict:
+            flat = _flat_mapping(arguments, max_chars, False)
+            if flat is not None:
+                return flat
+        if isinstance(arguments, Mapping):
             exact, near = _Walk(max_chars, False).mapping(arguments, 0)
             return exact[1:-1], near  # search(query=x), not search({query=x})
         if arguments is None:
@@ -550,8 +601,13 @@ def _canonical_arguments(arguments: Any, max_chars: int) -> tuple[str, str]:
 
 def _canonical_output(output: Any, max_chars: int) -> tuple[str, str]:
     try:
-        if type(output) is str:
+        kind = type(output)
+        if kind is str:
             return _canonical_text(output, max_chars, True)
+        if kind is dict:
+            flat = _flat_mapping(output, max_chars, True)
+            if flat is not None:
+                return "{" + flat[0] + "}", flat[1]
         return _Walk(max_chars, True).value(output, 0)
     except Exception:
         return f"<{type(output).__name__}>", ""
@@ -567,16 +623,30 @@ def _hash(*parts: str) -> str:
 # and no string is built to join the prefix on. UTF-8 encodes each code point on its
 # own (lone surrogates too, with "surrogatepass"), so the bytes read are those of the
 # joined text, and each digest is exactly _hash(prefix, ...).
-_CALL_EXACT = _blake2b(b"call\x00", digest_size=8)
-_CALL_NEAR = _blake2b(b"call~\x00", digest_size=8)
 _OUT_EXACT = _blake2b(b"out\x00", digest_size=8)
 _OUT_NEAR = _blake2b(b"out~\x00", digest_size=8)
+_TOOL_MEMO_CAP = 1024
 
 
-def _prefixed_hash(prefixed: Any, text: str) -> str:
-    digest = prefixed.copy()
-    digest.update(text.encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()  # type: ignore[no-any-return]
+class _ToolHashes(dict[str, tuple[Any, Any]]):
+    """tool name -> hash objects that have read ``call\0<tool>\0`` and ``call~\0<tool>\0``.
+
+    Tool names are few and come back on every call; bounded like :class:`_NearWordMemo`.
+    """
+
+    def __missing__(self, tool: str) -> tuple[Any, Any]:
+        encoded = tool.encode("utf-8", "surrogatepass") + b"\x00"
+        hashes = (
+            _blake2b(b"call\x00" + encoded, digest_size=8),
+            _blake2b(b"call~\x00" + encoded, digest_size=8),
+        )
+        if len(self) >= _TOOL_MEMO_CAP:
+            self.clear()
+        self[tool] = hashes
+        return hashes
+
+
+_tool_hashes = _ToolHashes()
 
 
 def _tool_text(tool_name: Any) -> str:
@@ -589,20 +659,26 @@ def _tool_text(tool_name: Any) -> str:
 
 def call_signature(tool_name: str, arguments: Any, max_chars: int = 200) -> tuple[str, str]:
     """``(exact, near)`` signatures of a tool call: 16-hex-digit hashes, no readable content."""
-    tool = _tool_text(tool_name)
+    # = _hash("call", tool, exact), _hash("call~", tool, near or exact.lower())
+    tool = tool_name if type(tool_name) is str and len(tool_name) <= _MAX_NAME else None
+    exact_hash, near_hash = _tool_hashes[_tool_text(tool_name) if tool is None else tool]
     exact, near = _canonical_arguments(arguments, max_chars)
-    # _hash("call", tool, exact), _hash("call~", tool, near or exact.lower())
-    return (
-        _prefixed_hash(_CALL_EXACT, "\x00".join((tool, exact))),
-        _prefixed_hash(_CALL_NEAR, "\x00".join((tool, near or exact.lower()))),
-    )
+    exact_hash = exact_hash.copy()
+    exact_hash.update(exact.encode("utf-8", "surrogatepass"))
+    near_hash = near_hash.copy()
+    near_hash.update((near or exact.lower()).encode("utf-8", "surrogatepass"))
+    return exact_hash.hexdigest(), near_hash.hexdigest()
 
 
 def output_signature(output: Any, max_chars: int = 200) -> tuple[str, str]:
     """``(exact, near)`` signatures of a tool output (or error text), volatile tokens masked."""
     exact, near = _canonical_output(output, max_chars)
-    # _hash("out", exact), _hash("out~", near or exact.lower())
-    return _prefixed_hash(_OUT_EXACT, exact), _prefixed_hash(_OUT_NEAR, near or exact.lower())
+    # = _hash("out", exact), _hash("out~", near or exact.lower())
+    exact_hash = _OUT_EXACT.copy()
+    exact_hash.update(exact.encode("utf-8", "surrogatepass"))
+    near_hash = _OUT_NEAR.copy()
+    near_hash.update((near or exact.lower()).encode("utf-8", "surrogatepass"))
+    return exact_hash.hexdigest(), near_hash.hexdigest()
 
 
 def describe_call(tool_name: str, arguments: Any, max_chars: int = 200) -> str:
