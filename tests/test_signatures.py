@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -299,3 +303,128 @@ def test_near_key_keeps_numbers_in_arguments_as_ids() -> None:
     assert (
         output_signature("order 123456 shipped")[1] == output_signature("Order 654321 shipped")[1]
     )
+
+
+# signatures written into traces must never change ---------------------------------------
+
+PINS = Path(__file__).with_name("signature_pins.json")
+
+
+class PinColor(enum.Enum):
+    RED = 1
+
+
+@dataclasses.dataclass
+class PinPair:
+    a: int
+    b: str
+
+
+class PinRecord:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._private = object()
+
+
+class PinPoint:
+    __slots__ = ("x", "y")
+
+    def __init__(self, x: int, y: int) -> None:
+        self.x, self.y = x, y
+
+
+class PinBadRepr:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+def _pinned_object(spec: dict[str, Any]) -> Any:
+    kind = spec["$object"]
+    if kind == "cycle-list":
+        looped: list[Any] = [1]
+        looped.append(looped)
+        return looped
+    if kind == "cycle-dict":
+        mapping: dict[str, Any] = {"a": 1}
+        mapping["self"] = mapping
+        return mapping
+    made = {
+        "Record": lambda: PinRecord(spec.get("name", "")),
+        "Point": lambda: PinPoint(spec.get("x", 0), spec.get("y", 0)),
+        "Color.RED": lambda: PinColor.RED,
+        "Pair": lambda: PinPair(spec.get("a", 0), spec.get("b", "")),
+        "bare": object,
+        "BadRepr": PinBadRepr,
+    }
+    return made[kind]()
+
+
+def encode_value(value: Any) -> Any:
+    """A value as JSON that :func:`decode_value` turns back into an equal value, types kept."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, list):
+        return [encode_value(item) for item in value]
+    if isinstance(value, tuple):
+        return {"$tuple": [encode_value(item) for item in value]}
+    if isinstance(value, (set, frozenset)):
+        return {"$set": [encode_value(item) for item in value]}
+    if isinstance(value, dict):
+        return {"$dict": [[encode_value(k), encode_value(v)] for k, v in value.items()]}
+    if isinstance(value, bytes):
+        return {"$bytes": value.hex()}
+    raise TypeError(f"no encoding for {type(value).__name__}")
+
+
+def decode_value(encoded: Any) -> Any:
+    if isinstance(encoded, list):
+        return [decode_value(item) for item in encoded]
+    if not isinstance(encoded, dict):
+        return encoded
+    tag, body = next(iter(encoded.items()))
+    if tag == "$tuple":
+        return tuple(decode_value(item) for item in body)
+    if tag == "$set":
+        return {decode_value(item) for item in body}
+    if tag == "$dict":
+        return {decode_value(k): decode_value(v) for k, v in body}
+    if tag == "$bytes":
+        return bytes.fromhex(body)
+    if tag == "$repeat":
+        return body[0] * body[1]
+    if tag == "$range":
+        return list(range(body))
+    if tag == "$power":
+        return body[0] ** body[1]
+    if tag == "$json":
+        return json.dumps(decode_value(body))
+    if tag == "$object":
+        return _pinned_object(encoded)
+    raise ValueError(f"unknown tag {tag!r}")
+
+
+def test_signatures_equal_those_pinned_from_the_original_implementation() -> None:
+    """Signatures go into exported traces and are compared with fresh ones on replay.
+
+    ``signature_pins.json`` holds about 1,000 varied inputs (JSON strings and dicts as tool
+    spans carry them, nested lists, unicode, UUIDs, timestamps, hex ids, numbers, huge
+    strings, bytes, ``None``, objects, cycles) with the signatures and readable forms that
+    the implementation before the speed work (commit 605550e) produced for them. The
+    optimised code must give byte-identical results for every one.
+    """
+    pins = json.loads(PINS.read_text(encoding="utf-8"))
+    assert pins["baseline"] == "605550e" and len(pins["cases"]) > 1000
+    differing = []
+    for case in pins["cases"]:
+        value, max_chars, tool = decode_value(case["value"]), case["max_chars"], case["tool"]
+        if case["kind"] == "call":
+            signature = call_signature(tool, value, max_chars)
+            described = describe_call(tool, value, max_chars)
+        else:
+            signature = output_signature(value, max_chars)
+            described = describe_output(value, max_chars)
+        if list(signature) != case["signature"] or described != case["describe"]:
+            differing.append((case["kind"], tool, repr(value)[:120], max_chars))
+    assert not differing, f"{len(differing)} signatures changed, first: {differing[:3]}"
