@@ -159,10 +159,16 @@ class TraceTracker:
     O(1). ``get`` and ``drop`` are single dictionary operations (atomic under the GIL) and
     take no lock; ``lock`` serializes ``get_or_create`` (look-up, insert, eviction) and the
     changes of a trace's open agent spans.
+
+    Most traces of a service have no GenAI span at all: their local root is only noted
+    (:meth:`note_root`, one dictionary entry) and a state is made when a GenAI span of the
+    trace, or the gate, first needs one (:meth:`tracked`).
     """
 
     def __init__(self, max_traces: int = 10_000) -> None:
         self._traces: OrderedDict[int, TraceState] = OrderedDict()
+        #: trace id -> local root span id, for traces that have no state (yet)
+        self.roots: dict[int, int] = {}
         self._max = max_traces
         self.lock = threading.Lock()
         self.dropped = 0
@@ -170,23 +176,53 @@ class TraceTracker:
     def get(self, trace_id: int) -> TraceState | None:
         return self._traces.get(trace_id)
 
+    def tracked(self, trace_id: int) -> TraceState | None:
+        """The trace's state; made now if only its local root was noted so far."""
+        state = self._traces.get(trace_id)
+        if state is None and trace_id in self.roots:
+            with self.lock:
+                state = self.get_or_create(trace_id)
+        return state
+
     def get_or_create(self, trace_id: int) -> TraceState:
         """Call with ``lock`` held."""
         traces = self._traces
         state = traces.get(trace_id)
         if state is None:
             state = TraceState(trace_id)
+            state.local_root = self.roots.pop(trace_id, None)
             traces[trace_id] = state
             if len(traces) > self._max:
                 traces.popitem(last=False)
                 self.dropped += 1
         return state
 
+    def note_root(self, trace_id: int, span_id: int) -> None:
+        """The local root of a trace started; the first one noted counts."""
+        state = self._traces.get(trace_id)
+        if state is not None:
+            if state.local_root is None:
+                state.local_root = span_id
+            return
+        roots = self.roots
+        roots.setdefault(trace_id, span_id)
+        if len(roots) > self._max:  # roots that never end: stay bounded
+            with self.lock:
+                while len(roots) > self._max:
+                    del roots[next(iter(roots))]
+                    self.dropped += 1
+
+    def end_root(self, trace_id: int, span_id: int) -> None:
+        """A span of a trace without state ended: forget the trace if it was its root."""
+        roots = self.roots
+        if roots.get(trace_id) == span_id:
+            roots.pop(trace_id, None)
+
     def drop(self, trace_id: int) -> TraceState | None:
         return self._traces.pop(trace_id, None)
 
     def __len__(self) -> int:
-        return len(self._traces)
+        return len(self._traces) + len(self.roots)
 
 
 # ------------------------------------------------------------------------------------------
@@ -355,7 +391,7 @@ class LoopGuard:
         if not context.is_valid:
             return run_identity("no-trace", conversation=conversation)
         trace_id = context.trace_id
-        state = self.tracker.get(trace_id)
+        state = self.tracker.tracked(trace_id)
         if state is not None:
             identity = state.identity(conversation or state.conversation, state.root_agent())
             if identity.keyed_by == "trace":

@@ -36,7 +36,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from otel_loopguard.decisions import Decision, RunEndState
+from otel_loopguard.decisions import Action, Decision, RunEndState
 from otel_loopguard.enforcement import LoopGuard, OpenAgent, TraceState, get_guard
 from otel_loopguard.events import Event
 from otel_loopguard.span_mapping import (
@@ -61,6 +61,7 @@ _OTHER = SpanClass.OTHER
 _TOOL = SpanClass.TOOL
 _HANDOFF = SpanClass.HANDOFF
 _LLM = SpanClass.LLM
+_CONTINUE = Action.CONTINUE
 _AGENT = SpanClass.AGENT
 _WORKFLOW = SpanClass.WORKFLOW
 
@@ -158,6 +159,11 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 if state.conversation is None:
                     state.conversation = conversation
             return
+        if not (run_root or conversation):
+            # a local root that is not GenAI (an HTTP server span, say): noted, without a
+            # state, until a GenAI span of its trace needs one
+            tracker.note_root(context.trace_id, context.span_id)
+            return
         with tracker.lock:
             state = tracker.get_or_create(context.trace_id)
             if is_root and state.local_root is None:
@@ -196,9 +202,12 @@ class LoopGuardSpanProcessor(SpanProcessor):
             if span_class is _OTHER:
                 # not GenAI: only the trace bookkeeping (a local root ends a trace-keyed
                 # run); most such traces have no state at all
-                state = guard.tracker.get(context.trace_id)
+                tracker = guard.tracker
+                state = tracker.get(context.trace_id)
                 if state is not None:
                     self._end_other(span, name, context, state)
+                elif tracker.roots:
+                    tracker.end_root(context.trace_id, context.span_id)
                 return
             if name in _OWN_SPANS and _scope_name(span) == SCOPE_NAME:
                 return
@@ -237,7 +246,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
         trace_id = context.trace_id
         span_id = context.span_id
         tracker = guard.tracker
-        state = tracker.get(trace_id)
+        state = tracker.tracked(trace_id)
         if state is None:
             state = TraceState(trace_id)  # evicted or started before us: a scratch state
         managed = span_id in guard._managed
@@ -305,11 +314,20 @@ class LoopGuardSpanProcessor(SpanProcessor):
     def _feed(
         self, events: list[Event], view: SpanView, span: ReadableSpan, agent: OpenAgent | None
     ) -> None:
+        # LoopGuard.observe inlined (two events per tool span): a decision is fresh when
+        # the guard's listener heard it during this call; listeners only hear
+        # non-continue decisions, so a continue needs no look at the thread-local
         guard = self.guard
+        observe = guard.monitor.observe
+        fresh = guard._fresh
+        fresh.decision = None
         for event in events:
-            decision, fresh = guard.observe(event)
-            if fresh:
-                self._export(decision, event, view, span, agent)
+            decision = observe(event)
+            if decision.action is not _CONTINUE:
+                is_fresh = fresh.decision is decision
+                fresh.decision = None
+                if is_fresh:
+                    self._export(decision, event, view, span, agent)
 
     def _export(
         self,
