@@ -89,10 +89,14 @@ class LoopGuardSpanProcessor(SpanProcessor):
             guard = self.guard
             if not (self.enabled and guard.config.enabled):
                 return
-            name = span.name or ""
+            if _plain_fields(span.__class__):
+                name = span._name or ""
+                parent = span._parent
+            else:
+                name = span.name or ""
+                parent = span.parent
             attributes = span_attributes(span)
             span_class = classify_parts(name, attributes)
-            parent = span.parent
             if parent is not None and not parent.is_remote:
                 if span_class is _OTHER:
                     return  # most spans of a service: nothing to track
@@ -193,12 +197,17 @@ class LoopGuardSpanProcessor(SpanProcessor):
             guard = self.guard
             if not (self.enabled and guard.config.enabled):
                 return
-            name = span.name or ""
-            attributes = span_attributes(span)
-            span_class = classify_parts(name, attributes)
-            context = span.context
+            plain = _plain_fields(span.__class__)
+            if plain:
+                name = span._name or ""
+                context = span._context
+            else:
+                name = span.name or ""
+                context = span.context
             if context is None:
                 return
+            attributes = span_attributes(span)
+            span_class = classify_parts(name, attributes)
             if span_class is _OTHER:
                 # not GenAI: only the trace bookkeeping (a local root ends a trace-keyed
                 # run); most such traces have no state at all
@@ -211,7 +220,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 return
             if name in _OWN_SPANS and _scope_name(span) == SCOPE_NAME:
                 return
-            self._on_end(span, name, attributes, span_class, context)
+            self._on_end(span, name, attributes, span_class, context, plain)
         except Exception as exc:
             self.guard.telemetry.internal_error("on_end", exc)
 
@@ -237,6 +246,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
         attributes: Mapping[str, Any],
         span_class: SpanClass,
         context: Any,
+        plain: bool,
     ) -> None:
         """A GenAI span ended. No lock on the path of a tool or model span: a trace's state
         is read and changed one atomic step at a time (see ``TraceState``); only agent
@@ -254,7 +264,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
         duplicate = False
         if span_class is _TOOL or span_class is _HANDOFF:
             duplicate = span_id in fed_tool_parents
-            parent = span.parent
+            parent = span._parent if plain else span.parent
             if guard._gate_nested and guard.leave_gate_nested(span_id):
                 # inside a wrapper's gate span (directly or through other tool spans,
                 # e.g. an MCP library's span, the SDK's MCP send, an in-process
@@ -285,8 +295,18 @@ class LoopGuardSpanProcessor(SpanProcessor):
 
         view: SpanView | None = None
         if not (managed or duplicate or run_root):
+            if plain:
+                status, end_time = span._status, span._end_time
+            else:
+                status, end_time = span.status, span.end_time
             view = detection_view(
-                span, name, attributes, state.hex_trace_id, format(span_id, "016x")
+                span,
+                name,
+                attributes,
+                state.hex_trace_id,
+                format(span_id, "016x"),
+                status,
+                end_time,
             )
             events = span_to_events(
                 view,
@@ -394,3 +414,49 @@ def _is_tool_span(span: Any) -> bool:
     if not isinstance(name, str):
         return False
     return classify_parts(name, span_attributes(span)) in (SpanClass.TOOL, SpanClass.HANDOFF)
+
+
+def _fields_are_plain() -> bool:
+    """True when the SDK's ``ReadableSpan`` properties return its private fields as they are.
+
+    Each property read is a Python call; the hooks read five of them per span. Checked
+    once on a probe span, so an SDK that stores them differently gets the properties.
+    """
+    try:
+        from opentelemetry.trace import SpanContext, Status, StatusCode
+
+        probe = ReadableSpan(
+            "probe",
+            SpanContext(1, 2, False),
+            SpanContext(1, 3, True),
+            status=Status(StatusCode.ERROR, "probe"),
+            end_time=7,
+        )
+        return (
+            probe._name is probe.name
+            and probe._context is probe.context
+            and probe._parent is probe.parent
+            and probe._status is probe.status
+            and probe._end_time is probe.end_time
+        )
+    except Exception:
+        return False
+
+
+_SDK_FIELDS_PLAIN = _fields_are_plain()
+_PROPERTIES = ("name", "context", "parent", "status", "end_time")
+_plain_classes: dict[type, bool] = {}
+
+
+def _plain_fields(cls: type) -> bool:
+    """Whether spans of ``cls`` can be read through the SDK's private fields: the SDK's
+    own classes (``ReadableSpan``, the live ``Span``) and subclasses that keep its
+    properties; anything else is read through its properties."""
+    plain = _plain_classes.get(cls)
+    if plain is None:
+        plain = _SDK_FIELDS_PLAIN and all(
+            getattr(cls, name, None) is ReadableSpan.__dict__[name] for name in _PROPERTIES
+        )
+        if len(_plain_classes) < 64:  # a handful of span classes; stay bounded
+            _plain_classes[cls] = plain
+    return plain

@@ -103,7 +103,15 @@ def from_readable_span(
         hex_span = format(context.span_id, "016x")
     else:
         hex_trace = hex_span = ""
-    view = detection_view(span, span.name or "", span_attributes(span), hex_trace, hex_span)
+    view = detection_view(
+        span,
+        span.name or "",
+        span_attributes(span),
+        hex_trace,
+        hex_span,
+        span.status,
+        span.end_time,
+    )
     if not detection_only:
         parent = span.parent
         view.parent_span_id = format(parent.span_id, "016x") if parent is not None else None
@@ -118,12 +126,17 @@ def from_readable_span(
 
 
 def detection_view(
-    span: Any, name: str, attributes: Mapping[str, Any], trace_id: str, span_id: str
+    span: Any,
+    name: str,
+    attributes: Mapping[str, Any],
+    trace_id: str,
+    span_id: str,
+    status: Any,
+    end_time: int | None,
 ) -> SpanView:
     """:func:`from_readable_span` with ``detection_only``, from what the caller has read
     already (each property of an SDK span is a Python call; the processor's ``on_end``
-    reads the name, attributes and ids before it knows it needs a view)."""
-    status = span.status
+    reads the name, attributes, ids, status and end time before it builds a view)."""
     if status is not None:
         code = status.status_code
         # identity tests first: an enum's ``.value`` is a slow descriptor
@@ -155,7 +168,7 @@ def detection_view(
     view.parent_span_id = None
     view.kind = "internal"
     view.start_time_unix_nano = None
-    view.end_time_unix_nano = span.end_time
+    view.end_time_unix_nano = end_time
     view.attributes = attributes
     view.status_code = status_code
     view.status_description = status_description
