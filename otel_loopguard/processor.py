@@ -62,6 +62,12 @@ _TOOL = SpanClass.TOOL
 _HANDOFF = SpanClass.HANDOFF
 _LLM = SpanClass.LLM
 _CONTINUE = Action.CONTINUE
+_START_CLASSES = {
+    "execute_tool": _TOOL,
+    "chat": _LLM,
+    "text_completion": _LLM,
+    "generate_content": _LLM,
+}
 _AGENT = SpanClass.AGENT
 _WORKFLOW = SpanClass.WORKFLOW
 
@@ -96,7 +102,12 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 name = span.name or ""
                 parent = span.parent
             attributes = span_attributes(span)
-            span_class = classify_parts(name, attributes)
+            # GenAI tool and model spans by their operation name, else the full rules; a
+            # handoff tool span counts as a tool span here (on_start treats both alike)
+            operation = attributes.get("gen_ai.operation.name")
+            span_class = _START_CLASSES.get(operation) if operation.__class__ is str else None
+            if span_class is None:
+                span_class = classify_parts(name, attributes)
             if parent is not None and not parent.is_remote:
                 if span_class is _OTHER:
                     return  # most spans of a service: nothing to track
