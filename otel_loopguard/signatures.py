@@ -128,39 +128,6 @@ def _has_tag_word(lower: str) -> bool:
     )
 
 
-def _may_tag(lower: str) -> bool:
-    """A tagged id needs a tag word *and* ``id`` / ``key`` (``request_id``, ``trace key``)."""
-    return ("id" in lower or "key" in lower) and _has_tag_word(lower)
-
-
-def _mask_ascii_call(head: str, lower: str) -> str:
-    """:data:`_CALL_MASK` applied to ASCII ``head``, skipping the ``sub`` when it cannot match.
-
-    A timestamp needs ``dddd-d``, a tagged id a tag word and ``id``/``key`` (with no digit
-    in the text, only the tagged id can match, as in :func:`_mask_any`).
-    """
-    if _may_tag(lower):
-        mask = _CALL_MASK if _DIGIT.search(head) else _TAG_ONLY
-        return mask.sub(_mask_match, head)
-    if "-" in head and _YEAR_DASH.search(head):
-        return _CALL_MASK.sub(_mask_match, head)
-    return head
-
-
-def _mask_ascii_output(head: str, lower: str) -> str:
-    """:data:`_OUTPUT_MASK` applied to ASCII ``head``, skipping the ``sub`` when it cannot match.
-
-    Every output mask needs a tag word, a digit shape or a hex run; a text without a digit
-    only gets the tagged-id mask (as in :func:`_mask_any`), which needs a tag word.
-    """
-    if _has_tag_word(lower):
-        mask = _OUTPUT_MASK if _DIGIT.search(head) else _TAG_ONLY
-        return mask.sub(_mask_match, head)
-    if _OUTPUT_SCREEN.search(head) and _DIGIT.search(head):
-        return _OUTPUT_MASK.sub(_mask_match, head)
-    return head
-
-
 def _mask_any(head: str, output: bool) -> str:
     """The masks on text of any script: the full pattern whenever there is a digit."""
     if _DIGIT.search(head):
@@ -278,7 +245,7 @@ class _NearWordMemo(dict[Any, str]):
     ``__missing__`` computes a new one. Bounded (emptied when full, long words not kept)
     and thread-safe as far as it matters: dict operations are atomic and a race only
     computes the same value twice. A normalised word is never empty, so ``""`` marks filler.
-    Words are ``str``, or ASCII ``bytes`` for :func:`_near_words_ascii`.
+    Words are ``str``, or ASCII ``bytes`` for the ASCII path of :func:`_canonical_text`.
     """
 
     def __init__(self, normalise: Callable[[str], str], ascii_bytes: bool = False) -> None:
@@ -314,19 +281,10 @@ def _near_words(lower: str, numbers_are_ids: bool) -> str:
 
 
 # In ASCII text the words of :data:`_WORD` are the runs of letters and digits: every other
-# byte becomes a space and ``split()`` cuts there, a few C loops instead of a regex scan.
+# byte becomes a space and ``split()`` cuts there, a few C loops instead of a regex scan
+# (in :func:`_canonical_text`).
 _ASCII_ALNUM = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _ASCII_WORD_BYTES = bytes(byte if byte in _ASCII_ALNUM else 32 for byte in range(256))
-
-
-def _near_words_ascii(lower: str, numbers_are_ids: bool) -> str:
-    """:func:`_near_words` of ASCII ``lower``."""
-    if lower.isalnum():  # one word: "pricing", "en", "17"
-        return _NEAR_WORD[numbers_are_ids](lower)
-    spaced = lower.encode("ascii").translate(_ASCII_WORD_BYTES)
-    words = {*map(_NEAR_ASCII_WORD[numbers_are_ids], spaced.split())}
-    words.discard("")  # filler
-    return " ".join(sorted(words))
 
 
 # ---------------------------------------------------------------------------------------
@@ -336,23 +294,57 @@ def _near_words_ascii(lower: str, numbers_are_ids: bool) -> str:
 def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]:
     """(exact, near) of one string value: whitespace folded, masked, case folded, capped.
 
-    The hot path of every signature. ASCII text (nearly all arguments and outputs) is
-    lower-cased once and that copy serves the mask checks, the case folding and the near
-    key: masking and folding keep ASCII text ASCII and keep its length, so the lower-case
-    form of the result is the lower-case form computed here (recomputed only after a mask
-    replaced something).
+    The hot path of every signature, written out in one function. ASCII text (nearly all
+    arguments and outputs) is lower-cased once and that copy serves the mask checks, the
+    case folding and the near key: masking and folding keep ASCII text ASCII and keep its
+    length, so the lower-case form of the result is the one computed here (recomputed only
+    after a mask replaced something).
     """
     head = " ".join(value[: max_chars + _SLACK].split())
     if not head.isascii():
         exact = _fold_free_text(_mask_any(head, output))[:max_chars]
         return exact, _near_words(exact.lower(), output)
     lower = head.lower()
-    masked = _mask_ascii_output(head, lower) if output else _mask_ascii_call(head, lower)
-    if masked is not head:
-        head, lower = masked, masked.lower()
-    if " " in head and head != lower:  # what _fold_free_text returns unchanged, inline
+    # The masks of _mask_any, skipped where they cannot match. In outputs every mask needs
+    # a tag word, a digit shape or a hex run, and a text without a digit only gets the
+    # tagged-id mask, which needs a tag word. In calls a timestamp needs "dddd-d" and a
+    # tagged id a tag word and "id" / "key".
+    mask: re.Pattern[str] | None = None
+    if output:
+        if (
+            "req" in lower
+            or "trace" in lower
+            or "span" in lower
+            or "correlation" in lower
+            or "idempotency" in lower
+            or "transaction" in lower
+            or "txn" in lower
+        ):
+            mask = _OUTPUT_MASK if _DIGIT.search(head) else _TAG_ONLY
+        elif _OUTPUT_SCREEN.search(head) and _DIGIT.search(head):
+            mask = _OUTPUT_MASK
+    elif ("id" in lower or "key" in lower) and _has_tag_word(lower):
+        mask = _CALL_MASK if _DIGIT.search(head) else _TAG_ONLY
+    elif "-" in head and _YEAR_DASH.search(head):
+        mask = _CALL_MASK
+    if mask is not None:
+        masked = mask.sub(_mask_match, head)
+        if masked is not head:
+            head, lower = masked, masked.lower()
+    if " " in head and head != lower:  # else _fold_free_text returns it unchanged
         head = _fold_free_text(head, lower)
-    return head[:max_chars], _near_words_ascii(lower[:max_chars], output)
+    # the near key: the words of ASCII text are its runs of letters and digits
+    lower = lower[:max_chars]
+    if lower.isalnum():  # one word: "pricing", "en", "17"
+        return head[:max_chars], _NEAR_WORD[output](lower)
+    spaced = lower.encode("ascii").translate(_ASCII_WORD_BYTES)
+    words = {*map(_NEAR_ASCII_WORD[output], spaced.split())}
+    words.discard("")  # filler
+    if len(words) == 2:  # "no results", "topic 17": what sorted() would give, sooner
+        first, second = words
+        near = f"{first} {second}" if first < second else f"{second} {first}"
+        return head[:max_chars], near
+    return head[:max_chars], " ".join(sorted(words))
 
 
 _SMALL_INT = 10_000_000  # ints strictly inside +- this are too short for any mask
@@ -672,7 +664,13 @@ def call_signature(tool_name: str, arguments: Any, max_chars: int = 200) -> tupl
 
 def output_signature(output: Any, max_chars: int = 200) -> tuple[str, str]:
     """``(exact, near)`` signatures of a tool output (or error text), volatile tokens masked."""
-    exact, near = _canonical_output(output, max_chars)
+    if type(output) is str:  # _canonical_output's first case, without its frame
+        try:
+            exact, near = _canonical_text(output, max_chars, True)
+        except Exception:
+            exact, near = "<str>", ""
+    else:
+        exact, near = _canonical_output(output, max_chars)
     # = _hash("out", exact), _hash("out~", near or exact.lower())
     exact_hash = _OUT_EXACT.copy()
     exact_hash.update(exact.encode("utf-8", "surrogatepass"))
