@@ -310,6 +310,7 @@ def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]
     # tagged-id mask, which needs a tag word. In calls a timestamp needs "dddd-d" and a
     # tagged id a tag word and "id" / "key".
     mask: re.Pattern[str] | None = None
+    words_only = lower.replace(" ", "")  # letters and digits only: plain words
     if output:
         if (
             "req" in lower
@@ -321,7 +322,11 @@ def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]
             or "txn" in lower
         ):
             mask = _OUTPUT_MASK if _DIGIT.search(head) else _TAG_ONLY
-        elif _OUTPUT_SCREEN.search(head) and _DIGIT.search(head):
+        elif (
+            not words_only.isalpha()  # no digit, or nothing but letters: no mask applies
+            and _OUTPUT_SCREEN.search(head)
+            and _DIGIT.search(head)
+        ):
             mask = _OUTPUT_MASK
     elif ("id" in lower or "key" in lower) and _has_tag_word(lower):
         mask = _CALL_MASK if _DIGIT.search(head) else _TAG_ONLY
@@ -337,8 +342,11 @@ def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]
     lower = lower[:max_chars]
     if lower.isalnum():  # one word: "pricing", "en", "17"
         return head[:max_chars], _NEAR_WORD[output](lower)
-    spaced = lower.encode("ascii").translate(_ASCII_WORD_BYTES)
-    words = {*map(_NEAR_ASCII_WORD[output], spaced.split())}
+    if mask is None and words_only.isalnum():  # words and single spaces: "no results"
+        words = {*map(_NEAR_WORD[output], lower.split())}
+    else:
+        spaced = lower.encode("ascii").translate(_ASCII_WORD_BYTES)
+        words = {*map(_NEAR_ASCII_WORD[output], spaced.split())}
     words.discard("")  # filler
     if len(words) == 2:  # "no results", "topic 17": what sorted() would give, sooner
         first, second = words
@@ -382,15 +390,14 @@ def _flat_mapping(value: dict[Any, Any], max_chars: int, output: bool) -> tuple[
     nothing to do but sort the keys and sign the leaves: no value can reach a cap (the
     dict and its items are fewer than :data:`MAX_NODES` values, one level deep), none can
     hold a cycle, and no key needs a text of its own (each is a ``str`` of at most
-    :data:`_MAX_NAME` characters). ``None`` for any other dict, before any work.
+    :data:`_MAX_NAME` characters). ``None`` for any other dict: at once for its keys (so
+    that sorting them runs no code of theirs), or at the first value that is not a leaf
+    (what was done by then has no effect: signing a leaf runs no code of the caller's).
     """
     if len(value) > MAX_ITEMS:
         return None
-    for key, item in value.items():
+    for key in value:
         if type(key) is not str or len(key) > _MAX_NAME:
-            return None
-        kind = type(item)
-        if not (kind is str or kind is int or item is None or kind is bool or kind is float):
             return None
     exact_parts: list[str] = []
     near_parts: list[str] = []
@@ -406,8 +413,10 @@ def _flat_mapping(value: dict[Any, Any], max_chars: int, output: bool) -> tuple[
             exact, near = _canonical_text(item, max_chars, output)
         elif kind is int and -_SMALL_INT < item < _SMALL_INT:
             exact = near = str(item)
-        else:
+        elif kind is int or item is None or kind is bool or kind is float:
             exact, near = _leaf(item, max_chars, output)  # type: ignore[misc]
+        else:
+            return None
         exact_parts.append(exact_key + exact)
         if near:
             near_parts.append(near_key + near)
