@@ -108,11 +108,43 @@ _DIGIT = re.compile(r"\d")
 _DIGIT_SHAPES = re.compile(r"\d(?:\d{3}-\d|/\d|:\d|\s?[mµun]?s|x[0-9a-fA-F])")  # ts date time dur
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{8}")  # uuid, hex digests, digit runs of 8+
 _YEAR_DASH = re.compile(r"\d{4}-\d")  # timestamps
-# _DIGIT_SHAPES or _HEX_RUN in one pass, written to start with a character set, which
-# lets the engine skip to the next hex digit instead of trying both at every position
-_OUTPUT_SCREEN = re.compile(
-    r"[0-9a-fA-F](?:(?<=\d)(?:\d{3}-\d|/\d|:\d|\s?[mµun]?s|x[0-9a-fA-F])|[0-9a-fA-F]{7})"
+
+
+def _byte_classes(classes: dict[str, str]) -> bytes:
+    """A ``bytes.translate`` table: each character of a key to its class, any other to ``.``."""
+    table = bytearray(b"." * 256)
+    for members, name in classes.items():
+        for member in members:
+            table[ord(member)] = ord(name)
+    return bytes(table)
+
+
+# _DIGIT_SHAPES and _HEX_RUN for ASCII text (whose only whitespace, once folded, is the
+# space) without a regex: the text's bytes mapped to classes, then plain substring tests,
+# each a superset of a shape. "d" a digit; "s" the letters after a number of a duration
+# (``12 ms``, ``3s``, ``5 secs``); "x" of ``0x``; "h" a hex digit in the second map.
+_SHAPE_CLASSES = _byte_classes(
+    {"0123456789": "d", "smun": "s", "x": "x", "-": "-", "/": "/", ":": ":", " ": " "}
 )
+_HEX_CLASSES = _byte_classes({"0123456789abcdefABCDEF": "h"})
+
+
+def _may_mask_ascii_output(head: str) -> bool:
+    """True where :data:`_DIGIT_SHAPES` or :data:`_HEX_RUN` may match ASCII ``head``.
+
+    (``str`` tests: ``in`` on ``bytes`` pays for the buffer protocol on every call.)
+    """
+    encoded = head.encode("ascii")
+    shapes = encoded.translate(_SHAPE_CLASSES).decode("ascii")
+    return (
+        "ds" in shapes  # \d\s?[mµun]?s, with "d s"
+        or "d s" in shapes
+        or "d:d" in shapes  # \d:\d
+        or "d/d" in shapes  # \d/\d
+        or "dx" in shapes  # \dx[0-9a-fA-F]
+        or "dddd-d" in shapes  # \d\d{3}-\d
+        or "hhhhhhhh" in encoded.translate(_HEX_CLASSES).decode("ascii")  # [0-9a-fA-F]{8}
+    )
 
 
 def _has_tag_word(lower: str) -> bool:
@@ -324,7 +356,7 @@ def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]
             mask = _OUTPUT_MASK if _DIGIT.search(head) else _TAG_ONLY
         elif (
             not words_only.isalpha()  # no digit, or nothing but letters: no mask applies
-            and _OUTPUT_SCREEN.search(head)
+            and _may_mask_ascii_output(head)
             and _DIGIT.search(head)
         ):
             mask = _OUTPUT_MASK
