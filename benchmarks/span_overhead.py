@@ -17,11 +17,13 @@ Most spans of a real service are not GenAI spans: a second workload (an HTTP ser
 with database client spans in it) shows what the processor costs on those.
 
 The last section says where the time of a tool span goes, on the same pre-made spans fed to
-``on_end`` in a loop (thread CPU time, median of blocks): the span view and class, the two
-signatures, the rest of the mapping and bookkeeping, the monitor's detectors and policy;
-and the floor of any processor that does this job at all in Python (read the class, the
-tool name, the arguments and the result from the attribute dict, one BLAKE2b hash each
-for arguments and result), as a fraction of the plain SDK span.
+``on_start`` and ``on_end`` in a loop (thread CPU time, median of blocks): ``on_start``,
+then in ``on_end`` the span view and class, the two signatures, the rest of the mapping and
+the processor's bookkeeping, the monitor's own work without detectors (the same events fed
+to a monitor with none), the detectors and policy; and the floor of any processor that
+does this job at all in Python (read the class, the tool name, the arguments and the result
+from the attribute dict, one BLAKE2b hash each for arguments and result), as a fraction of
+the plain SDK span.
 
 Run: ``python benchmarks/span_overhead.py [--spans N] [--rounds R] [--threads T]``.
 Prints medians and ``ratio <= 1.5: PASS|FAIL`` for single-threaded and T-thread runs.
@@ -47,7 +49,7 @@ from otel_loopguard.enforcement import LoopGuard
 from otel_loopguard.monitor import Monitor
 from otel_loopguard.processor import LoopGuardSpanProcessor
 from otel_loopguard.signatures import call_signature, output_signature
-from otel_loopguard.span_mapping import classify_parts
+from otel_loopguard.span_mapping import classify_parts, span_to_events
 from otel_loopguard.span_view import from_readable_span, span_attributes
 
 TARGET_RATIO = 1.5
@@ -181,42 +183,69 @@ class _Keep(SpanProcessor):
         self.spans.append(span)
 
 
-def _block_cpu(work: Callable[[], object], count: int, blocks: int = 15) -> float:
-    """Median thread CPU seconds per item over ``blocks`` runs of ``work`` (``count`` items)."""
+def _block_cpu(
+    work: Callable[[Any], object],
+    count: int,
+    blocks: int = 15,
+    setup: Callable[[], Any] = lambda: None,
+) -> float:
+    """Median thread CPU seconds per item over ``blocks`` runs of ``work(setup())`` (``count``
+    items); ``setup`` (a fresh guard, say) is not timed."""
     samples = []
     for _ in range(blocks):
+        prepared = setup()
         start = time.thread_time_ns()
-        work()
+        work(prepared)
         samples.append((time.thread_time_ns() - start) / count / 1e9)
     return statistics.median(samples)
 
 
 def breakdown(spans: int = 1_000) -> dict[str, float]:
-    """Seconds per tool span of each part of ``on_end``, and of the plain SDK span."""
+    """Seconds per tool span of each part of the hooks, and of the plain SDK span."""
     keeper = _Keep()
     provider = TracerProvider()
     provider.add_span_processor(keeper)
     barrier = threading.Barrier(1)
-    start = time.thread_time_ns()
     agent(provider, 0, spans, barrier)
     made = [s for s in keeper.spans if s.name.startswith("execute_tool")]
+    (agent_span,) = [s for s in keeper.spans if s.name.startswith("invoke_agent")]
     config = LoopGuardConfig()
 
-    def plain() -> None:
+    def plain(_: None) -> None:
         agent(TracerProvider(), 0, spans, barrier)
 
-    def on_end(detectors: list[Any] | None) -> Callable[[], None]:
-        def work() -> None:
+    def guarded(detectors: list[Any] | None) -> Callable[[], LoopGuardSpanProcessor]:
+        def setup() -> LoopGuardSpanProcessor:
             monitor = Monitor(config, detectors=detectors) if detectors is not None else None
             processor = LoopGuardSpanProcessor(
                 LoopGuard(config, monitor=monitor, tracer_provider=provider)
             )
-            for span in made:
-                processor.on_end(span)
+            processor.on_start(agent_span)  # type: ignore[arg-type]  # its agent span is open
+            return processor
 
-        return work
+        return setup
 
-    def view() -> None:
+    def on_end(processor: LoopGuardSpanProcessor) -> None:
+        for span in made:
+            processor.on_end(span)
+
+    def on_start(processor: LoopGuardSpanProcessor) -> None:
+        for span in made:  # tool spans inside their agent span, as an instrumentation makes them
+            processor.on_start(span)  # type: ignore[arg-type]
+
+    # the events the processor feeds, made once: the monitor's own share without detectors
+    # (counters, run table, pairing results with calls) is timed apart from the mapping
+    fed = [
+        span_to_events(view, view.trace_id, config)
+        for view in (from_readable_span(span, detection_only=True) for span in made)
+    ]
+
+    def monitor_alone(monitor: Monitor) -> None:
+        for events in fed:
+            for event in events:
+                monitor.observe(event)
+
+    def view(_: None) -> None:
         for span in made:
             classify_parts(span.name, span_attributes(span))
             from_readable_span(span, detection_only=True)
@@ -229,12 +258,12 @@ def breakdown(spans: int = 1_000) -> dict[str, float]:
         for s in made
     ]
 
-    def signatures() -> None:
+    def signatures(_: None) -> None:
         for arguments, result in pairs:
             call_signature("search", arguments)
             output_signature(result)
 
-    def floor() -> None:
+    def floor(_: None) -> None:
         blake2b = hashlib.blake2b
         for span in made:
             attrs = span_attributes(span)
@@ -243,12 +272,15 @@ def breakdown(spans: int = 1_000) -> dict[str, float]:
             blake2b(attrs["gen_ai.tool.call.arguments"].encode(), digest_size=8).hexdigest()
             blake2b(attrs["gen_ai.tool.call.result"].encode(), digest_size=8).hexdigest()
 
-    del start
     count = len(made)
     return {
         "plain": _block_cpu(plain, count),
-        "on_end": _block_cpu(on_end(None), count),
-        "no_detectors": _block_cpu(on_end([]), count),
+        "on_start": _block_cpu(on_start, count, setup=guarded(None)),
+        "on_end": _block_cpu(on_end, count, setup=guarded(None)),
+        "monitor_alone": _block_cpu(
+            monitor_alone, count, setup=lambda: Monitor(config, detectors=[])
+        ),
+        "no_detectors": _block_cpu(on_end, count, setup=guarded([])),
         "view": _block_cpu(view, count),
         "signatures": _block_cpu(signatures, count),
         "floor": _block_cpu(floor, count),
@@ -290,17 +322,19 @@ def main() -> int:
     parts = breakdown()
     plain = parts["plain"]
     detectors = parts["on_end"] - parts["no_detectors"]
-    mapping = parts["no_detectors"] - parts["view"] - parts["signatures"]
+    mapping = parts["no_detectors"] - parts["view"] - parts["signatures"] - parts["monitor_alone"]
     print(
-        "\nwhere a tool span's on_end goes (pre-made spans, thread CPU time, µs per span; "
+        "\nwhere a tool span's hooks go (pre-made spans, thread CPU time, µs per span; "
         "share of a plain SDK span without the batch processor)"
     )
     rows = [
         ("plain SDK span (no processors)", plain),
+        ("loopguard on_start (tool span)", parts["on_start"]),
         ("loopguard on_end, all of it", parts["on_end"]),
         ("  span view + class", parts["view"]),
         ("  call + output signatures", parts["signatures"]),
         ("  events, run identity, bookkeeping", mapping),
+        ("  monitor without detectors", parts["monitor_alone"]),
         ("  detectors + policy", detectors),
         ("floor: 4 attribute reads + 2 hashes", parts["floor"]),
     ]
