@@ -288,3 +288,87 @@ def test_a_conversation_id_on_a_model_span_keys_the_whole_trace(stack: Stack) ->
     snapshot = stack.guard.monitor.run_snapshot("c-9")
     assert snapshot is not None
     assert (snapshot.counters.tool_calls, snapshot.counters.steps) == (2, 2)
+
+
+def test_a_gate_tool_call_inside_a_plain_request_span_ends_its_run_with_that_span(
+    stack: Stack,
+) -> None:
+    """A request span that is not GenAI gets no trace state when it starts (most traces of
+    a service never hold a GenAI span); a gate tool call inside it must still key its calls
+    by that trace and end the run when the request span ends, not leave it to the TTL."""
+    guard = stack.guard
+    tracer = stack.tracer
+    with tracer.start_as_current_span("GET /search", kind=trace.SpanKind.SERVER) as request:
+        with guard.tool_call(tracer, "search", {"query": "pricing"}) as call:
+            call.set_result("no results")
+        run_id = f"{request.get_span_context().trace_id:032x}"
+        snapshot = guard.monitor.run_snapshot(run_id)
+        assert snapshot is not None and snapshot.counters.tool_calls == 1
+    assert guard.monitor.run_snapshot(run_id) is None
+    assert guard.monitor.active_runs == 0
+    assert len(guard.tracker) == 0
+
+
+def test_threads_of_plain_and_agent_traces_keep_their_runs_apart(stack: Stack) -> None:
+    """Eight threads, each serving plain requests and running a foreign agent (semconv
+    spans), half of them looping: tool spans end without a shared lock, so this checks
+    that every trace's bookkeeping stays its own and is released when the trace ends."""
+    import threading
+
+    tracer = stack.tracer
+    barrier = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def worker(index: int) -> None:
+        try:
+            barrier.wait()
+            for request in range(20):
+                with tracer.start_as_current_span("GET /items", kind=trace.SpanKind.SERVER):
+                    with tracer.start_as_current_span("SELECT items"):
+                        pass
+                if request == 10:
+                    attrs = {
+                        "gen_ai.operation.name": "invoke_agent",
+                        "gen_ai.agent.name": f"agent{index}",
+                    }
+                    with tracer.start_as_current_span(
+                        f"invoke_agent agent{index}", attributes=attrs
+                    ):
+                        for call in range(5):
+                            query = "pricing" if index % 2 == 0 else f"topic {call}"
+                            with tracer.start_as_current_span(
+                                "execute_tool search",
+                                attributes={
+                                    "gen_ai.operation.name": "execute_tool",
+                                    "gen_ai.tool.name": "search",
+                                    "gen_ai.tool.call.arguments": json.dumps({"query": query}),
+                                    "gen_ai.tool.call.result": f"results for {query}",
+                                },
+                            ):
+                                pass
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(index,)) for index in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    states = {
+        run.attributes["loopguard.run.id"]: run.attributes["loopguard.run.state"]
+        for run in stack.spans("loopguard.run")
+    }
+    agents = {
+        span.name.removeprefix("invoke_agent "): f"{span.context.trace_id:032x}:"
+        f"{span.context.span_id:016x}"
+        for span in stack.spans()
+        if span.name.startswith("invoke_agent ")
+    }
+    assert len(agents) == 8
+    for name, run_id in agents.items():
+        looping = int(name.removeprefix("agent")) % 2 == 0
+        assert states[run_id] == ("stopped" if looping else "completed"), name
+    assert stack.guard.monitor.active_runs == 0
+    assert len(stack.guard.tracker) == 0
+    assert stack.metric_total("loopguard.internal_errors") == 0
