@@ -209,7 +209,10 @@ class TraceTracker:
         if len(roots) > self._max:  # roots that never end: stay bounded
             with self.lock:
                 while len(roots) > self._max:
-                    del roots[next(iter(roots))]
+                    try:  # the oldest; other threads may end roots meanwhile (no lock there)
+                        roots.pop(next(iter(roots)), None)
+                    except (StopIteration, RuntimeError):
+                        break
                     self.dropped += 1
 
     def end_root(self, trace_id: int, span_id: int) -> None:

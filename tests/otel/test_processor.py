@@ -372,3 +372,14 @@ def test_threads_of_plain_and_agent_traces_keep_their_runs_apart(stack: Stack) -
     assert stack.guard.monitor.active_runs == 0
     assert len(stack.guard.tracker) == 0
     assert stack.metric_total("loopguard.internal_errors") == 0
+
+
+def test_plain_root_spans_that_never_end_stay_bounded() -> None:
+    """A request span that never ends (a leak in the host, a killed worker) leaves only a
+    noted root behind; the oldest are dropped past the tracker's bound (here 1,000 traces,
+    the floor of ``max(OTEL_LOOPGUARD_MAX_RUNS, 1000)``)."""
+    stack = make_stack(max_runs=10)
+    for index in range(1_500):
+        stack.tracer.start_span(f"GET /items/{index}", kind=trace.SpanKind.SERVER)  # never ended
+    assert len(stack.guard.tracker) == 1_000
+    assert stack.metric_total("loopguard.internal_errors") == 0
