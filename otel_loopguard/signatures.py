@@ -695,7 +695,13 @@ def call_signature(tool_name: str, arguments: Any, max_chars: int = 200) -> tupl
     # = _hash("call", tool, exact), _hash("call~", tool, near or exact.lower())
     tool = tool_name if type(tool_name) is str and len(tool_name) <= _MAX_NAME else None
     exact_hash, near_hash = _tool_hashes[_tool_text(tool_name) if tool is None else tool]
-    exact, near = _canonical_arguments(arguments, max_chars)
+    flat = None
+    if type(arguments) is dict:  # _canonical_arguments' usual case, without its frame
+        try:
+            flat = _flat_mapping(arguments, max_chars, False)
+        except Exception:
+            flat = ("<dict>", "")
+    exact, near = _canonical_arguments(arguments, max_chars) if flat is None else flat
     exact_hash = exact_hash.copy()
     exact_hash.update(exact.encode("utf-8", "surrogatepass"))
     near_hash = near_hash.copy()
