@@ -243,7 +243,15 @@ def _fold_free_text(text: str, lower: str | None = None) -> str:
         return text
     return " ".join(
         [
-            token if token.islower() or _IDENTIFIER_TOKEN.search(token) else token.lower()
+            token
+            if token.islower()
+            # a word of letters capitalised or in capitals ("Pricing", "PLANS") cannot be
+            # camelCase, the only identifier shape made of letters alone: no regex needed
+            else token.lower()
+            if token.isalpha() and (token[1:].islower() or token.isupper())
+            else token
+            if _IDENTIFIER_TOKEN.search(token)
+            else token.lower()
             for token in text.split(" ")
         ]
     )
