@@ -345,14 +345,17 @@ def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]
         exact = _fold_free_text(_mask_any(head, output))[:max_chars]
         return exact, _near_words(exact.lower(), output)
     lower = head.lower()
-    # The masks of _mask_any, skipped where they cannot match. In outputs every mask needs
-    # a tag word, a digit shape or a hex run, and a text without a digit only gets the
-    # tagged-id mask, which needs a tag word. In calls a timestamp needs "dddd-d" and a
-    # tagged id a tag word and "id" / "key".
+    # The masks of _mask_any, skipped where they cannot match. A text without a digit only
+    # gets the tagged-id mask, which needs a tag word and "id" / "key". In outputs every
+    # other mask needs a tag word, a digit shape or a hex run; in calls the only other
+    # mask, a timestamp, needs "dddd-d".
     mask: re.Pattern[str] | None = None
     words_only = lower.replace(" ", "")  # letters and digits only: plain words
     if output:
-        if (
+        if words_only.isalpha():  # letters and spaces: no digit, so only a tagged id
+            if ("id" in lower or "key" in lower) and _has_tag_word(lower):
+                mask = _TAG_ONLY
+        elif (
             "req" in lower
             or "trace" in lower
             or "span" in lower
@@ -362,11 +365,7 @@ def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]
             or "txn" in lower
         ):
             mask = _OUTPUT_MASK if _DIGIT.search(head) else _TAG_ONLY
-        elif (
-            not words_only.isalpha()  # no digit, or nothing but letters: no mask applies
-            and _may_mask_ascii_output(head)
-            and _DIGIT.search(head)
-        ):
+        elif _may_mask_ascii_output(head) and _DIGIT.search(head):
             mask = _OUTPUT_MASK
     elif ("id" in lower or "key" in lower) and _has_tag_word(lower):
         mask = _CALL_MASK if _DIGIT.search(head) else _TAG_ONLY
