@@ -52,6 +52,13 @@ from otel_loopguard.telemetry import DECISION_SPAN, RUN_SPAN, SCOPE_NAME
 
 _OWN_SPANS = frozenset({DECISION_SPAN, RUN_SPAN})
 
+# enum members as module constants: reading ``SpanClass.TOOL`` goes through the enum's
+# metaclass and costs several times a global read, a dozen times per replayed span
+_TOOL, _HANDOFF, _LLM = SpanClass.TOOL, SpanClass.HANDOFF, SpanClass.LLM
+_AGENT, _WORKFLOW, _OTHER = SpanClass.AGENT, SpanClass.WORKFLOW, SpanClass.OTHER
+_TOOL_CALL, _LLM_RESPONSE = EventKind.TOOL_CALL, EventKind.LLM_RESPONSE
+_CONTINUE, _STOP = Action.CONTINUE, Action.STOP
+
 #: spans held while waiting for their traces to complete (about 1-2 kB each)
 DEFAULT_BUFFER_SPANS = 100_000
 #: decisions kept per run for the report; later ones are counted, not kept
@@ -267,8 +274,8 @@ class Replayer:
         (a model or other span with a parent and no conversation id) is left out.
         """
         trace_id = spans[0].trace_id
-        timeline: list[tuple[int, SpanView, SpanClass, str | None]] = []
-        append = timeline.append
+        keys: list[int] = []
+        entries: list[tuple[SpanView, SpanClass, str | None]] = []
         quiet_start = None  # the latest start left out: it would have set the clock last
         for view in spans:
             name = view.name
@@ -279,25 +286,32 @@ class Replayer:
             conversation = conversation_in(attrs)
             start = view.start_time_unix_nano or 0
             end = view.end_time_unix_nano or start
+            entry = (view, cls, conversation)
             if (
                 view.parent_span_id is None
                 or conversation
-                or (cls is not SpanClass.OTHER and cls is not SpanClass.LLM)
+                or (cls is not _OTHER and cls is not _LLM)
             ):
-                append((start * 2, view, cls, conversation))
+                keys.append(start * 2)
+                entries.append(entry)
             elif quiet_start is None or start > quiet_start:
                 quiet_start = start
-            append((end * 2 + 1, view, cls, conversation))
-        if len({item[0] for item in timeline}) == len(timeline):
-            timeline.sort(key=_time_key)
+            keys.append(end * 2 + 1)
+            entries.append(entry)
+        by_key = dict(zip(keys, entries, strict=True))
+        timeline: list[tuple[int, tuple[SpanView, SpanClass, str | None]]]
+        if len(by_key) == len(keys):
+            timeline = sorted(by_key.items())  # unique keys: entries are never compared
         else:
             depth = _depths(spans)
-            timeline.sort(
-                key=lambda item: (
-                    item[0],
-                    -depth[item[1].span_id] if item[0] & 1 else depth[item[1].span_id],
-                )
-            )
+
+            def tie_break(index: int) -> tuple[int, int]:
+                key = keys[index]
+                level = depth[entries[index][0].span_id]
+                return key, -level if key & 1 else level
+
+            order = sorted(range(len(keys)), key=tie_break)  # stable: then file order
+            timeline = [(keys[index], entries[index]) for index in order]
         state = self._traces.get(trace_id)
         if state is None:
             state = self._traces[trace_id] = _TraceState()
@@ -305,7 +319,7 @@ class Replayer:
                 self._traces.popitem(last=False)
         else:
             self._traces.move_to_end(trace_id)
-        for key, view, cls, conversation in timeline:
+        for key, (view, cls, conversation) in timeline:
             time_ns = key >> 1
             self._now_ns = time_ns
             self._now = time_ns / 1e9
@@ -329,15 +343,15 @@ class Replayer:
         if view.parent_span_id is None:
             if state.local_root is None:
                 state.local_root = view.span_id
-        elif cls is SpanClass.OTHER:
+        elif cls is _OTHER:
             return
-        if cls is SpanClass.TOOL or cls is SpanClass.HANDOFF:
+        if cls is _TOOL or cls is _HANDOFF:
             if view.parent_span_id in state.open_tools and is_mcp_tool_request(view.attributes):
                 state.transport_spans.add(view.span_id)
             state.open_tools.add(view.span_id)
         if conversation and state.conversation is None:
             state.conversation = conversation
-        if cls is SpanClass.AGENT or cls is SpanClass.WORKFLOW:  # RUN_ROOT_CLASSES
+        if cls is _AGENT or cls is _WORKFLOW:  # RUN_ROOT_CLASSES
             outermost = not state.agents
             state.agents.append((view.span_id, agent_name(view)))
             if outermost:
@@ -352,7 +366,7 @@ class Replayer:
         """Feed one ended span; True when it was the trace's local root (state dropped)."""
         span_id = view.span_id
         duplicate = False
-        if cls is SpanClass.TOOL or cls is SpanClass.HANDOFF:
+        if cls is _TOOL or cls is _HANDOFF:
             state.open_tools.discard(span_id)
             duplicate = span_id in state.fed_tool_parents
             if span_id in state.transport_spans:
@@ -364,7 +378,7 @@ class Replayer:
         conversation = own_conversation or state.conversation
         root = state.agents[0][0] if state.agents else None
         ending_root = False
-        run_root = cls is SpanClass.AGENT or cls is SpanClass.WORKFLOW  # RUN_ROOT_CLASSES
+        run_root = cls is _AGENT or cls is _WORKFLOW  # RUN_ROOT_CLASSES
         if run_root:
             for index, (agent_span, _name) in enumerate(state.agents):
                 if agent_span == span_id:
@@ -379,7 +393,7 @@ class Replayer:
             self._record_for(run_id, identity.keyed_by, view, actor).spans += 1
             if ending_root and identity.keyed_by == "root":
                 self._finish_run(run_id)
-        elif cls is not SpanClass.OTHER and not duplicate:
+        elif cls is not _OTHER and not duplicate:
             events = span_to_events(view, run_id, self.config, actor=actor, span_class=cls)
             if events:
                 record = self._record_for(run_id, identity.keyed_by, view, actor)
@@ -424,11 +438,11 @@ class Replayer:
         record.events += 1
         kind = event.kind
         stopped = record.first_stop is not None
-        if kind is EventKind.TOOL_CALL:
+        if kind is _TOOL_CALL:
             record.tool_calls += 1
             if stopped:
                 record.after_stop_tool_calls += 1
-        elif kind is EventKind.LLM_RESPONSE:
+        elif kind is _LLM_RESPONSE:
             tokens = (event.input_tokens or 0) + (event.output_tokens or 0)
             record.input_tokens += event.input_tokens or 0
             record.output_tokens += event.output_tokens or 0
@@ -438,9 +452,9 @@ class Replayer:
         if record.agent is None and event.actor:
             record.agent = event.actor
         decision = self.monitor.observe(event)
-        if decision.action is Action.CONTINUE:
+        if decision.action is _CONTINUE:
             return
-        if stopped and decision.action is Action.STOP:
+        if stopped and decision.action is _STOP:
             return  # the run's standing STOP, repeated for every later event
         self._record_decision(record, decision, event)
 
@@ -467,7 +481,7 @@ class Replayer:
             record.decisions.append(item)
         else:
             record.decisions_dropped += 1
-        if decision.action is Action.STOP and record.first_stop is None:
+        if decision.action is _STOP and record.first_stop is None:
             record.first_stop = item
             snapshot = self.monitor.run_snapshot(record.run_id)
             record._cost_at_stop = snapshot.counters.cost if snapshot is not None else None
@@ -523,7 +537,3 @@ def _depths(spans: list[SpanView]) -> dict[str, int]:
         for offset, span_id in enumerate(reversed(path), 1):
             depth[span_id] = base + offset
     return depth
-
-
-def _time_key(item: tuple[int, SpanView, SpanClass, str | None]) -> int:
-    return item[0]
