@@ -14,7 +14,9 @@ as a subprocess measured with ``os.wait4`` (CPU time and peak RSS of that proces
 1. a baseline: the same file read line by line and parsed with ``json.loads``, every span
    visited, nothing else: the floor any JSON reader of this file pays;
 2. ``otel-loopguard analyze FILE --format json --fail-on never`` with the default policy
-   and detectors.
+   and detectors;
+3. the same command on a file of one span: what starting it costs (interpreter, imports),
+   printed beside the total it is part of (the rates above include it).
 
 Prints spans/s for both (CPU time, and wall time, which on a shared machine includes time
 spent waiting for a core), their ratio, and the peak RSS of each. The file is generated in
@@ -265,8 +267,16 @@ def main() -> int:
             [sys.executable, "-c", BASELINE, str(path)]
         )
         assert int(base_out) == spans, (base_out, spans)
-        cli = [sys.executable, "-m", "otel_loopguard.cli", "analyze", str(path)]
-        cpu, wall, rss, out = measure([*cli, "--format", "json", "--fail-on", "never"])
+        cli = [sys.executable, "-m", "otel_loopguard.cli", "analyze"]
+        flags = ["--format", "json", "--fail-on", "never"]
+        cpu, wall, rss, out = measure([*cli, str(path), *flags])
+        # what any run pays before its first span (interpreter, imports): included above
+        tiny = workdir / "one-span.jsonl"
+        with path.open(encoding="utf-8") as source, tiny.open("w", encoding="utf-8") as sink:
+            request = json.loads(source.readline())
+            request["resourceSpans"][0]["scopeSpans"][0]["spans"][1:] = []
+            sink.write(json.dumps(request) + "\n")
+        start_cpu, _, _, _ = measure([*cli, str(tiny), *flags])
         summary = json.loads(out.decode())["summary"]
         assert summary["spans"] == spans, summary
         rate = spans / cpu
@@ -277,6 +287,12 @@ def main() -> int:
         print(
             f"otel-loopguard analyze:         {rate:>10,.0f} spans/s CPU, "
             f"{spans / wall:>10,.0f} wall, peak RSS {rss:,.0f} MiB"
+        )
+        print(
+            f"  of which starting the command (interpreter, imports; analyze of a 1-span "
+            f"file): {start_cpu:.2f}s of {cpu:.2f}s CPU; per span after it: "
+            f"{(cpu - start_cpu) / spans * 1e6:.1f} µs, baseline "
+            f"{base_cpu / spans * 1e6:.1f} µs"
         )
         print(
             f"analyze costs {cpu / base_cpu:.1f}x the baseline's CPU time; "
