@@ -217,12 +217,20 @@ def otlp_span(
 
 
 def _canonical_id(raw: Any, hex_len: int) -> str | None:
-    """:func:`normalize_id`, with the id seen before (a trace id on every span of its trace,
-    a parent id on every sibling) answered by one dict lookup."""
-    cached = _ID_CACHE.get(raw) if raw.__class__ is str else None
-    if cached is not None and len(cached) == hex_len:
-        return cached
+    """:func:`normalize_id`, with an id seen before (a trace id on every span of its trace,
+    a parent id on every sibling) answered by one dict lookup, and an id already in the
+    form it returns (lower-case hex of the full length, not all zeros) by one set test."""
+    if raw.__class__ is str:
+        cached = _ID_CACHE.get(raw)
+        if cached is not None and len(cached) == hex_len:
+            return cached
+        if len(raw) == hex_len and _LOWER_HEX.issuperset(raw) and raw != _ZERO_IDS[hex_len]:
+            return raw  # type: ignore[no-any-return]
     return normalize_id(raw, hex_len)
+
+
+_LOWER_HEX = frozenset("0123456789abcdef")
+_ZERO_IDS = {16: "0" * 16, 32: "0" * 32}
 
 
 def _canonical_attributes(items: Any) -> dict[str, Any] | None:
