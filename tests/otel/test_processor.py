@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
@@ -12,22 +13,31 @@ from .helpers import Stack, make_stack, requires_detectors
 pytestmark = requires_detectors
 
 
-def looping_agent(stack: Stack, *, conversation: str | None = None, calls: int = 5) -> None:
-    """An agent instrumented by someone else (GenAI semconv spans), stuck on one search."""
+def looping_agent(
+    stack: Stack,
+    *,
+    conversation: str | None = None,
+    calls: int = 5,
+    agent: str = "researcher",
+    looping: bool = True,
+) -> None:
+    """An agent instrumented by someone else (GenAI semconv spans), stuck on one search
+    (or, ``looping=False``, searching something new each time)."""
     tracer = stack.tracer
-    attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "researcher"}
+    attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}
     if conversation:
         attrs["gen_ai.conversation.id"] = conversation
-    with tracer.start_as_current_span("invoke_agent researcher", attributes=attrs):
+    with tracer.start_as_current_span(f"invoke_agent {agent}", attributes=attrs):
         for i in range(calls):
+            query = "pricing" if looping else f"topic {i}"
             with tracer.start_as_current_span(
                 "execute_tool search",
                 attributes={
                     "gen_ai.operation.name": "execute_tool",
                     "gen_ai.tool.name": "search",
                     "gen_ai.tool.call.id": f"call_{i}",
-                    "gen_ai.tool.call.arguments": json.dumps({"query": "pricing"}),
-                    "gen_ai.tool.call.result": "no results",
+                    "gen_ai.tool.call.arguments": json.dumps({"query": query}),
+                    "gen_ai.tool.call.result": "no results" if looping else f"results on {query}",
                 },
             ):
                 pass
@@ -313,8 +323,6 @@ def test_threads_of_plain_and_agent_traces_keep_their_runs_apart(stack: Stack) -
     """Eight threads, each serving plain requests and running a foreign agent (semconv
     spans), half of them looping: tool spans end without a shared lock, so this checks
     that every trace's bookkeeping stays its own and is released when the trace ends."""
-    import threading
-
     tracer = stack.tracer
     barrier = threading.Barrier(8)
     errors: list[BaseException] = []
@@ -327,25 +335,7 @@ def test_threads_of_plain_and_agent_traces_keep_their_runs_apart(stack: Stack) -
                     with tracer.start_as_current_span("SELECT items"):
                         pass
                 if request == 10:
-                    attrs = {
-                        "gen_ai.operation.name": "invoke_agent",
-                        "gen_ai.agent.name": f"agent{index}",
-                    }
-                    with tracer.start_as_current_span(
-                        f"invoke_agent agent{index}", attributes=attrs
-                    ):
-                        for call in range(5):
-                            query = "pricing" if index % 2 == 0 else f"topic {call}"
-                            with tracer.start_as_current_span(
-                                "execute_tool search",
-                                attributes={
-                                    "gen_ai.operation.name": "execute_tool",
-                                    "gen_ai.tool.name": "search",
-                                    "gen_ai.tool.call.arguments": json.dumps({"query": query}),
-                                    "gen_ai.tool.call.result": f"results for {query}",
-                                },
-                            ):
-                                pass
+                    looping_agent(stack, agent=f"agent{index}", looping=index % 2 == 0)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
