@@ -709,10 +709,16 @@ def call_signature(tool_name: str, arguments: Any, max_chars: int = 200) -> tupl
         except Exception:
             flat = ("<dict>", "")
     exact, near = _canonical_arguments(arguments, max_chars) if flat is None else flat
+    near = near or exact.lower()
+    try:  # the strict encoder is quicker and gives the same bytes where it succeeds
+        exact_bytes, near_bytes = exact.encode(), near.encode()
+    except UnicodeEncodeError:  # lone surrogates, encoded one by one as _hash does
+        exact_bytes = exact.encode("utf-8", "surrogatepass")
+        near_bytes = near.encode("utf-8", "surrogatepass")
     exact_hash = exact_hash.copy()
-    exact_hash.update(exact.encode("utf-8", "surrogatepass"))
+    exact_hash.update(exact_bytes)
     near_hash = near_hash.copy()
-    near_hash.update((near or exact.lower()).encode("utf-8", "surrogatepass"))
+    near_hash.update(near_bytes)
     return exact_hash.hexdigest(), near_hash.hexdigest()
 
 
@@ -726,10 +732,16 @@ def output_signature(output: Any, max_chars: int = 200) -> tuple[str, str]:
     else:
         exact, near = _canonical_output(output, max_chars)
     # = _hash("out", exact), _hash("out~", near or exact.lower())
+    near = near or exact.lower()
+    try:  # as in call_signature
+        exact_bytes, near_bytes = exact.encode(), near.encode()
+    except UnicodeEncodeError:
+        exact_bytes = exact.encode("utf-8", "surrogatepass")
+        near_bytes = near.encode("utf-8", "surrogatepass")
     exact_hash = _OUT_EXACT.copy()
-    exact_hash.update(exact.encode("utf-8", "surrogatepass"))
+    exact_hash.update(exact_bytes)
     near_hash = _OUT_NEAR.copy()
-    near_hash.update((near or exact.lower()).encode("utf-8", "surrogatepass"))
+    near_hash.update(near_bytes)
     return exact_hash.hexdigest(), near_hash.hexdigest()
 
 
