@@ -78,6 +78,7 @@ SHAPES: list[Shape] = [
         "call",
         lambda i: {"query": f"Pricing Plans for Team {i}", "filters": {"lang": "en"}},
     ),
+    ("output, a long number", False, "output", lambda i: f"result {i * 7919 + 10**14}"),
     (
         "output, with an id",
         False,

@@ -84,30 +84,56 @@ _WORD_START = r"(?<![\w])(?=[\w])"  # lets the engine skip mid-word positions qu
 _CALL_MASK = re.compile(f"{_WORD_START}(?:(?P<ts>{_TIMESTAMP})|(?P<tag>{_TAGGED_ID}))")
 _TAG_ONLY = re.compile(f"{_WORD_START}(?P<tag>{_TAGGED_ID})")
 # masked in outputs only: identifiers there are volatile answers, not the work asked for
-_OUTPUT_MASK = re.compile(
-    f"{_WORD_START}(?:(?P<ts>{_TIMESTAMP})"
-    f"|(?P<tag>{_TAGGED_ID})"
-    r"|(?P<ref>(?i:\b(?:request|req|trace|span|correlation|transaction)\b)\s*[:=#]?\s*"
-    r"(?=[\w.\-]*\d)[\w.\-]{4,})"
-    r"|(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)"
-    r"|(?P<date>\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b)"
-    r"|(?P<time>\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b)"
-    r"|(?P<dur>\b\d+(?:\.\d+)?\s?(?:ms|µs|us|ns|s|sec|secs|seconds)\b)"
-    r"|(?P<hex>\b0x[0-9a-fA-F]{4,}\b|\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b)"
-    r"|(?P<num>\b\d{8,}\b))"
+_OUTPUT_MASK_GROUPS = (  # in the order they are tried at each word start
+    ("ts", _TIMESTAMP),
+    ("tag", _TAGGED_ID),
+    (
+        "ref",
+        r"(?i:\b(?:request|req|trace|span|correlation|transaction)\b)\s*[:=#]?\s*"
+        r"(?=[\w.\-]*\d)[\w.\-]{4,}",
+    ),
+    ("uuid", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
+    ("date", r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b"),
+    ("time", r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b"),
+    ("dur", r"\b\d+(?:\.\d+)?\s?(?:ms|µs|us|ns|s|sec|secs|seconds)\b"),
+    ("hex", r"\b0x[0-9a-fA-F]{4,}\b|\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"),
+    ("num", r"\b\d{8,}\b"),
 )
+
+
+def _output_mask_pattern(names: tuple[str, ...]) -> str:
+    """The output mask made of the groups ``names`` only, in their usual order."""
+    groups = "|".join(f"(?P<{name}>{body})" for name, body in _OUTPUT_MASK_GROUPS if name in names)
+    return f"{_WORD_START}(?:{groups})"
+
+
+_OUTPUT_MASK = re.compile(_output_mask_pattern(tuple(name for name, _ in _OUTPUT_MASK_GROUPS)))
+
+
+class _OutputMasks(dict[tuple[str, ...], "re.Pattern[str]"]):
+    """Group names -> the output mask of those groups only (at most 2**9 of them).
+
+    Leaving out the groups that cannot match anywhere in a text changes nothing in what
+    ``sub`` replaces there (at each position the first group that matches wins, and a
+    left-out group never does), and spares the engine trying them at every word start.
+    """
+
+    def __missing__(self, names: tuple[str, ...]) -> re.Pattern[str]:
+        mask = re.compile(_output_mask_pattern(names))
+        self[names] = mask
+        return mask
+
+
+_output_masks = _OutputMasks()
 _DIGIT = re.compile(r"\d")
-# Cheap supersets of the masks, checked before the full ``sub``: most texts with a digit
-# ("3 results for topic 17") hold nothing volatile, and these checks cost a fraction of
-# the full pattern's work at every word start. Each one finds a substring that every match
-# of a mask group must contain (case-sensitive patterns: Python's regex engine is several
-# times slower with ``(?i)``; the tag words are looked for in the lower-cased text). They
-# are used on ASCII text only: there a case-insensitive match of an ASCII letter is exactly
-# a match of its lower-case form, while in other text the engine also folds letters (the
+# Cheap checks before a mask's ``sub``: most texts, even with a digit ("3 results for
+# topic 17"), hold nothing volatile, and a check costs a fraction of the full pattern's
+# work at every word start. Each finds a substring that every match of a mask group must
+# contain (case-sensitive: the tag words are looked for in the lower-cased text). They are
+# used on ASCII text only: there a case-insensitive match of an ASCII letter is exactly a
+# match of its lower-case form, while in other text the engine also folds letters (the
 # long s, the Kelvin sign) that ``str.lower()`` keeps, which the checks could miss.
-_DIGIT_SHAPES = re.compile(r"\d(?:\d{3}-\d|/\d|:\d|\s?[mµun]?s|x[0-9a-fA-F])")  # ts date time dur
-_HEX_RUN = re.compile(r"[0-9a-fA-F]{8}")  # uuid, hex digests, digit runs of 8+
-_YEAR_DASH = re.compile(r"\d{4}-\d")  # timestamps
+_YEAR_DASH = re.compile(r"\d{4}-\d")  # timestamps, in call arguments
 
 
 def _byte_classes(classes: dict[str, str]) -> bytes:
@@ -119,32 +145,75 @@ def _byte_classes(classes: dict[str, str]) -> bytes:
     return bytes(table)
 
 
-# _DIGIT_SHAPES and _HEX_RUN for ASCII text (whose only whitespace, once folded, is the
-# space) without a regex: the text's bytes mapped to classes, then plain substring tests,
-# each a superset of a shape. "d" a digit; "s" the letters after a number of a duration
-# (``12 ms``, ``3s``, ``5 secs``); "x" of ``0x``; "h" a hex digit in the second map.
 _SHAPE_CLASSES = _byte_classes(
     {"0123456789": "d", "smun": "s", "x": "x", "-": "-", "/": "/", ":": ":", " ": " "}
 )
 _HEX_CLASSES = _byte_classes({"0123456789abcdefABCDEF": "h"})
 
 
-def _may_mask_ascii_output(head: str) -> bool:
-    """True where :data:`_DIGIT_SHAPES` or :data:`_HEX_RUN` may match ASCII ``head``.
+def _ascii_output_mask(head: str, lower: str) -> re.Pattern[str] | None:
+    """The output mask for ASCII ``head`` with the groups that can match there, or None.
 
-    (``str`` tests: ``in`` on ``bytes`` pays for the buffer protocol on every call.)
+    Each group is kept where the text holds what every match of it holds, found by
+    substring tests on the text mapped to byte classes (``in`` on ``str``: on ``bytes``
+    it pays for the buffer protocol on every call): "d" a digit, "s" a letter that ends
+    a duration (``12 ms``, ``3s``, ``5 secs``), "x" of ``0x``, and "h" a hex digit in the
+    second map. (Once folded, the only whitespace of the text is the space.) A text
+    without a digit only gets the tagged-id mask, as in :func:`_mask_any`.
     """
+    tag_word = (
+        "req" in lower
+        or "trace" in lower
+        or "span" in lower
+        or "correlation" in lower
+        or "idempotency" in lower
+        or "transaction" in lower
+        or "txn" in lower
+    )
     encoded = head.encode("ascii")
     shapes = encoded.translate(_SHAPE_CLASSES).decode("ascii")
-    return (
-        "ds" in shapes  # \d\s?[mµun]?s, with "d s"
+    if "d" not in shapes:
+        return _TAG_ONLY if tag_word and ("id" in lower or "key" in lower) else None
+    hex_run = "hhhhhhhh" in encoded.translate(_HEX_CLASSES).decode("ascii")  # [0-9a-fA-F]{8}
+    year = "dddd-d" in shapes  # \d{4}-\d
+    if not (
+        tag_word
+        or hex_run
+        or year
+        or "ds" in shapes  # \d\s?(?:ms|us|ns|s|sec...)
         or "d s" in shapes
-        or "d:d" in shapes  # \d:\d
-        or "d/d" in shapes  # \d/\d
-        or "dx" in shapes  # \dx[0-9a-fA-F]
-        or "dddd-d" in shapes  # \d\d{3}-\d
-        or "hhhhhhhh" in encoded.translate(_HEX_CLASSES).decode("ascii")  # [0-9a-fA-F]{8}
-    )
+        or "d:d" in shapes
+        or "d/d" in shapes
+        or "dx" in shapes  # 0x...
+    ):
+        return None  # the usual: nothing to mask (8 digits in a row are a hex run too)
+    names: list[str] = []
+    if year:
+        names.append("ts")
+    if tag_word:
+        if "id" in lower or "key" in lower:
+            names.append("tag")
+        if (
+            "req" in lower
+            or "trace" in lower
+            or "span" in lower
+            or "correlation" in lower
+            or "transaction" in lower
+        ):
+            names.append("ref")
+    if hex_run and "-" in head:
+        names.append("uuid")
+    if year or "d/d" in shapes:
+        names.append("date")
+    if "d:d" in shapes:
+        names.append("time")
+    if "ds" in shapes or "d s" in shapes:
+        names.append("dur")
+    if hex_run or "dx" in shapes:
+        names.append("hex")
+    if "dddddddd" in shapes:
+        names.append("num")
+    return _output_masks[tuple(names)] if names else None
 
 
 def _has_tag_word(lower: str) -> bool:
@@ -355,18 +424,8 @@ def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]
         if words_only.isalpha():  # letters and spaces: no digit, so only a tagged id
             if ("id" in lower or "key" in lower) and _has_tag_word(lower):
                 mask = _TAG_ONLY
-        elif (
-            "req" in lower
-            or "trace" in lower
-            or "span" in lower
-            or "correlation" in lower
-            or "idempotency" in lower
-            or "transaction" in lower
-            or "txn" in lower
-        ):
-            mask = _OUTPUT_MASK if _DIGIT.search(head) else _TAG_ONLY
-        elif _may_mask_ascii_output(head) and _DIGIT.search(head):
-            mask = _OUTPUT_MASK
+        else:
+            mask = _ascii_output_mask(head, lower)
     elif ("id" in lower or "key" in lower) and _has_tag_word(lower):
         mask = _CALL_MASK if _DIGIT.search(head) else _TAG_ONLY
     elif "-" in head and _YEAR_DASH.search(head):
