@@ -175,3 +175,42 @@ def test_prometheus_exporter_text_output() -> None:
     assert "loopguard_processing_duration_seconds_bucket" in text
     assert "loopguard_runs_total{" in text and 'state="stopped"' in text
     assert "run_id" not in text and "pricing" not in text  # no run id, no argument value
+
+
+def _processing_samples(stack: Stack, span_class: str) -> int:
+    return sum(
+        point.count
+        for point in stack.metric_points("loopguard.processing.duration")
+        if point.attributes.get("span.class") == span_class
+    )
+
+
+def test_processing_duration_samples_each_span_class_at_most_once_per_millisecond(
+    stack: Stack,
+) -> None:
+    """A burst of GenAI spans costs one histogram record, spaced spans are all recorded.
+
+    An SDK histogram record costs as much as the rest of a span's processing, so a process
+    ending thousands of GenAI spans a second must not pay it for each of them.
+    """
+    now = [100.0]
+    stack.guard.telemetry._clock = lambda: now[0]
+
+    def tool_span(index: int) -> None:
+        with stack.tracer.start_as_current_span(
+            "execute_tool lookup",
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "lookup",
+                "gen_ai.tool.call.arguments": f'{{"id": {index}}}',
+            },
+        ):
+            pass
+
+    for index in range(20):  # one instant: a burst
+        tool_span(index)
+    assert _processing_samples(stack, "tool") == 1
+    for index in range(20, 30):  # 2 ms apart: each one recorded
+        now[0] += 0.002
+        tool_span(index)
+    assert _processing_samples(stack, "tool") == 11
