@@ -342,7 +342,7 @@ def _near_word_in_output(word: str) -> str:
     return _near_word_in_call(word)
 
 
-_NEAR_MEMO_CAP = 4096  # words per memo; a full memo is emptied and refilled
+_NEAR_MEMO_CAP = 2048  # words per memo (4 memos); a full memo is emptied and refilled
 _NEAR_MEMO_WORD_CHARS = 32  # longer words (rare: ids, digests) are normalised, not kept
 
 
