@@ -436,10 +436,11 @@ def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]
             head, lower = masked, masked.lower()
     if " " in head and head != lower:  # else _fold_free_text returns it unchanged
         head = _fold_free_text(head, lower)
+    if len(head) > max_chars:  # (ASCII: folding kept the length, head and lower agree)
+        head, lower = head[:max_chars], lower[:max_chars]
     # the near key: the words of ASCII text are its runs of letters and digits
-    lower = lower[:max_chars]
     if lower.isalnum():  # one word: "pricing", "en", "17"
-        return head[:max_chars], _NEAR_WORD[output](lower)
+        return head, _NEAR_WORD[output](lower)
     if mask is None and words_only.isalnum():  # words and single spaces: "no results"
         words = {*map(_NEAR_WORD[output], lower.split())}
     else:
@@ -449,8 +450,8 @@ def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]
     if len(words) == 2:  # "no results", "topic 17": what sorted() would give, sooner
         first, second = words
         near = f"{first} {second}" if first < second else f"{second} {first}"
-        return head[:max_chars], near
-    return head[:max_chars], " ".join(sorted(words))
+        return head, near
+    return head, " ".join(sorted(words))
 
 
 _SMALL_INT = 10_000_000  # ints strictly inside +- this are too short for any mask
