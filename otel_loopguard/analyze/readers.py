@@ -219,17 +219,25 @@ def otlp_span(
 def _canonical_id(raw: Any, hex_len: int) -> str | None:
     """:func:`normalize_id`, with an id seen before (a trace id on every span of its trace,
     a parent id on every sibling) answered by one dict lookup, and an id already in the
-    form it returns (lower-case hex of the full length, not all zeros) by one set test."""
+    form it returns (lower-case hex of the full length, not all zeros) by one round trip
+    through bytes in C instead of the character checks."""
     if raw.__class__ is str:
         cached = _ID_CACHE.get(raw)
         if cached is not None and len(cached) == hex_len:
             return cached
-        if len(raw) == hex_len and _LOWER_HEX.issuperset(raw) and raw != _ZERO_IDS[hex_len]:
-            return raw  # type: ignore[no-any-return]
+        if len(raw) == hex_len:
+            try:
+                canonical = bytes.fromhex(raw).hex() == raw and raw != _ZERO_IDS[hex_len]
+            except ValueError:
+                canonical = False
+            if canonical:
+                if len(_ID_CACHE) >= _ID_CACHE_SIZE:
+                    _ID_CACHE.clear()
+                _ID_CACHE[raw] = raw
+                return raw  # type: ignore[no-any-return]
     return normalize_id(raw, hex_len)
 
 
-_LOWER_HEX = frozenset("0123456789abcdef")
 _ZERO_IDS = {16: "0" * 16, 32: "0" * 32}
 
 
