@@ -19,7 +19,8 @@ per signature (time spent waiting for a core on a shared machine is not counted)
 
 Before timing, every input is signed by both versions and the results must be equal: the
 signatures are written into exported traces and compared with fresh ones on replay.
-Exit status 1 when they differ or a target shape is less than 2x faster.
+Exit status 1 when they differ or a target shape is less than 2x faster, 2 without the
+git history (the baseline is read from it).
 """
 
 from __future__ import annotations
@@ -110,7 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", default=BASELINE, help="git revision of the baseline")
     args = parser.parse_args(argv)
 
-    baseline = load_baseline(args.baseline)
+    try:
+        baseline = load_baseline(args.baseline)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"cannot read the baseline from git ({args.baseline}): {exc}; run in a clone")
+        return 2
     rows = []
     for label, target, kind, make in SHAPES:
         values = [make(i) for i in range(args.inputs)]
