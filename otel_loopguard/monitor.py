@@ -42,7 +42,12 @@ from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import CONTINUE, Action, Decision, RunEndState, Signal
 from otel_loopguard.detectors.base import Detector, RunCounters, build_default_detectors
 from otel_loopguard.detectors.budget import budget_exceeded
-from otel_loopguard.detectors.call_tracking import PendingCalls, pair_tool_event
+from otel_loopguard.detectors.call_tracking import (
+    PendingCalls,
+    is_error_result,
+    pair_tool_event,
+)
+from otel_loopguard.detectors.fingerprint_table import fingerprint
 from otel_loopguard.events import Event, EventKind
 from otel_loopguard.policy import Policy, PolicyInput, load_policy
 from otel_loopguard.pricing import PriceTable
@@ -65,6 +70,7 @@ _ALL_KINDS = tuple(EventKind)
 # path reads these instead.
 _TOOL_CALL = EventKind.TOOL_CALL
 _LLM_RESPONSE = EventKind.LLM_RESPONSE
+_TOOL_RESULT = EventKind.TOOL_RESULT
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,16 +232,28 @@ class Monitor:
             run_id = event.run_id
             now = self._clock()
             run = self._newest
-            if (
-                run is None
-                or run.run_id != run_id
-                or now - run.last_seen > self._ttl
-                or not (self._touches + 1) & _SWEEP_EVERY
-            ):
+            touches = self._touches + 1
+            if not touches & _SWEEP_EVERY or run is None or now - run.last_seen > self._ttl:
                 run = self._touch(run_id, now)
-            else:  # the fast path of _touch, inlined: same run as the last event
+            elif run.run_id == run_id:  # the fast path of _touch, inlined: same run again
                 run.last_seen = now
-                self._touches += 1
+                self._touches = touches
+            else:  # another live run (interleaved agents): _touch's second path, inlined
+                table_lock = self._table_lock
+                table_lock.acquire()
+                try:
+                    run = self._runs.get(run_id)
+                    if run is not None and now - run.last_seen <= self._ttl:
+                        self._runs.move_to_end(run_id)
+                        self._newest = run
+                        run.last_seen = now
+                        self._touches = touches
+                    else:
+                        run = None
+                finally:
+                    table_lock.release()
+                if run is None:  # new, or idle past the TTL
+                    run = self._touch(run_id, now)
             # explicit acquire/release: `with` costs about twice as much per event
             lock = run.lock
             lock.acquire()
@@ -257,7 +275,19 @@ class Monitor:
                     run.agent = event.actor
                 if run.stop is not None:
                     return run.stop
-                pair_tool_event(event, kind, run.pending, counters)
+                # pair_tool_event, inlined for the two commonest kinds (it runs per event)
+                if kind is _TOOL_CALL:
+                    call = fingerprint(event.signature)
+                    run.pending.add(event, call)
+                    counters.call_key = call
+                    counters.outcome_key = 0
+                    counters.failed = False
+                elif kind is _TOOL_RESULT:
+                    counters.call_key = run.pending.pop(event) or 0
+                    counters.outcome_key = fingerprint(event.signature)
+                    counters.failed = is_error_result(event)
+                else:
+                    pair_tool_event(event, kind, run.pending, counters)
 
                 new_signals: list[Signal] | None = None
                 states = run.states

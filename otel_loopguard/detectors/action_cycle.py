@@ -51,6 +51,9 @@ class ActionCycleDetector:
     def __init__(self, config: LoopGuardConfig) -> None:
         self.max_period = config.cycle_max_period
         self.min_periods = config.cycle_min_periods
+        self._periods = range(2, self.max_period + 1)
+        # matched steps a cycle of each period needs: (min_periods - 1) full periods
+        self._needed = [(self.min_periods - 1) * period for period in range(self.max_period + 1)]
 
     def new_state(self) -> ActionCycleState:
         return ActionCycleState(self.max_period)
@@ -70,17 +73,25 @@ class ActionCycleDetector:
     def _add_step(self, step: int, tool: str, state: ActionCycleState) -> Signal | None:
         steps, match = state.steps, state.match
         size = len(steps)
-        for period in range(2, self.max_period + 1):
+        # one pass updates the match counts and notes whether any period has reached the
+        # length of a cycle; most steps are not part of one and skip the second pass
+        candidate = False
+        for period in self._periods:
             if size >= period and steps[size - period] == step:
-                match[period] += 1
+                matched = match[period] + 1
+                match[period] = matched
+                if matched >= self._needed[period]:
+                    candidate = True
             else:
                 match[period] = 0
         steps.append(step)
         state.tools.append(tool)
         if size >= self.max_period:
             del steps[0], state.tools[0]
-        for period in range(2, self.max_period + 1):
-            needed = (self.min_periods - 1) * period
+        if not candidate:
+            return None
+        for period in self._periods:
+            needed = self._needed[period]
             matched = match[period]
             if matched < needed or (matched - needed) % period:
                 continue

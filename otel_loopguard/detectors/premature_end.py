@@ -97,6 +97,8 @@ class PrematureEndDetector:
             state.batch_tools = 0
             state.batch_failures = ()
         state.batch_tools += 1
+        if event.kind is not _TOOL_ERROR and not self._shell_tools[event.tool_name]:
+            return  # a result of a tool that is not a shell: a success (the common case)
         failure = _describe_failure(event, self._shell_tools)
         if failure is not None and len(state.batch_failures) < MAX_FAILURES_KEPT:
             state.batch_failures = (*state.batch_failures, failure)
