@@ -95,6 +95,19 @@ _OUTPUT_MESSAGES_LIMIT = 262_144
 _MAX_INDEXED = 64
 
 
+# Enum members as module constants: on Python 3.11 reading ``SpanClass.TOOL`` costs
+# about 15 times a global read (the enum metaclass), and the hot paths read several per span.
+_KIND_HANDOFF = EventKind.HANDOFF
+_KIND_LLM_RESPONSE = EventKind.LLM_RESPONSE
+_KIND_TOOL_CALL = EventKind.TOOL_CALL
+_KIND_TOOL_RESULT = EventKind.TOOL_RESULT
+_CLASS_AGENT = SpanClass.AGENT
+_CLASS_HANDOFF = SpanClass.HANDOFF
+_CLASS_LLM = SpanClass.LLM
+_CLASS_OTHER = SpanClass.OTHER
+_CLASS_TOOL = SpanClass.TOOL
+
+
 def classify(view: SpanView) -> SpanClass:
     """The class of a span; first matching dialect wins. Cheap: a handful of lookups."""
     return classify_parts(view.name, view.attributes)
@@ -122,43 +135,43 @@ def classify_parts(name: str, attrs: Mapping[str, Any]) -> SpanClass:
         # GenAI semantic conventions, most GenAI spans: decided here
         found = _GENAI_OPERATIONS.get(operation)
         if found is not None:
-            if found is SpanClass.TOOL and handoff_target(_tool_name(name, attrs)):
-                return SpanClass.HANDOFF
+            if found is _CLASS_TOOL and handoff_target(_tool_name(name, attrs)):
+                return _CLASS_HANDOFF
             return found
     elif attrs.keys().isdisjoint(_CLASS_KEYS) and (
         name[:7].lower() != "handoff" and name != "agent run"
     ):
         # only the name rule of invoke_agent spans can still apply
-        return SpanClass.AGENT if name.startswith("invoke_agent") else SpanClass.OTHER
+        return _CLASS_AGENT if name.startswith("invoke_agent") else _CLASS_OTHER
     kind = attrs.get("openinference.span.kind")
     if isinstance(kind, str):
         found = _OPENINFERENCE_KINDS.get(kind.upper())
         if found is not None:
-            if found is SpanClass.TOOL and handoff_target(_tool_name(name, attrs)):
-                return SpanClass.HANDOFF
+            if found is _CLASS_TOOL and handoff_target(_tool_name(name, attrs)):
+                return _CLASS_HANDOFF
             return found
     kind = attrs.get("traceloop.span.kind")
     if isinstance(kind, str):
         found = _TRACELOOP_KINDS.get(kind.lower())
         if found is not None:
-            if found is SpanClass.TOOL and handoff_target(_tool_name(name, attrs)):
-                return SpanClass.HANDOFF
+            if found is _CLASS_TOOL and handoff_target(_tool_name(name, attrs)):
+                return _CLASS_HANDOFF
             return found
     if attrs.get("mcp.method.name") == "tools/call":
-        return SpanClass.TOOL
+        return _CLASS_TOOL
     if name.startswith(("running tool", "execute_tool")) and "gen_ai.tool.name" in attrs:
         if handoff_target(_tool_name(name, attrs)):
-            return SpanClass.HANDOFF
-        return SpanClass.TOOL
+            return _CLASS_HANDOFF
+        return _CLASS_TOOL
     if name.startswith("invoke_agent") or (name == "agent run" and "agent_name" in attrs):
-        return SpanClass.AGENT
+        return _CLASS_AGENT
     if isinstance(attrs.get("llm.request.type"), str):
-        return SpanClass.LLM
+        return _CLASS_LLM
     if name[:7].lower() == "handoff" and (
         _HANDOFF_SPAN.match(name) or isinstance(attrs.get("to_agent"), str)
     ):
-        return SpanClass.HANDOFF
-    return SpanClass.OTHER
+        return _CLASS_HANDOFF
+    return _CLASS_OTHER
 
 
 def is_mcp_tool_request(attrs: Mapping[str, Any]) -> bool:
@@ -291,11 +304,11 @@ def span_to_events(
     usually do not). Never raises for odd attribute values; unknown shapes are skipped.
     """
     cls = classify(view) if span_class is None else span_class
-    if cls is SpanClass.TOOL:
+    if cls is _CLASS_TOOL:
         return _tool_events(view, run_id, config, actor)
-    if cls is SpanClass.LLM:
+    if cls is _CLASS_LLM:
         return [_llm_event(view, run_id, config, actor)]
-    if cls is SpanClass.HANDOFF:
+    if cls is _CLASS_HANDOFF:
         event = _handoff_event(view, run_id, actor)
         handoff = [event] if event is not None else []
         if tool_name(view) is not None and handoff_target(tool_name(view)):
@@ -392,7 +405,7 @@ def _tool_events(
             exact, near = call_signature(name, None, max_chars=max_chars)
             exact, near = _unique_to_span(view, exact, near)
     call = Event(
-        EventKind.TOOL_CALL,
+        _KIND_TOOL_CALL,
         run_id,
         actor,
         name,
@@ -434,7 +447,7 @@ def _tool_events(
             exact, near = output_signature(None, max_chars=max_chars)
             exact, near = _unique_to_span(view, exact, near)
     outcome = Event(
-        EventKind.TOOL_RESULT,
+        _KIND_TOOL_RESULT,
         run_id,
         actor,
         name,
@@ -507,7 +520,7 @@ def handoff_event(
 ) -> Event:
     """A handoff from ``source`` to ``target``; shared by the mapping and the gate."""
     return Event(
-        EventKind.HANDOFF,
+        _KIND_HANDOFF,
         run_id,
         actor=source,
         target_agent=target,
@@ -526,7 +539,7 @@ def _llm_event(view: SpanView, run_id: str, config: LoopGuardConfig, actor: str 
     requested, text_seen, text_empty = _requested_calls(attrs, config.signature_max_chars)
     finish = _finish_reason(attrs)
     event = Event(
-        EventKind.LLM_RESPONSE,
+        _KIND_LLM_RESPONSE,
         run_id,
         actor=agent_name(view) or actor,
         model=_text(attrs.get("gen_ai.response.model"))
