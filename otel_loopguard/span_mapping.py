@@ -390,35 +390,12 @@ def _tool_events(
     actor = agent_name(view) or actor
     call_id = _text(attrs.get("gen_ai.tool.call.id")) or _text(attrs.get("tool_call.id"))
     arguments = tool_arguments(view)
-    trace_id = view.trace_id or None
-    span_id = view.span_id or None
     end = view.end_time_unix_nano
     timestamp = end / 1e9 if isinstance(end, int) else None
     max_chars = config.signature_max_chars
-    if arguments is not _MISSING:
-        exact, near = call_signature(name, arguments, max_chars=max_chars)
-        recorded = True
-    else:
-        arguments = None
-        exact, near, recorded = _recorded_signature(view, CALL_SIGNATURE_ATTRIBUTE)
-        if not recorded:
-            exact, near = call_signature(name, None, max_chars=max_chars)
-            exact, near = _unique_to_span(view, exact, near)
-    call = Event(
-        _KIND_TOOL_CALL,
-        run_id,
-        actor,
-        name,
-        exact,
-        near,
-        call_id,
-        trace_id=trace_id,
-        span_id=span_id,
-        timestamp=timestamp,
-        arguments=arguments,
+    call = _signed_event(
+        _KIND_TOOL_CALL, view, run_id, actor, name, call_id, timestamp, arguments, max_chars
     )
-    if not recorded:
-        call.details["content_recorded"] = False
     # error_info's cheap part inline: most tool spans succeed (no error.type, status not
     # error, no span events)
     if view.events or view.status_code == "error" or "error.type" in attrs:
@@ -431,37 +408,79 @@ def _tool_events(
                 actor=actor,
                 call_id=call_id,
                 max_chars=max_chars,
-                trace_id=trace_id,
-                span_id=span_id,
+                trace_id=view.trace_id or None,
+                span_id=view.span_id or None,
                 timestamp=timestamp,
             )
             return [call, outcome]
-    output = tool_output(view)
-    if output is not _MISSING:
-        exact, near = output_signature(output, max_chars=max_chars)
-        recorded = True
-    else:
-        output = None
-        exact, near, recorded = _recorded_signature(view, RESULT_SIGNATURE_ATTRIBUTE)
-        if not recorded:
-            exact, near = output_signature(None, max_chars=max_chars)
-            exact, near = _unique_to_span(view, exact, near)
-    outcome = Event(
+    outcome = _signed_event(
         _KIND_TOOL_RESULT,
+        view,
         run_id,
         actor,
         name,
+        call_id,
+        timestamp,
+        tool_output(view),
+        max_chars,
+    )
+    return [call, outcome]
+
+
+def _signed_event(
+    kind: EventKind,
+    view: SpanView,
+    run_id: str,
+    actor: str | None,
+    tool: str,
+    call_id: str | None,
+    timestamp: float | None,
+    content: Any,
+    max_chars: int,
+) -> Event:
+    """A tool span's call (``content`` = its arguments) or result event, signed once.
+
+    Content on the span is signed; else the signature our gate recorded on it is used;
+    else the signature is made unique to this span (``details["content_recorded"]`` is
+    then False), so two spans without content never count as the same call.
+    """
+    is_call = kind is _KIND_TOOL_CALL
+    recorded = True
+    if content is not _MISSING:
+        if is_call:
+            exact, near = call_signature(tool, content, max_chars=max_chars)
+        else:
+            exact, near = output_signature(content, max_chars=max_chars)
+    else:
+        content = None
+        key = CALL_SIGNATURE_ATTRIBUTE if is_call else RESULT_SIGNATURE_ATTRIBUTE
+        exact, near, recorded = _recorded_signature(view, key)
+        if not recorded:
+            if is_call:
+                exact, near = call_signature(tool, None, max_chars=max_chars)
+            else:
+                exact, near = output_signature(None, max_chars=max_chars)
+            exact, near = _unique_to_span(view, exact, near)
+    # positional up to call_id, the rest by keyword (see the comment in _tool_events)
+    event = Event(
+        kind,
+        run_id,
+        actor,
+        tool,
         exact,
         near,
         call_id,
-        trace_id=trace_id,
-        span_id=span_id,
+        trace_id=view.trace_id or None,
+        span_id=view.span_id or None,
         timestamp=timestamp,
-        output=output,
     )
+    if is_call:
+        event.arguments = content
+    else:
+        event.output = content
     if not recorded:
-        outcome.details["content_recorded"] = False
-    return [call, outcome]
+        event.details["content_recorded"] = False
+    return event
 
 
 def _recorded_signature(view: SpanView, exact_key: str) -> tuple[str, str, bool]:
