@@ -161,19 +161,12 @@ def _ascii_output_mask(head: str, lower: str) -> re.Pattern[str] | None:
     second map. (Once folded, the only whitespace of the text is the space.) A text
     without a digit only gets the tagged-id mask, as in :func:`_mask_any`.
     """
-    tag_word = (
-        "req" in lower
-        or "trace" in lower
-        or "span" in lower
-        or "correlation" in lower
-        or "idempotency" in lower
-        or "transaction" in lower
-        or "txn" in lower
-    )
+    tag_word = _has_tag_word(lower)
+    id_tag = tag_word and ("id" in lower or "key" in lower)
     encoded = head.encode("ascii")
     shapes = encoded.translate(_SHAPE_CLASSES).decode("ascii")
     if "d" not in shapes:
-        return _TAG_ONLY if tag_word and ("id" in lower or "key" in lower) else None
+        return _TAG_ONLY if id_tag else None
     hex_run = "hhhhhhhh" in encoded.translate(_HEX_CLASSES).decode("ascii")  # [0-9a-fA-F]{8}
     year = "dddd-d" in shapes  # \d{4}-\d
     if not (
@@ -191,7 +184,7 @@ def _ascii_output_mask(head: str, lower: str) -> re.Pattern[str] | None:
     if year:
         names.append("ts")
     if tag_word:
-        if "id" in lower or "key" in lower:
+        if id_tag:
             names.append("tag")
         if (
             "req" in lower
