@@ -42,12 +42,7 @@ from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import CONTINUE, Action, Decision, RunEndState, Signal
 from otel_loopguard.detectors.base import Detector, RunCounters, build_default_detectors
 from otel_loopguard.detectors.budget import budget_exceeded
-from otel_loopguard.detectors.call_tracking import (
-    PendingCalls,
-    is_error_result,
-    pair_tool_event,
-)
-from otel_loopguard.detectors.fingerprint_table import fingerprint
+from otel_loopguard.detectors.call_tracking import PendingCalls, pair_tool_event
 from otel_loopguard.events import Event, EventKind
 from otel_loopguard.policy import Policy, PolicyInput, load_policy
 from otel_loopguard.pricing import PriceTable
@@ -70,7 +65,6 @@ _ALL_KINDS = tuple(EventKind)
 # path reads these instead.
 _TOOL_CALL = EventKind.TOOL_CALL
 _LLM_RESPONSE = EventKind.LLM_RESPONSE
-_TOOL_RESULT = EventKind.TOOL_RESULT
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,19 +269,7 @@ class Monitor:
                     run.agent = event.actor
                 if run.stop is not None:
                     return run.stop
-                # pair_tool_event, inlined for the two commonest kinds (it runs per event)
-                if kind is _TOOL_CALL:
-                    call = fingerprint(event.signature)
-                    run.pending.add(event, call)
-                    counters.call_key = call
-                    counters.outcome_key = 0
-                    counters.failed = False
-                elif kind is _TOOL_RESULT:
-                    counters.call_key = run.pending.pop(event) or 0
-                    counters.outcome_key = fingerprint(event.signature)
-                    counters.failed = is_error_result(event)
-                else:
-                    pair_tool_event(event, kind, run.pending, counters)
+                pair_tool_event(event, kind, run.pending, counters)
 
                 new_signals: list[Signal] | None = None
                 states = run.states
