@@ -1,5 +1,8 @@
 """otel-loopguard: detect and stop AI agent loops from OpenTelemetry spans, while they run."""
 
+from importlib.machinery import EXTENSION_SUFFIXES
+
+from otel_loopguard import monitor as _monitor
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import (
     Action,
@@ -14,7 +17,12 @@ from otel_loopguard.policy import Policy, PolicyInput, load_policy
 
 __version__ = "0.1.0"
 
+#: True when this install's hot path is the mypyc-compiled build (a wheel built with
+#: ``HATCH_BUILD_HOOK_ENABLE_MYPYC=true``), False for the pure-Python one
+COMPILED: bool = (_monitor.__file__ or "").endswith(tuple(EXTENSION_SUFFIXES))
+
 __all__ = [
+    "COMPILED",
     "Action",
     "Decision",
     "ErrorInfo",

@@ -173,7 +173,7 @@ class LoopGuardConfig(BaseModel):
             return cls(**values)
         except ValidationError as exc:  # an override that does not fit
             logger.warning("otel-loopguard: invalid settings (%s); using defaults", exc)
-            return cls()
+            return cls.model_validate({})
 
     def load_prices(self) -> dict[str, ModelPrice]:
         """The price table, or an empty one (with one warning) when the file is unusable."""

@@ -54,7 +54,7 @@ class Event:
     ``capture_content`` is on.
     """
 
-    kind: EventKind
+    kind: EventKind | str  # a plain string (from a plug-in) is understood too
     run_id: str
     actor: str | None = None
     tool_name: str | None = None

@@ -44,7 +44,7 @@ from otel_loopguard.detectors.base import Detector, RunCounters, build_default_d
 from otel_loopguard.detectors.budget import budget_exceeded
 from otel_loopguard.detectors.call_tracking import PendingCalls, pair_tool_event
 from otel_loopguard.events import Event, EventKind
-from otel_loopguard.policy import Policy, PolicyInput, load_policy
+from otel_loopguard.policy import Policy, PolicyInput, load_policy, only_on_signals
 from otel_loopguard.pricing import PriceTable
 
 logger = logging.getLogger("otel_loopguard.monitor")
@@ -167,7 +167,7 @@ class Monitor:
         self._newest: _Run | None = None  # the last run in LRU order
         self._touches = 0
         # presets answer `continue` to an event without signals: skip calling them then
-        self._policy_skips_quiet_events = bool(getattr(self.policy, "only_on_signals", False))
+        self._policy_skips_quiet_events = only_on_signals(self.policy)
         self._table_lock = threading.Lock()
         self._listeners: list[DecisionListener] = []
         self._error_listeners: list[Callable[[str, BaseException], None]] = []
@@ -220,8 +220,10 @@ class Monitor:
         """
         self._error_listeners.append(callback)
 
-    def observe(self, event: Event) -> Decision:
-        """Count ``event``, run the detectors and the policy; never raises."""
+    def observe(self, event: Event | Any) -> Decision:
+        """Count ``event``, run the detectors and the policy; never raises (not even for
+        something that is not an :class:`Event`: ``| Any`` keeps a compiled build from
+        checking the type before the ``try``)."""
         try:  # the hot path: one function, locals, no allocation unless a signal fires
             run_id = event.run_id
             now = self._clock()
@@ -412,7 +414,7 @@ class Monitor:
                 "first_stop": _first_stop_to_dict(run.first_stop),
             }
 
-    def restore_run(self, data: dict[str, Any]) -> None:
+    def restore_run(self, data: dict[str, Any] | Any) -> None:
         """Recreate a run from :meth:`export_run` output; it continues where it was.
 
         Replaces a live run of the same id. Missing keys (older exports) get fresh values;
@@ -508,7 +510,7 @@ class Monitor:
             run.first_stop = FirstDecision(
                 decision,
                 run.counters.events,
-                event.kind.value if event is not None else None,
+                EventKind(event.kind).value if event is not None else None,
                 event.tool_name if event is not None else None,
                 event.trace_id if event is not None else None,
                 event.span_id if event is not None else None,

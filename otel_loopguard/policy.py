@@ -229,13 +229,20 @@ def observe(policy_input: PolicyInput) -> Decision:
     )
 
 
-# The presets answer the shared CONTINUE to an event that brought no signal; saying so
-# lets the monitor skip the call (and the PolicyInput) on the hot path. A user policy may
-# set the same attribute.
-for _preset in (default, strict, observe):
-    _preset.only_on_signals = True  # type: ignore[attr-defined]
-
 PRESETS: dict[str, Policy] = {"default": default, "strict": strict, "observe": observe}
+
+
+def only_on_signals(policy: Policy) -> bool:
+    """The policy answers the shared CONTINUE to an event that brought no new signal, so the
+    monitor may skip calling it (and building its PolicyInput) on the hot path.
+
+    The presets do; a user policy says so with the attribute ``only_on_signals = True``.
+    The presets are known by identity rather than by that attribute because a compiled
+    build's functions take no attributes.
+    """
+    return any(policy is preset for preset in PRESETS.values()) or bool(
+        getattr(policy, "only_on_signals", False)
+    )
 
 
 def load_policy(spec: str | None) -> Policy:

@@ -651,18 +651,18 @@ def _slot_names(cls: type) -> list[str]:
 # json.loads(text) is the default decoder's decode(text): skip JSON whitespace, scan one
 # value, skip JSON whitespace, fail unless at the end. _parse_json does just that with the
 # same scanner, without the layers of Python calls around it on every JSON-string argument.
-_JSON_SCAN = json.JSONDecoder().scan_once
+_JSON_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # CPython API
 _JSON_SPACE = re.compile(r"[ \t\n\r]*").match
 
 
 def _parse_json(text: str) -> Any:
     """``json.loads(text)``, or ``text`` itself where that raises ``ValueError``."""
-    start = 0 if text[:1] in ("{", "[") else _JSON_SPACE(text).end()
+    start = 0 if text[:1] in ("{", "[") else _JSON_SPACE(text).end()  # type: ignore[union-attr]
     try:
         value, end = _JSON_SCAN(text, start)
     except (StopIteration, ValueError):  # no value there / a malformed one
         return text
-    if end != len(text) and _JSON_SPACE(text, end).end() != len(text):
+    if end != len(text) and _JSON_SPACE(text, end).end() != len(text):  # type: ignore[union-attr]
         return text  # extra data after the value
     return value
 
@@ -750,7 +750,7 @@ def _tool_text(tool_name: Any) -> str:
 # public API
 
 
-def call_signature(tool_name: str, arguments: Any, max_chars: int = 200) -> tuple[str, str]:
+def call_signature(tool_name: Any, arguments: Any, max_chars: int = 200) -> tuple[str, str]:
     """``(exact, near)`` signatures of a tool call: 16-hex-digit hashes, no readable content."""
     # = _hash("call", tool, exact), _hash("call~", tool, near or exact.lower())
     tool = tool_name if type(tool_name) is str and len(tool_name) <= _MAX_NAME else None
@@ -798,7 +798,7 @@ def output_signature(output: Any, max_chars: int = 200) -> tuple[str, str]:
     return exact_hash.hexdigest(), near_hash.hexdigest()
 
 
-def describe_call(tool_name: str, arguments: Any, max_chars: int = 200) -> str:
+def describe_call(tool_name: Any, arguments: Any, max_chars: int = 200) -> str:
     """Readable canonical form, ``search(query=pricing)``; only for content capture."""
     return f"{_tool_text(tool_name)}({_canonical_arguments(arguments, max_chars)[0]})"
 

@@ -702,7 +702,7 @@ def _decode(value: Any) -> Any:
     return value
 
 
-_scan_once = json.JSONDecoder().scan_once
+_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # CPython API
 _CLOSERS = frozenset("}]")
 
 

@@ -65,7 +65,6 @@ _KIND_NAMES = {0: "internal", 1: "server", 2: "client", 3: "producer", 4: "consu
 _STATUS_NAMES = {0: "unset", 1: "ok", 2: "error"}
 _UNSET = StatusCode.UNSET
 _ERROR = StatusCode.ERROR
-_new_view = object.__new__
 
 
 def span_attributes(span: Any) -> Mapping[str, Any]:
@@ -159,20 +158,19 @@ def detection_view(
             SpanEventView(event.name, event.attributes or _EMPTY, event.timestamp)
             for event in span.events or ()
         )
-    # field by field rather than through the dataclass ``__init__``: its keyword handling
-    # and default factories cost as much as everything above
-    view = _new_view(SpanView)
-    view.name = name
-    view.trace_id = trace_id
-    view.span_id = span_id
-    view.parent_span_id = None
-    view.kind = "internal"
-    view.start_time_unix_nano = None
-    view.end_time_unix_nano = end_time
-    view.attributes = attributes
-    view.status_code = status_code
-    view.status_description = status_description
-    view.events = events
-    view.resource_attributes = {}
-    view.scope_name = None
-    return view
+    # positionally: keywords cost as much as everything above
+    return SpanView(
+        name,
+        trace_id,
+        span_id,
+        None,
+        "internal",
+        None,
+        end_time,
+        attributes,
+        status_code,
+        status_description,
+        events,
+        {},
+        None,
+    )

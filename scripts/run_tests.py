@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,8 @@ class Suite:
     name: str
     project: Path  # the folder whose [test] extra is installed and whose tests/ runs
     extra_installs: tuple[str, ...] = ()
+    #: install the mypyc-compiled wheel of the core instead of an editable install
+    compiled: bool = False
 
 
 @dataclass
@@ -50,7 +53,8 @@ class Outcome:
 
 
 def discover() -> list[Suite]:
-    suites = [Suite("core", ROOT)]
+    # the core's tests run twice: on the source, and on the compiled wheel users install
+    suites = [Suite("core", ROOT), Suite("compiled", ROOT, compiled=True)]
     instrumentation = ROOT / "instrumentation"
     if instrumentation.is_dir():
         for child in sorted(instrumentation.iterdir()):
@@ -86,7 +90,15 @@ def run_suite(suite: Suite, pytest_args: list[str]) -> Outcome:
         outcome.status = "venv failed"
         return outcome
     installs = [arg for path in suite.extra_installs for arg in ("-e", path)]
-    installs += ["-e", f"{suite.project}[test]"]
+    if suite.compiled:
+        wheel = _compiled_wheel(log)
+        if wheel is None:
+            outcome.status = "build failed"
+            outcome.seconds = time.monotonic() - start
+            return outcome
+        installs += ["--reinstall-package", "otel-loopguard", f"{wheel}[test]"]
+    else:
+        installs += ["-e", f"{suite.project}[test]"]
     if _run([*_uv(), "pip", "install", "--python", str(python), *installs], log, ROOT):
         outcome.status = "install failed"
         outcome.seconds = time.monotonic() - start
@@ -96,11 +108,14 @@ def run_suite(suite: Suite, pytest_args: list[str]) -> Outcome:
         junit.unlink()
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
+    # ``python -m pytest`` would put the source tree first on sys.path, shadowing the
+    # installed compiled modules; the venv's ``pytest`` script does not
+    pytest = [str(venv / "bin" / "pytest")] if suite.compiled else [str(python), "-m", "pytest"]
+    if suite.compiled:
+        env["LOOPGUARD_EXPECT_COMPILED"] = "1"
     code = _run(
         [
-            str(python),
-            "-m",
-            "pytest",
+            *pytest,
             "-q",
             "-p",
             "no:cacheprovider",
@@ -127,6 +142,26 @@ def run_suite(suite: Suite, pytest_args: list[str]) -> Outcome:
         outcome.status = "failed" if outcome.failed else f"pytest exit {code}"
     outcome.seconds = time.monotonic() - start
     return outcome
+
+
+def _compiled_wheel(log: Path) -> Path | None:
+    """Build the core's wheel with the mypyc hook on, from a copy of the sources: the hook
+    compiles in place, and compiled modules left in the tree would shadow the .py files of
+    every editable install."""
+    out = VENVS / "compiled-wheel"
+    shutil.rmtree(out, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as temp:
+        source = Path(temp) / "src"
+        source.mkdir()
+        shutil.copytree(ROOT / "otel_loopguard", source / "otel_loopguard")
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            if (ROOT / name).exists():
+                shutil.copy2(ROOT / name, source / name)
+        env = dict(os.environ, HATCH_BUILD_HOOK_ENABLE_MYPYC="true")
+        if _run([*_uv(), "build", "--wheel", "--out-dir", str(out)], log, source, env):
+            return None
+    wheels = sorted(out.glob("otel_loopguard-*.whl"))
+    return wheels[-1] if wheels else None
 
 
 def run_ruff(log_dir: Path) -> Outcome:

@@ -17,11 +17,11 @@ full period, with a score growing with the number of periods.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.detectors.call_tracking import growing_score
 from otel_loopguard.events import Event, EventKind
 
@@ -41,12 +41,15 @@ class ActionCycleState:
         self.match = [0] * (max_period + 1)  # index = period; 0 and 1 unused
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ActionCycleDetector:
     """Periodic identical steps with period 2..cycle_max_period."""
 
-    name = "action_cycle"
+    name: ClassVar[str] = "action_cycle"
     # the monitor calls us for these only (it pairs results with their calls itself)
-    event_kinds = frozenset({EventKind.TOOL_RESULT, EventKind.TOOL_ERROR})
+    event_kinds: ClassVar[frozenset[EventKind]] = frozenset(
+        {EventKind.TOOL_RESULT, EventKind.TOOL_ERROR}
+    )
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self.max_period = config.cycle_max_period

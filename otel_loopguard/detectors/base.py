@@ -9,12 +9,22 @@ dict and restorable, so a reloaded conversation continues where it was.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
 from otel_loopguard.events import Event
+
+_Class = TypeVar("_Class")
+
+try:  # the compiled build's class options; mypy_extensions comes with mypy
+    from mypy_extensions import mypyc_attr
+except ImportError:  # a pure-Python install: the options mean nothing, the decorator no-op
+
+    def mypyc_attr(*attrs: str, **options: Any) -> Callable[[_Class], _Class]:  # type: ignore[misc]
+        return lambda cls: cls
 
 
 @dataclass(slots=True)
@@ -55,7 +65,10 @@ class RunCounters:
 class Detector(Protocol):
     """One loop behaviour. ``name`` is the ``detector`` label on signals and metrics."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The ``detector`` label (a class attribute in the built-in detectors)."""
+        ...
 
     def new_state(self) -> Any:
         """Fresh, bounded per-run state."""

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
 from otel_loopguard.events import Event, EventKind
 
@@ -115,9 +115,9 @@ def budget_exceeded(
             return _signal("cost", counters.cost, config.cost_limit, preflight=True)
     if config.timeout:
         checks.append(("time", counters.now - counters.started_at, config.timeout))
-    for which, used, limit in checks:
-        if used >= limit:
-            return _signal(which, used, float(limit), preflight=True)
+    for which, amount, limit in checks:
+        if amount >= limit:
+            return _signal(which, amount, float(limit), preflight=True)
     return None
 
 
@@ -128,10 +128,11 @@ class BudgetState:
     fired: tuple[str, ...] = ()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BudgetDetector:
     """Fires when a run's counters went over a configured limit (kind = which limit)."""
 
-    name = NAME
+    name: ClassVar[str] = NAME
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self._limits = tuple(

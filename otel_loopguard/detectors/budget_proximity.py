@@ -14,11 +14,11 @@ then (but counts the crossing as seen, so it does not fire later either).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
 from otel_loopguard.events import Event, EventKind
 
@@ -33,10 +33,11 @@ class ProximityState:
     cost_crossed: bool = False
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BudgetProximityDetector:
     """Warns once when the run gets within its reserve of the token or cost budget."""
 
-    name = NAME
+    name: ClassVar[str] = NAME
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self._token_budget = config.token_budget
@@ -76,7 +77,7 @@ class BudgetProximityDetector:
     def _signal(self, kind: str, used: float, limit: float, left: float) -> Signal:
         if kind == "tokens":
             reserve = f"{self._reserve_tokens} tokens"
-            shown_left: float = int(left)
+            shown_left: float | int = int(left)
         else:
             reserve = f"{round(self._reserve_cost, 6)}"
             shown_left = round(left, 6)

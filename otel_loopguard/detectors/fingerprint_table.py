@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 WAYS = 8
 _EMPTY = b"\x00\x00\x00\x00"
@@ -48,7 +48,7 @@ class FingerprintTable:
 
     __slots__ = ("_buffer", "_record", "_sets", "_span", "_values")
 
-    MAX_COUNT = 0xFFFF  # counts stored as "H" saturate here
+    MAX_COUNT: ClassVar[int] = 0xFFFF  # counts stored as "H" saturate here
 
     def __init__(self, capacity: int, value_format: str) -> None:
         values = _VALUE_STRUCTS.get(value_format)

@@ -42,9 +42,9 @@ def _any_in(reason: str, names: frozenset[str], memo: dict[str, bool]) -> bool:
 
 def is_truncation(finish_reason: str | None) -> bool:
     """The model stopped because it hit its output token limit."""
-    return bool(finish_reason) and _any_in(finish_reason, TRUNCATION_REASONS, _truncation)
+    return finish_reason is not None and _any_in(finish_reason, TRUNCATION_REASONS, _truncation)
 
 
 def is_stop(finish_reason: str | None) -> bool:
     """The model ended its turn by itself (``stop``, ``end_turn``, ...); ``None`` is unknown."""
-    return bool(finish_reason) and _any_in(finish_reason, STOP_REASONS, _stop)
+    return finish_reason is not None and _any_in(finish_reason, STOP_REASONS, _stop)

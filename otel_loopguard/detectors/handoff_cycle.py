@@ -15,11 +15,11 @@ The chain keeps at most :data:`MAX_CHAIN` agents and the counts at most
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.detectors.call_tracking import (
     bump,
     growing_score,
@@ -60,11 +60,13 @@ class HandoffCycleState:
         self.cycles: dict[str, int] = {}  # canonical cycle -> closures, LRU
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class HandoffCycleDetector:
     """The same closed handoff cycle repeating."""
 
-    name = "handoff_cycle"
-    event_kinds = frozenset({EventKind.HANDOFF})  # the monitor calls us for these only
+    name: ClassVar[str] = "handoff_cycle"
+    # the monitor calls us for these only
+    event_kinds: ClassVar[frozenset[EventKind]] = frozenset({EventKind.HANDOFF})
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self.threshold = config.handoff_cycle_threshold

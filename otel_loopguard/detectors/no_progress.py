@@ -20,11 +20,11 @@ repeat only within the same epoch. Hence
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.detectors.call_tracking import growing_score
 from otel_loopguard.detectors.fingerprint_table import FingerprintTable
 from otel_loopguard.events import Event, EventKind
@@ -48,12 +48,15 @@ class NoProgressState:
         self.epoch = 0
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class NoProgressDetector:
     """Identical calls answered with identical outputs, with nothing new in between."""
 
-    name = "no_progress"
+    name: ClassVar[str] = "no_progress"
     # the monitor calls us for these only (it pairs results with their calls itself)
-    event_kinds = frozenset({EventKind.TOOL_CALL, EventKind.TOOL_RESULT})
+    event_kinds: ClassVar[frozenset[EventKind]] = frozenset(
+        {EventKind.TOOL_CALL, EventKind.TOOL_RESULT}
+    )
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self.config = config

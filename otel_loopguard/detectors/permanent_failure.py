@@ -28,11 +28,11 @@ as errors.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.detectors.call_tracking import growing_score
 from otel_loopguard.detectors.fingerprint_table import FingerprintTable, fingerprint
 from otel_loopguard.events import ErrorInfo, Event, EventKind
@@ -142,12 +142,15 @@ def _filter_of(table: FingerprintTable) -> int:
     return bits
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class PermanentFailureDetector:
     """The same call failing with the same error; permanent errors weigh more."""
 
-    name = "permanent_failure"
+    name: ClassVar[str] = "permanent_failure"
     # the monitor calls us for these only (it pairs results with their calls itself)
-    event_kinds = frozenset({EventKind.TOOL_RESULT, EventKind.TOOL_ERROR})
+    event_kinds: ClassVar[frozenset[EventKind]] = frozenset(
+        {EventKind.TOOL_RESULT, EventKind.TOOL_ERROR}
+    )
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self.config = config

@@ -19,11 +19,11 @@ succeeded, or a non-empty final answer (it explained itself, which the prompt as
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.detectors.finish_reasons import is_stop
 from otel_loopguard.detectors.shell_failure import HINTS, classify_shell_failure
 from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
@@ -55,11 +55,14 @@ class PrematureEndState:
     consecutive: int = 0
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class PrematureEndDetector:
     """``recovery`` for empty end-turns after failing tools, then ``exhausted``."""
 
-    name = NAME
-    event_kinds = frozenset({EventKind.TOOL_RESULT, EventKind.TOOL_ERROR, EventKind.LLM_RESPONSE})
+    name: ClassVar[str] = NAME
+    event_kinds: ClassVar[frozenset[EventKind]] = frozenset(
+        {EventKind.TOOL_RESULT, EventKind.TOOL_ERROR, EventKind.LLM_RESPONSE}
+    )
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self._recoveries = config.max_premature_end_recoveries

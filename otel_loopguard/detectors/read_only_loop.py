@@ -22,11 +22,11 @@ call as a complete step. Resets: any tool not in the list (a write, a shell comm
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.detectors.finish_reasons import is_stop
 from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
 from otel_loopguard.detectors.tool_names import ToolNameMatcher
@@ -49,11 +49,14 @@ class ReadOnlyState:
     step_mutating: bool = False
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ReadOnlyLoopDetector:
     """Fires at ``read_only_loop_threshold`` consecutive read-only steps, with a nudge."""
 
-    name = NAME
-    event_kinds = frozenset({EventKind.TOOL_CALL, EventKind.LLM_RESPONSE})
+    name: ClassVar[str] = NAME
+    event_kinds: ClassVar[frozenset[EventKind]] = frozenset(
+        {EventKind.TOOL_CALL, EventKind.LLM_RESPONSE}
+    )
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self._threshold = config.read_only_loop_threshold

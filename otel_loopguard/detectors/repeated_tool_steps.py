@@ -19,11 +19,11 @@ Sources differ in what they show:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.detectors.call_tracking import growing_score
 from otel_loopguard.events import Event, EventKind
 from otel_loopguard.signatures import combine_signatures
@@ -47,13 +47,15 @@ class RepeatedToolStepsState:
         self.group: dict[str, str] = {}  # fallback step being collected: signature -> tool
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RepeatedToolStepsDetector:
     """Identical tool-call sets in consecutive model turns."""
 
-    name = "repeated_tool_steps"
-    event_kinds = frozenset(
+    name: ClassVar[str] = "repeated_tool_steps"
+    # the monitor calls us for these only
+    event_kinds: ClassVar[frozenset[EventKind]] = frozenset(
         {EventKind.TOOL_CALL, EventKind.LLM_RESPONSE}
-    )  # the monitor calls us for these only
+    )
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self.threshold = config.max_repeated_tool_steps

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Any
+from typing import Any, ClassVar
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.detectors.call_tracking import growing_score, touch
 from otel_loopguard.detectors.fingerprint_table import FingerprintTable, fingerprint
 from otel_loopguard.events import Event, EventKind
@@ -50,11 +50,13 @@ class RepetitionState:
         self.similar_texts: dict[str, deque[str]] = {}
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RepetitionDetector:
     """Same call signature (or near-duplicate key) again within the run."""
 
-    name = "repetition"
-    event_kinds = frozenset({EventKind.TOOL_CALL})  # the monitor calls us for these only
+    name: ClassVar[str] = "repetition"
+    # the monitor calls us for these only
+    event_kinds: ClassVar[frozenset[EventKind]] = frozenset({EventKind.TOOL_CALL})
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self.config = config

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
 from otel_loopguard.detectors.tool_names import ToolNameMatcher
 from otel_loopguard.events import Event, EventKind
@@ -273,11 +273,14 @@ class ShellFailureState:
     tool: str = ""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ShellFailureDetector:
     """Fires at ``shell_failure_threshold`` consecutive environmental shell failures."""
 
-    name = NAME
-    event_kinds = frozenset({EventKind.TOOL_RESULT, EventKind.TOOL_ERROR})
+    name: ClassVar[str] = NAME
+    event_kinds: ClassVar[frozenset[EventKind]] = frozenset(
+        {EventKind.TOOL_RESULT, EventKind.TOOL_ERROR}
+    )
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self._threshold = config.shell_failure_threshold

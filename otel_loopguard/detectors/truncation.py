@@ -19,11 +19,11 @@ Anthropic ``max_tokens``, Gemini ``MAX_TOKENS``, ...): see
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
+from otel_loopguard.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.detectors.finish_reasons import TRUNCATION_REASONS, is_truncation
 from otel_loopguard.detectors.state_io import export_dataclass, restore_dataclass
 from otel_loopguard.events import Event, EventKind
@@ -47,11 +47,12 @@ class TruncationState:
     consecutive: int = 0
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TruncationDetector:
     """``recovery`` for each truncation up to ``max_tokens_recoveries``, then ``exhausted``."""
 
-    name = NAME
-    event_kinds = frozenset({EventKind.LLM_RESPONSE})
+    name: ClassVar[str] = NAME
+    event_kinds: ClassVar[frozenset[EventKind]] = frozenset({EventKind.LLM_RESPONSE})
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self._recoveries = config.max_tokens_recoveries
