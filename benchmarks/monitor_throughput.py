@@ -46,6 +46,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from otel_loopguard import COMPILED
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.events import ErrorInfo, Event, EventKind
 from otel_loopguard.monitor import Monitor
@@ -318,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         "--traced-events", type=int, default=50_000, help="events of the tracemalloc check"
     )
     args = parser.parse_args(argv)
+    print(f"otel-loopguard build: {'compiled (mypyc)' if COMPILED else 'pure Python'}")
     events = max(args.events, 30 * BLOCK)
 
     script = build_script()

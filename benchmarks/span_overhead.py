@@ -44,6 +44,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind
 
+from otel_loopguard import COMPILED
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.enforcement import LoopGuard
 from otel_loopguard.monitor import Monitor
@@ -293,6 +294,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", type=int, default=8)
     args = parser.parse_args()
+    print(f"otel-loopguard build: {'compiled (mypyc)' if COMPILED else 'pure Python'}")
     print(
         f"µs per tool span, median of {args.rounds} rounds, {args.spans} spans per thread "
         "(CPU time of the process; wall time in brackets)"

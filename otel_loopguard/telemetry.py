@@ -30,7 +30,7 @@ from opentelemetry.context import Context
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Decision, RunEndState
-from otel_loopguard.events import Event
+from otel_loopguard.events import Event, EventKind
 
 logger = logging.getLogger("otel_loopguard")
 
@@ -255,8 +255,9 @@ class Telemetry:
             ]
             attrs["loopguard.evidence"] = _json(evidence, _EVIDENCE_MAX_CHARS)
         if event is not None:
-            attrs["gen_ai.guardrail.source"] = event.kind.value
-            attrs["loopguard.event.kind"] = event.kind.value
+            attrs["gen_ai.guardrail.source"] = attrs["loopguard.event.kind"] = EventKind(
+                event.kind
+            ).value
             if event.tool_name:
                 attrs["gen_ai.tool.name"] = event.tool_name
             if event.actor:

@@ -514,7 +514,7 @@ def _jaeger_span(span: Any, processes: dict[str, Any], stats: ReadStats) -> Span
     scope = tags.get("otel.scope.name") or tags.get("otel.library.name")
     for key in (*_JAEGER_SCOPE, *_JAEGER_DROP):
         tags.pop(key, None)
-    for key in _JAEGER_JSON_ARRAYS & tags.keys():
+    for key in tags.keys() & _JAEGER_JSON_ARRAYS:
         value = tags[key]
         if isinstance(value, str) and value.startswith("["):
             with contextlib.suppress(ValueError):
@@ -605,7 +605,7 @@ def _stream_otlp_resource_spans(scanner: JsonScanner, stats: ReadStats) -> Itera
         for key in scanner.object_keys():
             if key == "resource":
                 resource = _otlp_resource(scanner.value())
-            elif key in (*_SCOPE_SPANS_KEYS, "scope_spans"):
+            elif key in _SCOPE_SPANS_KEYS:
                 if scanner.peek() != "[":
                     scanner.value()
                     continue

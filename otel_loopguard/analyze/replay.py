@@ -146,10 +146,10 @@ class TraceBuffer:
             if self._rooted:
                 ready = [self._pop(rooted) for rooted in list(self._rooted) if rooted != trace_id]
             self._last_trace = trace_id
-            spans = self._traces.get(trace_id)
-            if spans is None:
-                spans = self._traces[trace_id] = []
-            self._last_spans = spans
+            known = self._traces.get(trace_id)
+            if known is None:
+                known = self._traces[trace_id] = []
+            self._last_spans = spans = known
         spans.append(view)
         self.buffered += 1
         if self.buffered > self.peak_buffered:
@@ -468,7 +468,7 @@ class Replayer:
             detectors=decision.detectors,
             reasons=tuple(signal.message for signal in decision.reasons),
             recommendation=decision.recommendation,
-            event_kind=event.kind.value,
+            event_kind=EventKind(event.kind).value,
             tool_name=event.tool_name,
             arguments=event.arguments if self.config.capture_content else None,
             output=event.output if self.config.capture_content else None,
@@ -525,7 +525,7 @@ def _depths(spans: list[SpanView]) -> dict[str, int]:
     parents = {view.span_id: view.parent_span_id for view in spans}
     depth: dict[str, int] = {}
     for view in spans:
-        path = []
+        path: list[str] = []
         node: str | None = view.span_id
         while node is not None and node not in depth and node in parents and len(path) < 10_000:
             path.append(node)

@@ -67,7 +67,7 @@ def open_text(path: str) -> Iterator[tuple[TextIO, BinaryIO]]:
     except OSError as exc:
         raise InputError(f"{name}: cannot open: {describe_read_error(exc)}") from None
     try:
-        buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
+        buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type,type-var]
         try:
             head = buffered.peek(4)[:4]  # type: ignore[attr-defined]
         except OSError as exc:
