@@ -324,6 +324,11 @@ def main() -> int:
     )
     parser.add_argument("--generate-only", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.generate_only:
+        count = generate(args.generate_only, args.spans, int(args.gigabytes * 1e9), args.concurrent)
+        print(count)
+        return 0
+
     # the build the children import, asked of a child: this process stays small (see below)
     compiled = subprocess.run(
         [sys.executable, "-c", "import otel_loopguard; print(otel_loopguard.COMPILED)"],
@@ -332,10 +337,6 @@ def main() -> int:
         text=True,
     ).stdout.strip()
     print(f"otel-loopguard build: {'compiled (mypyc)' if compiled == 'True' else 'pure Python'}")
-    if args.generate_only:
-        count = generate(args.generate_only, args.spans, int(args.gigabytes * 1e9), args.concurrent)
-        print(count)
-        return 0
 
     workdir = Path(tempfile.mkdtemp(prefix="loopguard-analyze-bench-"))
     path = args.keep or workdir / "export.jsonl"
