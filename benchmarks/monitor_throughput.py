@@ -44,7 +44,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# the source tree as a fallback only: an installed (perhaps compiled) package comes first
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from otel_loopguard import COMPILED
 from otel_loopguard.config import LoopGuardConfig
