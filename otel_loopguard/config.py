@@ -197,7 +197,9 @@ class LoopGuardConfig(BaseModel):
 _PRICE_TABLE: TypeAdapter[dict[str, ModelPrice]] = TypeAdapter(dict[str, ModelPrice])
 _LIST_FIELDS = {"read_only_tools", "shell_tools"}
 _FIELD_ADAPTERS: dict[str, TypeAdapter[Any]] = {
-    name: TypeAdapter(info.annotation) for name, info in LoopGuardConfig.model_fields.items()
+    # every field is annotated: annotation is never None here
+    name: TypeAdapter(info.annotation)  # type: ignore[arg-type]
+    for name, info in LoopGuardConfig.model_fields.items()
 }
 
 
