@@ -36,7 +36,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # installed package first
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.detectors.base import RunCounters
