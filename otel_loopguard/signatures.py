@@ -754,7 +754,7 @@ def call_signature(tool_name: Any, arguments: Any, max_chars: int = 200) -> tupl
     """``(exact, near)`` signatures of a tool call: 16-hex-digit hashes, no readable content."""
     # = _hash("call", tool, exact), _hash("call~", tool, near or exact.lower())
     tool = tool_name if type(tool_name) is str and len(tool_name) <= _MAX_NAME else None
-    exact_hash, near_hash = _tool_hashes[_tool_text(tool_name) if tool is None else tool]
+    exact_seed, near_seed = _tool_hashes[_tool_text(tool_name) if tool is None else tool]
     flat = None
     if type(arguments) is dict:  # _canonical_arguments' usual case, without its frame
         try:
@@ -762,17 +762,7 @@ def call_signature(tool_name: Any, arguments: Any, max_chars: int = 200) -> tupl
         except Exception:
             flat = ("<dict>", "")
     exact, near = _canonical_arguments(arguments, max_chars) if flat is None else flat
-    near = near or exact.lower()
-    try:  # the strict encoder is quicker and gives the same bytes where it succeeds
-        exact_bytes, near_bytes = exact.encode(), near.encode()
-    except UnicodeEncodeError:  # lone surrogates, encoded one by one as _hash does
-        exact_bytes = exact.encode("utf-8", "surrogatepass")
-        near_bytes = near.encode("utf-8", "surrogatepass")
-    exact_hash = exact_hash.copy()
-    exact_hash.update(exact_bytes)
-    near_hash = near_hash.copy()
-    near_hash.update(near_bytes)
-    return exact_hash.hexdigest(), near_hash.hexdigest()
+    return _digests(exact_seed, near_seed, exact, near or exact.lower())
 
 
 def output_signature(output: Any, max_chars: int = 200) -> tuple[str, str]:
@@ -785,15 +775,20 @@ def output_signature(output: Any, max_chars: int = 200) -> tuple[str, str]:
     else:
         exact, near = _canonical_output(output, max_chars)
     # = _hash("out", exact), _hash("out~", near or exact.lower())
-    near = near or exact.lower()
-    try:  # as in call_signature
+    return _digests(_OUT_EXACT, _OUT_NEAR, exact, near or exact.lower())
+
+
+def _digests(exact_seed: Any, near_seed: Any, exact: str, near: str) -> tuple[str, str]:
+    """Hex digests of ``exact`` and ``near`` each hashed on from its seeded BLAKE2b state
+    (the kind prefix, and for calls the tool name, already fed in)."""
+    try:  # the strict encoder is quicker and gives the same bytes where it succeeds
         exact_bytes, near_bytes = exact.encode(), near.encode()
-    except UnicodeEncodeError:
+    except UnicodeEncodeError:  # lone surrogates, encoded one by one as _hash does
         exact_bytes = exact.encode("utf-8", "surrogatepass")
         near_bytes = near.encode("utf-8", "surrogatepass")
-    exact_hash = _OUT_EXACT.copy()
+    exact_hash = exact_seed.copy()
     exact_hash.update(exact_bytes)
-    near_hash = _OUT_NEAR.copy()
+    near_hash = near_seed.copy()
     near_hash.update(near_bytes)
     return exact_hash.hexdigest(), near_hash.hexdigest()
 

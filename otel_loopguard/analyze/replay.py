@@ -146,10 +146,7 @@ class TraceBuffer:
             if self._rooted:
                 ready = [self._pop(rooted) for rooted in list(self._rooted) if rooted != trace_id]
             self._last_trace = trace_id
-            known = self._traces.get(trace_id)
-            if known is None:
-                known = self._traces[trace_id] = []
-            self._last_spans = spans = known
+            spans = self._last_spans = self._traces.setdefault(trace_id, [])
         spans.append(view)
         self.buffered += 1
         if self.buffered > self.peak_buffered:
