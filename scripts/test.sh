@@ -17,5 +17,18 @@ if ! command -v prometheus >/dev/null 2>&1; then
   fi
 fi
 
+# The `compiled` suite builds the mypyc wheel: it needs a C compiler (and Python's headers,
+# which python.org, pyenv and Debian's python3-dev installs carry).
+if ! command -v cc >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian's gcc (for the compiled build's suite)..."
+    apt-get update -qq >/dev/null &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc >/dev/null ||
+      echo "warning: could not install gcc; the compiled suite will fail to build"
+  else
+    echo "note: no C compiler found; the compiled suite will fail to build (apt-get install gcc)"
+  fi
+fi
+
 python3 -m pip install -q uv >/dev/null 2>&1 || python3 -m pip install uv
 exec python3 scripts/run_tests.py "$@"
