@@ -39,7 +39,7 @@ class ErrorInfo:
     status_code: int | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Event:
     """One observation in a run.
 
@@ -81,6 +81,55 @@ class Event:
     arguments: Any = None
     output: Any = None
     details: dict[str, Any] = field(default_factory=dict)
+
+    # Written out rather than generated: mypyc compiles this one, while the ``__init__``
+    # that ``dataclass`` generates stays interpreted bytecode in the compiled build, and
+    # two events are made per tool span (same parameters, order and defaults as the fields).
+    def __init__(
+        self,
+        kind: EventKind | str,
+        run_id: str,
+        actor: str | None = None,
+        tool_name: str | None = None,
+        signature: str = "",
+        near_key: str = "",
+        call_id: str | None = None,
+        error: ErrorInfo | None = None,
+        model: str | None = None,
+        finish_reason: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        empty: bool = False,
+        requested_tool_calls: tuple[str, ...] | None = None,
+        target_agent: str | None = None,
+        trace_id: str | None = None,
+        span_id: str | None = None,
+        timestamp: float | None = None,
+        arguments: Any = None,
+        output: Any = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.run_id = run_id
+        self.actor = actor
+        self.tool_name = tool_name
+        self.signature = signature
+        self.near_key = near_key
+        self.call_id = call_id
+        self.error = error
+        self.model = model
+        self.finish_reason = finish_reason
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.empty = empty
+        self.requested_tool_calls = requested_tool_calls
+        self.target_agent = target_agent
+        self.trace_id = trace_id
+        self.span_id = span_id
+        self.timestamp = timestamp
+        self.arguments = arguments
+        self.output = output
+        self.details = {} if details is None else details
 
 
 def tool_call(

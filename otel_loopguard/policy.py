@@ -86,7 +86,7 @@ _REPLAN_DETECTORS = frozenset({"read_only_loop", "shell_failure"})
 _RECOVERY_DETECTORS = frozenset({"truncation", "premature_end"})
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PolicyInput:
     """What a policy sees after one event of one run."""
 
@@ -96,6 +96,23 @@ class PolicyInput:
     window: tuple[Signal, ...]
     counters: RunCounters
     config: LoopGuardConfig
+
+    # Written out for mypyc (see Event.__init__): a custom policy gets one per event
+    def __init__(
+        self,
+        run_id: str,
+        event: Event,
+        new_signals: tuple[Signal, ...],
+        window: tuple[Signal, ...],
+        counters: RunCounters,
+        config: LoopGuardConfig,
+    ) -> None:
+        self.run_id = run_id
+        self.event = event
+        self.new_signals = new_signals
+        self.window = window
+        self.counters = counters
+        self.config = config
 
 
 Policy = Callable[[PolicyInput], Decision]

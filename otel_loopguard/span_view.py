@@ -30,7 +30,7 @@ class SpanEventView(NamedTuple):
     time_unix_nano: int | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SpanView:
     """The parts of a span that loop detection reads."""
 
@@ -47,6 +47,37 @@ class SpanView:
     events: Sequence[SpanEventView] = ()
     resource_attributes: Mapping[str, Any] = field(default_factory=dict)
     scope_name: str | None = None
+
+    # Written out for mypyc, like Event's (one view per span): same parameters as the fields
+    def __init__(
+        self,
+        name: str,
+        trace_id: str,
+        span_id: str,
+        parent_span_id: str | None = None,
+        kind: str = "internal",
+        start_time_unix_nano: int | None = None,
+        end_time_unix_nano: int | None = None,
+        attributes: Mapping[str, Any] | None = None,
+        status_code: str = "unset",
+        status_description: str | None = None,
+        events: Sequence[SpanEventView] = (),
+        resource_attributes: Mapping[str, Any] | None = None,
+        scope_name: str | None = None,
+    ) -> None:
+        self.name = name
+        self.trace_id = trace_id
+        self.span_id = span_id
+        self.parent_span_id = parent_span_id
+        self.kind = kind
+        self.start_time_unix_nano = start_time_unix_nano
+        self.end_time_unix_nano = end_time_unix_nano
+        self.attributes = {} if attributes is None else attributes
+        self.status_code = status_code
+        self.status_description = status_description
+        self.events = events
+        self.resource_attributes = {} if resource_attributes is None else resource_attributes
+        self.scope_name = scope_name
 
     @property
     def is_error(self) -> bool:

@@ -7,20 +7,32 @@ and sets ``LOOPGUARD_EXPECT_COMPILED=1``; the ``core`` suite runs on the source.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import sys
+import types
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import pytest
 
 import otel_loopguard
+from otel_loopguard.analyze.replay import RunRecord, _TraceState
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.detectors.base import build_default_detectors
+from otel_loopguard.detectors.budget import BudgetState
+from otel_loopguard.detectors.budget_proximity import ProximityState
+from otel_loopguard.detectors.counters import RunCounters
+from otel_loopguard.detectors.premature_end import PrematureEndState
+from otel_loopguard.detectors.read_only_loop import ReadOnlyState
 from otel_loopguard.detectors.repetition import RepetitionDetector
-from otel_loopguard.events import tool_call
+from otel_loopguard.detectors.shell_failure import ShellFailureState
+from otel_loopguard.detectors.truncation import TruncationState
+from otel_loopguard.events import Event, tool_call
 from otel_loopguard.monitor import Monitor
+from otel_loopguard.policy import PolicyInput
+from otel_loopguard.span_view import SpanView
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPECT_COMPILED = os.environ.get("LOOPGUARD_EXPECT_COMPILED") == "1"
@@ -90,3 +102,59 @@ def test_a_built_in_detector_can_be_subclassed_in_python() -> None:
     assert "repetition" in fired["loud"]
     assert "repetition" not in fired["quiet"]
     assert Quieter.name == "repetition"  # a class attribute, as on the source build
+
+
+# Made per span, per event or per run: their ``__init__`` is written out, because the one
+# ``dataclass`` generates stays interpreted bytecode in the compiled build (about ten times
+# the cost of a compiled one for Event's 21 fields).
+WRITTEN_OUT_INIT = (
+    Event,
+    SpanView,
+    PolicyInput,
+    RunCounters,
+    BudgetState,
+    ProximityState,
+    PrematureEndState,
+    ReadOnlyState,
+    ShellFailureState,
+    TruncationState,
+    RunRecord,
+    _TraceState,
+)
+
+
+@pytest.mark.skipif(
+    EXPECT_COMPILED,
+    reason="a property of the source, checked on it: compiled classes reject the sentinels",
+)
+@pytest.mark.parametrize("cls", WRITTEN_OUT_INIT, ids=lambda cls: cls.__name__)
+def test_a_written_out_init_matches_the_fields(cls: type) -> None:
+    """Each field is a parameter of the same name, in field order, with the field's default
+    (a fresh container where the field has a factory): positional and keyword construction
+    agree, and omitted arguments give what the dataclass default would."""
+    fields = dataclasses.fields(cls)
+    values = [object() for _ in fields]
+    by_keyword = cls(**{f.name: v for f, v in zip(fields, values, strict=True)})
+    by_position = cls(*values)
+    for field, value in zip(fields, values, strict=True):
+        assert getattr(by_keyword, field.name) is value
+        assert getattr(by_position, field.name) is value
+    required = [f for f in fields if f.default is dataclasses.MISSING and not _has_factory(f)]
+    minimal = cls(*values[: len(required)])
+    for field in fields[len(required) :]:
+        got = getattr(minimal, field.name)
+        if _has_factory(field):
+            assert got == field.default_factory()  # type: ignore[misc]
+            assert got is not getattr(cls(*values[: len(required)]), field.name)  # fresh
+        else:
+            assert got == field.default
+
+
+@pytest.mark.parametrize("cls", WRITTEN_OUT_INIT, ids=lambda cls: cls.__name__)
+def test_the_compiled_build_compiles_the_written_out_init(cls: type) -> None:
+    init = cls.__dict__["__init__"]
+    assert isinstance(init, types.FunctionType) is not EXPECT_COMPILED
+
+
+def _has_factory(field: dataclasses.Field) -> bool:  # type: ignore[type-arg]
+    return field.default_factory is not dataclasses.MISSING

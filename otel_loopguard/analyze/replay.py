@@ -85,7 +85,7 @@ class DecisionRecord:
     output: Any = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class RunRecord:
     """What the report says about one run; filled while the run is replayed."""
 
@@ -114,6 +114,59 @@ class RunRecord:
     ended_ns: int | None = None
     last_seen_ns: int = 0
     _cost_at_stop: float | None = None
+
+    # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
+    def __init__(
+        self,
+        run_id: str,
+        keyed_by: str,
+        agent: str | None = None,
+        trace_ids: dict[str, None] | None = None,
+        tool_calls: int = 0,
+        events: int = 0,
+        spans: int = 0,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        max_risk: float = 0.0,
+        final_action: Action = Action.CONTINUE,
+        decisions: list[DecisionRecord] | None = None,
+        decisions_dropped: int = 0,
+        first_stop: DecisionRecord | None = None,
+        after_stop_tool_calls: int = 0,
+        after_stop_llm_calls: int = 0,
+        after_stop_tokens: int = 0,
+        after_stop_cost: float | None = None,
+        cost: float | None = None,
+        end_state: str | None = None,
+        started_ns: int | None = None,
+        ended_ns: int | None = None,
+        last_seen_ns: int = 0,
+        _cost_at_stop: float | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.keyed_by = keyed_by
+        self.agent = agent
+        self.trace_ids = {} if trace_ids is None else trace_ids
+        self.tool_calls = tool_calls
+        self.events = events
+        self.spans = spans
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.max_risk = max_risk
+        self.final_action = final_action
+        self.decisions = [] if decisions is None else decisions
+        self.decisions_dropped = decisions_dropped
+        self.first_stop = first_stop
+        self.after_stop_tool_calls = after_stop_tool_calls
+        self.after_stop_llm_calls = after_stop_llm_calls
+        self.after_stop_tokens = after_stop_tokens
+        self.after_stop_cost = after_stop_cost
+        self.cost = cost
+        self.end_state = end_state
+        self.started_ns = started_ns
+        self.ended_ns = ended_ns
+        self.last_seen_ns = last_seen_ns
+        self._cost_at_stop = _cost_at_stop
 
     @property
     def stopped(self) -> bool:
@@ -173,7 +226,7 @@ class TraceBuffer:
         return spans
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class _TraceState:
     """What the on-line processor tracks per trace, rebuilt from the saved spans: the local
     root, the open agent/workflow spans (outermost keys the run, innermost is the actor),
@@ -191,6 +244,29 @@ class _TraceState:
     # spans of a trace share one, and computing it is a good part of a span's replay cost
     identity_of: tuple[str | None, str | None] | None = None
     identity: RunIdentity | None = None
+
+    # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
+    def __init__(
+        self,
+        local_root: str | None = None,
+        agents: list[tuple[str, str | None]] | None = None,
+        conversation: str | None = None,
+        fed_tool_parents: set[str] | None = None,
+        open_tools: set[str] | None = None,
+        transport_spans: set[str] | None = None,
+        trace_run_used: bool = False,
+        identity_of: tuple[str | None, str | None] | None = None,
+        identity: RunIdentity | None = None,
+    ) -> None:
+        self.local_root = local_root
+        self.agents = [] if agents is None else agents
+        self.conversation = conversation
+        self.fed_tool_parents = set() if fed_tool_parents is None else fed_tool_parents
+        self.open_tools = set() if open_tools is None else open_tools
+        self.transport_spans = set() if transport_spans is None else transport_spans
+        self.trace_run_used = trace_run_used
+        self.identity_of = identity_of
+        self.identity = identity
 
     def identity_for(
         self, trace_id: str, conversation: str | None, root: str | None

@@ -121,11 +121,18 @@ def budget_exceeded(
     return None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class BudgetState:
     """Kinds already reported in this run (each fires once)."""
 
     fired: tuple[str, ...] = ()
+
+    # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
+    def __init__(
+        self,
+        fired: tuple[str, ...] = (),
+    ) -> None:
+        self.fired = fired
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -25,12 +25,21 @@ from otel_loopguard.events import Event, EventKind
 NAME = "budget_proximity"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ProximityState:
     """Whether each headroom is currently crossed (armed again when it is not)."""
 
     tokens_crossed: bool = False
     cost_crossed: bool = False
+
+    # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
+    def __init__(
+        self,
+        tokens_crossed: bool = False,
+        cost_crossed: bool = False,
+    ) -> None:
+        self.tokens_crossed = tokens_crossed
+        self.cost_crossed = cost_crossed
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class RunCounters:
     """Run-wide counters the monitor maintains before detectors see an event.
 
@@ -38,6 +38,35 @@ class RunCounters:
     call_key: int = 0
     outcome_key: int = 0
     failed: bool = False
+
+    # Written out for mypyc (see Event.__init__): one per run, and runs start often
+    def __init__(
+        self,
+        started_at: float = 0.0,
+        last_seen: float = 0.0,
+        now: float = 0.0,
+        events: int = 0,
+        steps: int = 0,
+        tool_calls: int = 0,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cost: float | None = 0.0,
+        call_key: int = 0,
+        outcome_key: int = 0,
+        failed: bool = False,
+    ) -> None:
+        self.started_at = started_at
+        self.last_seen = last_seen
+        self.now = now
+        self.events = events
+        self.steps = steps
+        self.tool_calls = tool_calls
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.cost = cost
+        self.call_key = call_key
+        self.outcome_key = outcome_key
+        self.failed = failed
 
     @property
     def total_tokens(self) -> int:

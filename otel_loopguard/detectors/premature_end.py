@@ -45,7 +45,7 @@ def is_stop_like(finish_reason: str | None) -> bool:
     return finish_reason is None or is_stop(finish_reason)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PrematureEndState:
     """The latest tool batch (its failures, summarised) and premature ends in a row."""
 
@@ -53,6 +53,19 @@ class PrematureEndState:
     batch_failures: tuple[str, ...] = ()
     batch_closed: bool = True  # a model turn came after it; the next tool event starts anew
     consecutive: int = 0
+
+    # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
+    def __init__(
+        self,
+        batch_tools: int = 0,
+        batch_failures: tuple[str, ...] = (),
+        batch_closed: bool = True,
+        consecutive: int = 0,
+    ) -> None:
+        self.batch_tools = batch_tools
+        self.batch_failures = batch_failures
+        self.batch_closed = batch_closed
+        self.consecutive = consecutive
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

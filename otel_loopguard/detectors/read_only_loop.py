@@ -39,7 +39,7 @@ _TOOL_CALL = EventKind.TOOL_CALL
 _LLM_RESPONSE = EventKind.LLM_RESPONSE
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ReadOnlyState:
     """Complete read-only steps in a row, and what the current step did so far."""
 
@@ -47,6 +47,19 @@ class ReadOnlyState:
     seen_model_turn: bool = False
     step_tools: int = 0
     step_mutating: bool = False
+
+    # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
+    def __init__(
+        self,
+        streak: int = 0,
+        seen_model_turn: bool = False,
+        step_tools: int = 0,
+        step_mutating: bool = False,
+    ) -> None:
+        self.streak = streak
+        self.seen_model_turn = seen_model_turn
+        self.step_tools = step_tools
+        self.step_mutating = step_mutating
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

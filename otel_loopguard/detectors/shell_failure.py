@@ -264,13 +264,24 @@ def classify_shell_failure(event: Event) -> ShellFailure | None:
     return None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ShellFailureState:
     """Shell failures in a row and the last one's class and tool."""
 
     consecutive: int = 0
     failure_class: str = ""
     tool: str = ""
+
+    # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
+    def __init__(
+        self,
+        consecutive: int = 0,
+        failure_class: str = "",
+        tool: str = "",
+    ) -> None:
+        self.consecutive = consecutive
+        self.failure_class = failure_class
+        self.tool = tool
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

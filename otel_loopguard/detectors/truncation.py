@@ -40,11 +40,18 @@ CONTINUATION_PROMPT = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TruncationState:
     """Truncations in a row (reset by any other finish)."""
 
     consecutive: int = 0
+
+    # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
+    def __init__(
+        self,
+        consecutive: int = 0,
+    ) -> None:
+        self.consecutive = consecutive
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
