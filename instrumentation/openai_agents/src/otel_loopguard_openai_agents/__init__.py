@@ -33,6 +33,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
+from otel_loopguard_openai_agents.model_turns import model_call_wrapper, turn_wrapper
 from otel_loopguard_openai_agents.package import _instruments
 from otel_loopguard_openai_agents.runs import run_wrapper, streaming_wrapper
 from otel_loopguard_openai_agents.tools import failure_wrapper, handoff_wrapper, tool_wrapper
@@ -41,6 +42,7 @@ from otel_loopguard_openai_agents.version import __version__
 __all__ = ["OpenAIAgentsInstrumentor", "__version__"]
 
 _RUN_MODULE = "agents.run"
+_LOOP_MODULE = "agents.run_internal.run_loop"
 _TOOL_MODULE = "agents.run_internal.tool_execution"
 _TURN_MODULE = "agents.run_internal.turn_resolution"
 
@@ -64,9 +66,13 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             "agents.tool", "maybe_invoke_function_tool_failure_error_function", failure_wrapper
         )
         wrap_function_wrapper(_TURN_MODULE, "execute_handoffs", handoff_wrapper(tracer))
+        for model_call in ("get_response_with_retry", "stream_response_with_retry"):
+            wrap_function_wrapper(_LOOP_MODULE, model_call, model_call_wrapper)
+        wrap_function_wrapper(_LOOP_MODULE, "get_single_step_result_from_response", turn_wrapper)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         import agents.run
+        import agents.run_internal.run_loop
         import agents.run_internal.tool_execution
         import agents.run_internal.turn_resolution
         import agents.tool
@@ -76,3 +82,9 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         unwrap(agents.run_internal.tool_execution, "_invoke_function_tool_with_metadata")
         unwrap(agents.run_internal.turn_resolution, "execute_handoffs")
         unwrap(agents.tool, "maybe_invoke_function_tool_failure_error_function")
+        for name in (
+            "get_response_with_retry",
+            "stream_response_with_retry",
+            "get_single_step_result_from_response",
+        ):
+            unwrap(agents.run_internal.run_loop, name)
