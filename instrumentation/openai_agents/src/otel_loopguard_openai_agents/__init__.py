@@ -2,8 +2,10 @@
 
 Every function-tool execution becomes an ``execute_tool {tool}`` span and every
 ``Runner.run`` / ``Runner.run_streamed`` an ``invoke_agent {agent}`` span; handoffs
-(``transfer_to_<agent>``) are reported as handoff events. In ``enforce`` mode a STOP
-decision raises :class:`otel_loopguard.LoopGuardInterrupt` out of the run.
+(``transfer_to_<agent>``) are reported as handoff events, and every model turn as a model
+response (usage, requested function tools, empty, truncated) for budgets, max steps,
+truncation and premature ends. In ``enforce`` mode a STOP decision raises
+:class:`otel_loopguard.LoopGuardInterrupt` out of the run.
 
 Why these hook points (openai-agents 0.24):
 
@@ -18,6 +20,12 @@ Why these hook points (openai-agents 0.24):
   ``AgentsException``; ``LoopGuardInterrupt`` derives from ``BaseException``, passes the runner's
   ``except Exception`` untouched and wins its failure arbitration, so the caller of the run
   receives it as is.
+* The runner calls every ``Model`` (the SDK's, LiteLLM, a user's own) through
+  ``get_response_with_retry`` / ``stream_response_with_retry`` and passes the
+  ``ModelResponse`` to ``get_single_step_result_from_response``, which runs the turn's tools;
+  ``run_single_turn`` and ``run_single_turn_streamed`` look all three up in
+  ``agents.run_internal.run_loop``, so wrapping them there sees each turn of plain and
+  streamed runs once, before its tools run (see :mod:`.model_turns`).
 * ``run_streamed`` returns at once and runs the agent in a background task that awaits
   ``agents.run.start_streaming``: the agent span is opened inside that task so it ends
   when the run really ends (also when the consumer stops early or cancels).
