@@ -15,6 +15,7 @@ import pytest
 from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
 from opentelemetry.instrumentation.utils import unwrap
+from otel_loopguard_openai_agents import model_turns
 from scripted_agents import FINAL_ANSWER, productive_agent
 
 from otel_loopguard import LoopGuardInterrupt
@@ -181,3 +182,17 @@ def test_a_turn_reported_below_is_not_counted_twice(loopguard):
     (run,) = loopguard.named("invoke_agent writer")
     assert run.attributes["gen_ai.usage.input_tokens"] == 30
     assert run.attributes["gen_ai.usage.output_tokens"] == 16
+
+
+def test_an_error_in_our_bookkeeping_never_breaks_the_run(loopguard, monkeypatch, caplog):
+    def broken(response: Any) -> Any:
+        raise RuntimeError("unexpected response shape")
+
+    monkeypatch.setattr(model_turns, "_read_turn", broken)
+    scenario = productive_agent()
+
+    result = asyncio.run(Runner.run(scenario.agent, "What does it cost?"))
+
+    assert result.final_output == FINAL_ANSWER
+    assert len(scenario.executions) == 4
+    assert any("openai_agents.model_turn" in r.getMessage() for r in caplog.records)
