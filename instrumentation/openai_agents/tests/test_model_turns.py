@@ -7,12 +7,13 @@ turns: four ``search`` calls, then the answer.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import agents.run_internal.run_loop
 import pytest
-from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool
+from agents import Agent, Model, ModelResponse, RunHooks, Runner, Usage, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
 from opentelemetry.instrumentation.utils import unwrap
 from otel_loopguard_openai_agents import model_turns
@@ -96,7 +97,30 @@ def test_max_steps_counts_model_turns(make_loopguard):
 
     assert raised.value.decision.detectors == ("budget",)
     assert len(scenario.executions) == 3  # the fourth turn is one too many: its call never runs
+    # vetoed before it was sent: the fourth model call is never made (nor paid for)
+    assert scenario.model.remaining_steps == 2
     assert harness.run_state("researcher") == "max_steps"
+
+
+def test_a_model_call_after_the_run_timed_out_is_never_sent(make_loopguard):
+    """The pre-flight check runs right before each model call: when the run's ``timeout``
+    passes after the last thing we observed (here in a slow ``on_llm_start`` hook of the
+    application), the call is vetoed before it is sent."""
+    harness = make_loopguard(mode="enforce", timeout=0.2)
+    scenario = productive_agent()
+
+    class SlowHooks(RunHooks):  # type: ignore[misc]
+        async def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
+            time.sleep(0.3)
+
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        asyncio.run(Runner.run(scenario.agent, "What does it cost?", hooks=SlowHooks()))
+
+    assert raised.value.decision.end_state == "timed_out"
+    assert scenario.model.remaining_steps == 5  # not one model call was made
+    assert scenario.executions == []
+    assert harness.run_state("researcher") == "timed_out"
+    harness.assert_every_span_ended_once()
 
 
 def test_streamed_run_is_stopped_by_the_token_budget(make_loopguard):

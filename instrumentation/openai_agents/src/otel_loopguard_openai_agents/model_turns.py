@@ -10,7 +10,10 @@ module globals, so wrapping them there sees every turn of ``Runner.run``, ``run_
 ``run_streamed``, whichever ``Model`` subclass the agent uses (the SDK's OpenAI models,
 LiteLLM, a user's own or a scripted one); wrapping a model class would miss the others.
 
-- When a model call starts (``*_response_with_retry``): note the run's step counter.
+- When a model call starts (``*_response_with_retry``): the pre-flight check
+  (``LoopGuard.preflight_llm``: a stopped run, ``max_steps`` reached, the run's
+  ``timeout`` passed, no token headroom left), so in ``enforce`` mode a vetoed call is never
+  made and never paid for; then note the run's step counter.
 - Before the turn's tools run (``get_single_step_result_from_response``): one
   ``llm_response`` with the response's usage, its function-tool calls and whether it was
   empty, unless a model-call instrumentation below (our OpenAI SDK package, for the SDK's
@@ -52,12 +55,16 @@ def model_call_wrapper(
     """Wrap ``get_response_with_retry`` / ``stream_response_with_retry`` in ``run_loop``.
 
     Called (not yet awaited or iterated) in the turn's own task, so the step counter noted
-    here is visible to :func:`turn_wrapper` later in that turn. The call itself is untouched.
+    here is visible to :func:`turn_wrapper` later in that turn. Before it, the pre-flight
+    check, which raises ``LoopGuardInterrupt`` (a ``BaseException``: it passes the ``try``
+    below and the runner's ``except Exception``) when ``enforce`` vetoes the call.
     """
+    guard = get_guard()
+    guard.preflight_llm()  # never raises anything but LoopGuardInterrupt
     try:
-        _STEPS_AT_MODEL_CALL.set(get_guard().current_run_steps())
+        _STEPS_AT_MODEL_CALL.set(guard.current_run_steps())
     except Exception as exc:  # never let our bookkeeping break the agent
-        get_guard().telemetry.internal_error("openai_agents.model_call", exc)
+        guard.telemetry.internal_error("openai_agents.model_call", exc)
     return wrapped(*args, **kwargs)
 
 
