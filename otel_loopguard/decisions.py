@@ -11,6 +11,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+# Kept out of this (compiled) module, re-exported here: see otel_loopguard/interrupt.py
+from otel_loopguard.interrupt import LoopGuardInterrupt as LoopGuardInterrupt
+
 
 class Action(str, enum.Enum):
     """Guardrail actions, from harmless to final. Ordered: ``Action.WARN < Action.STOP``."""
@@ -117,19 +120,3 @@ class Decision:
 
 
 CONTINUE = Decision(Action.CONTINUE)
-
-
-class LoopGuardInterrupt(BaseException):
-    """Raised by enforcement to interrupt an agent run.
-
-    Derives from ``BaseException`` on purpose: agent frameworks catch ``Exception`` around
-    tool calls and hand it to the model as an error message, which would let the loop go on.
-    """
-
-    def __init__(self, decision: Decision, message: str | None = None) -> None:
-        self.decision = decision
-        super().__init__(
-            message
-            or f"otel-loopguard stopped run {decision.run_id}: "
-            f"{decision.reason or decision.action.value}"
-        )

@@ -7,8 +7,15 @@ Agent frameworks pin conflicting versions (CrewAI pins mcp 1.x while the MCP pac
 ``.venvs/``. Suites are discovered: adding ``instrumentation/foo/pyproject.toml`` with a
 ``test`` extra adds a suite, nothing else to edit.
 
+The core's tests run twice, on the source (``core``) and on the mypyc-compiled wheel users
+can build (``compiled``); so does each framework's (``<framework>`` on the source core,
+``<framework>-compiled`` on the compiled wheel: compiled code checks declared types at run
+time, so a framework handing the core a value of another type shows up there). The wheel is
+built once per run.
+
 Usage: ``python scripts/run_tests.py [SUITE ...] [--jobs N] [-- PYTEST ARGS]``
-(``SUITE`` is ``core`` or a folder name under ``instrumentation/``).
+(``SUITE`` is ``core``, ``compiled``, a folder name under ``instrumentation/``, or that
+name with ``-compiled``).
 
 The last line is ``total: N passed, N failed, N skipped`` over all suites; the exit code is
 non-zero when any suite failed, did not install, or ran no test.
@@ -22,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
@@ -53,13 +61,14 @@ class Outcome:
 
 
 def discover() -> list[Suite]:
-    # the core's tests run twice: on the source, and on the compiled wheel users install
+    # every suite runs twice: on the source core, and on the compiled wheel users can build
     suites = [Suite("core", ROOT), Suite("compiled", ROOT, compiled=True)]
     instrumentation = ROOT / "instrumentation"
     if instrumentation.is_dir():
         for child in sorted(instrumentation.iterdir()):
             if (child / "pyproject.toml").is_file() and (child / "tests").is_dir():
                 suites.append(Suite(child.name, child, extra_installs=(str(ROOT),)))
+                suites.append(Suite(f"{child.name}-compiled", child, compiled=True))
     return suites
 
 
@@ -96,7 +105,11 @@ def run_suite(suite: Suite, pytest_args: list[str]) -> Outcome:
             outcome.status = "build failed"
             outcome.seconds = time.monotonic() - start
             return outcome
-        installs += ["--reinstall-package", "otel-loopguard", f"{wheel}[test]"]
+        if suite.project == ROOT:
+            installs += ["--reinstall-package", "otel-loopguard", f"{wheel}[test]"]
+        else:  # a framework package, on the compiled core
+            installs += ["--reinstall-package", "otel-loopguard", str(wheel)]
+            installs += ["-e", f"{suite.project}[test]"]
     else:
         installs += ["-e", f"{suite.project}[test]"]
     if _run([*_uv(), "pip", "install", "--python", str(python), *installs], log, ROOT):
@@ -144,7 +157,23 @@ def run_suite(suite: Suite, pytest_args: list[str]) -> Outcome:
     return outcome
 
 
+_wheel_lock = threading.Lock()
+_wheel_built: list[Path | None] = []  # the run's one build (its result, once tried)
+
+
 def _compiled_wheel(log: Path) -> Path | None:
+    """The core's compiled wheel, built on the first call of the run (suites run in threads:
+    the others wait for it and reuse it)."""
+    with _wheel_lock:
+        if not _wheel_built:
+            _wheel_built.append(_build_compiled_wheel(log))
+        elif _wheel_built[0] is None:
+            with log.open("a", encoding="utf-8") as handle:
+                handle.write("the compiled wheel failed to build earlier in this run\n")
+        return _wheel_built[0]
+
+
+def _build_compiled_wheel(log: Path) -> Path | None:
     """Build the core's wheel with the mypyc hook on, from a copy of the sources: the hook
     compiles in place, and compiled modules left in the tree would shadow the .py files of
     every editable install."""
@@ -225,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _line(outcome: Outcome) -> str:
     return (
-        f"{outcome.suite:<16} {outcome.status:<14} {outcome.passed:>5} passed "
+        f"{outcome.suite:<24} {outcome.status:<14} {outcome.passed:>5} passed "
         f"{outcome.failed:>4} failed {outcome.skipped:>4} skipped  {outcome.seconds:6.1f}s"
     )
 

@@ -158,3 +158,20 @@ def test_the_compiled_build_compiles_the_written_out_init(cls: type) -> None:
 
 def _has_factory(field: dataclasses.Field) -> bool:  # type: ignore[type-arg]
     return field.default_factory is not dataclasses.MISSING
+
+
+def test_loop_guard_interrupt_can_be_subclassed_with_a_second_base() -> None:
+    """Framework packages derive interrupts their runtime lets through (llamaindex fails a
+    workflow step only on an ``Exception``); the compiled build must not reject them."""
+    from otel_loopguard import Action, Decision, LoopGuardInterrupt
+
+    class WorkflowInterrupt(LoopGuardInterrupt, Exception):
+        pass
+
+    decision = Decision(Action.STOP, run_id="run-1")
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        raise WorkflowInterrupt(decision, "stopped for the workflow")
+    assert raised.value.decision is decision
+    assert isinstance(raised.value, Exception)
+    assert str(raised.value) == "stopped for the workflow"
+    assert "run-1" in str(LoopGuardInterrupt(decision))

@@ -456,6 +456,21 @@ class Testbed:
             self.instrument(self.instrumentor)  # a test ran a part uninstrumented
 
 
+def assert_expected_build() -> None:
+    """The ``<framework>-compiled`` suites of ``scripts/run_tests.py`` (which set
+    ``LOOPGUARD_EXPECT_COMPILED=1``) run on the compiled core, the others on the source:
+    fail at once, rather than pass on the wrong build."""
+    import otel_loopguard
+
+    expected = os.environ.get("LOOPGUARD_EXPECT_COMPILED") == "1"
+    if otel_loopguard.COMPILED is not expected:
+        build = "compiled" if otel_loopguard.COMPILED else "pure Python"
+        raise AssertionError(
+            f"this suite expects the {'compiled' if expected else 'pure Python'} core "
+            f"but imported the {build} one from {otel_loopguard.__file__}"
+        )
+
+
 def harness_fixtures(instrumentor_class: Any, testbed: Testbed | None = None) -> tuple[Any, ...]:
     """A suite's fixtures, in its conftest::
 
@@ -472,6 +487,7 @@ def harness_fixtures(instrumentor_class: Any, testbed: Testbed | None = None) ->
 
     @pytest.fixture(scope="session", autouse=True, name="instrumented")
     def instrumented() -> Iterator[Any]:
+        assert_expected_build()
         bed.instrument(instrumentor_class())
         yield bed.instrumentor
         bed.instrumentor.uninstrument()
