@@ -53,6 +53,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"command not found|^\S*sh: (?:line )?(?:\d+: )?[^\n:]+: not found"
             r"|is not recognized as an internal or external command"
+            r"|is not recognized as (?:the|a) name of a cmdlet"  # PowerShell
+            r"|^\S*fish: Unknown command"
             r"|exit (?:code|status)[ :=]*127\b|non-zero exit status 127\b",
             re.M | re.I,
         ),
@@ -68,11 +70,20 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "no_such_file",
         re.compile(
-            r"No such file or directory|" + _PY_EXC + r"FileNotFoundError: |can't open file",
+            r"No such file or directory|" + _PY_EXC + r"FileNotFoundError: |can't open file"
+            r"|Cannot find path '[^'\n]*' because it does not exist"  # PowerShell
+            r"|The system cannot find the (?:file|path) specified",  # cmd.exe
             re.M | re.I,
         ),
     ),
-    ("permission_denied", re.compile(r"Permission denied|" + _PY_EXC + r"PermissionError: ", re.M)),
+    (
+        "permission_denied",
+        re.compile(
+            r"Permission denied|" + _PY_EXC + r"PermissionError: "
+            r"|^Access is denied\.|Access to the path '[^'\n]*' is denied",  # cmd.exe, .NET
+            re.M,
+        ),
+    ),
 )
 
 _ERROR_TYPES = {
@@ -178,6 +189,9 @@ def _may_fail(text: str) -> bool:
         or "an't open" in text
         or "cannot import" in text
         or "unexpected EOF" in text
+        or "nknown command" in text
+        or "annot find" in text
+        or "is denied" in text
     )
 
 
@@ -193,6 +207,9 @@ _NEEDLES = (
     "an't open",
     "cannot import",
     "unexpected EOF",
+    "nknown command",
+    "annot find",
+    "is denied",
 )
 _LINES_PER_NEEDLE = 4
 

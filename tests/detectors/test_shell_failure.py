@@ -101,12 +101,45 @@ def test_other_tools_are_ignored() -> None:
         ("bash: -c: line 1: syntax error near unexpected token `)'", "syntax_error"),
         ("touch: cannot touch '/etc/x': Permission denied", "permission_denied"),
         (b"bash: foo: command not found\n", "command_not_found"),
+        # Windows shells and fish
+        (
+            "rg : The term 'rg' is not recognized as the name of a cmdlet, function, script "
+            "file, or operable program.",
+            "command_not_found",
+        ),
+        (
+            "rg: The term 'rg' is not recognized as a name of a cmdlet, function, script file, "
+            "or executable program.",
+            "command_not_found",
+        ),
+        ("fish: Unknown command: rg", "command_not_found"),
+        (
+            "Get-Content : Cannot find path 'C:\\work\\notes.txt' because it does not exist.",
+            "no_such_file",
+        ),
+        ("The system cannot find the file specified.", "no_such_file"),
+        ("The system cannot find the path specified.", "no_such_file"),
+        ("Access is denied.", "permission_denied"),
+        ("Access to the path 'C:\\Windows\\x.txt' is denied.", "permission_denied"),
         ([{"type": "text", "text": TRACEBACK}], "module_not_found"),
     ],
 )
 def test_classifies_common_shapes(output: object, expected: str) -> None:
     failure = classify_shell_failure(tool_result(RUN, "bash", output))
     assert failure is not None and failure.failure_class == expected
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "I cannot find any pricing page for that product.",
+        "Unknown command-line flags are ignored.",
+        "Access to the dashboard is denied for guests, see the docs.",
+        "3 files found",
+    ],
+)
+def test_ordinary_outputs_that_share_a_word_are_not_failures(output: str) -> None:
+    assert classify_shell_failure(tool_result(RUN, "bash", output)) is None
 
 
 def test_tool_errors_are_classified_from_type_and_message() -> None:
