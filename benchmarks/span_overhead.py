@@ -27,6 +27,12 @@ the plain SDK span.
 
 Run: ``python benchmarks/span_overhead.py [--spans N] [--rounds R] [--threads T]``.
 Prints medians and ``ratio <= 1.5: PASS|FAIL`` for single-threaded and T-thread runs.
+
+``--instructions`` instead counts instructions per tool span with ``valgrind
+--tool=callgrind`` (the same single-threaded tool workload, flush included: this script
+re-run as a child with N tool spans and with none, the difference divided by N). Counts
+do not move with the host's load, so two builds or two commits compare exactly where CPU
+time on a shared machine cannot; the ratio is not the target's, which is CPU time.
 """
 
 from __future__ import annotations
@@ -34,10 +40,16 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import re
+import shutil
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
@@ -288,12 +300,70 @@ def breakdown(spans: int = 1_000) -> dict[str, float]:
     }
 
 
+def instruction_child(setup: str, spans: int) -> None:
+    """What ``--instructions`` counts: a warmed-up set-up, then ``spans`` tool spans."""
+    provider = make_provider(setup)
+    barrier = threading.Barrier(1)
+    agent(provider, 0, 200, barrier)  # imports, caches, the run's tables
+    provider.force_flush()
+    if spans:
+        agent(provider, 0, spans, barrier)
+        provider.force_flush()
+    provider.shutdown()
+
+
+def _collected(setup: str, spans: int) -> int:
+    """Instructions callgrind counted for :func:`instruction_child` (whole process)."""
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        sys.executable,
+        __file__,
+        "--child",
+        setup,
+        str(spans),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    found = re.search(r"Collected\s*:\s*([\d,]+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise RuntimeError(f"callgrind failed for {setup}: {done.stderr.strip()[-300:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def instructions(spans: int) -> int:
+    if shutil.which("valgrind") is None:
+        print("--instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    print(f"otel-loopguard build: {'compiled (mypyc)' if COMPILED else 'pure Python'}")
+    print(f"instructions per tool span (callgrind; {spans} spans minus none, 1 thread)")
+    jobs = [(setup, n) for setup in SETUPS for n in (spans, 0)]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # one process each
+        collected = dict(zip(jobs, pool.map(lambda job: _collected(*job), jobs), strict=True))
+    counts = {setup: (collected[setup, spans] - collected[setup, 0]) // spans for setup in SETUPS}
+    plain = counts["plain"]
+    for setup in SETUPS:
+        added = "" if setup == "plain" else f"  (+{counts[setup] - plain:,} ours)"
+        print(f"  {setup:<14}{counts[setup]:>10,}{counts[setup] / plain:>8.2f}x{added}")
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--child"]:
+        instruction_child(sys.argv[2], int(sys.argv[3]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=2_000, help="tool spans per thread per round")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions per tool span with callgrind instead of timing",
+    )
     args = parser.parse_args()
+    if args.instructions:
+        return instructions(args.spans)
     print(f"otel-loopguard build: {'compiled (mypyc)' if COMPILED else 'pure Python'}")
     print(
         f"µs per tool span, median of {args.rounds} rounds, {args.spans} spans per thread "
