@@ -40,7 +40,16 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.decisions import Action, Decision, LoopGuardInterrupt, RunEndState
-from otel_loopguard.events import ErrorInfo, Event, EventKind, tool_call, tool_error, tool_result
+from otel_loopguard.events import (
+    ErrorInfo,
+    Event,
+    EventKind,
+    optional_text,
+    run_key,
+    tool_call,
+    tool_error,
+    tool_result,
+)
 from otel_loopguard.span_mapping import (
     CALL_NEAR_KEY_ATTRIBUTE,
     CALL_SIGNATURE_ATTRIBUTE,
@@ -487,12 +496,12 @@ class LoopGuard:
             event = Event(
                 EventKind.LLM_RESPONSE,
                 identity.run_id,
-                actor=agent_name or (handle.agent if handle is not None else None),
-                model=model,
-                finish_reason=finish_reason,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                empty=empty,
+                actor=optional_text(agent_name) or (handle.agent if handle is not None else None),
+                model=optional_text(model),
+                finish_reason=optional_text(finish_reason),
+                input_tokens=_token_count(input_tokens),
+                output_tokens=_token_count(output_tokens),
+                empty=bool(empty),
                 requested_tool_calls=requested,
                 trace_id=format(context.trace_id, "032x") if context.is_valid else None,
                 span_id=format(context.span_id, "016x") if context.is_valid else None,
@@ -527,15 +536,16 @@ class LoopGuard:
             target = span if span is not None else trace.get_current_span()
             identity = self.resolve_run(target)
             handle = _CURRENT_RUN.get()
-            source = source_agent or (handle.agent if handle is not None else None)
+            source = optional_text(source_agent) or (handle.agent if handle is not None else None)
+            target_name = run_key(target_agent)
             event = Event(
                 EventKind.HANDOFF,
                 identity.run_id,
                 actor=source,
-                target_agent=target_agent,
-                signature=f"handoff:{source or '?'}->{target_agent}",
-                near_key=f"handoff:{source or '?'}->{target_agent}",
-                call_id=call_id,
+                target_agent=target_name,
+                signature=f"handoff:{source or '?'}->{target_name}",
+                near_key=f"handoff:{source or '?'}->{target_name}",
+                call_id=optional_text(call_id),
                 **_origin(target.get_span_context()),
             )
         except Exception as exc:
@@ -1164,3 +1174,16 @@ def set_guard(guard: LoopGuard | None) -> LoopGuard | None:
     with _GUARD_LOCK:
         previous, _GUARD = _GUARD, guard
     return previous
+
+
+def _token_count(value: Any) -> int | None:
+    """A token count as a framework reports it (an int, a float, a numeric string) as an
+    ``int``; ``None`` when it is none of those. The event's field is an ``int``, which a
+    compiled build enforces."""
+    if value is None or value.__class__ is int:
+        return value  # type: ignore[no-any-return]
+    try:
+        count = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return None if isinstance(value, bool) else count

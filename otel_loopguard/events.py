@@ -132,40 +132,61 @@ class Event:
         self.details = {} if details is None else details
 
 
+def run_key(run_id: Any) -> str:
+    """A run id as the monitor keys runs: a ``str`` as it is, anything else (a UUID, an int)
+    as its text, so every entry point names the same run the same way and a compiled build
+    accepts what a pure one does. Never raises."""
+    if type(run_id) is str:
+        return run_id  # type: ignore[no-any-return]
+    try:
+        return str(run_id)
+    except Exception:
+        return f"<{type(run_id).__name__}>"
+
+
+def optional_text(value: Any) -> str | None:
+    """``None`` or :func:`run_key` of ``value``: for names and ids an event may lack."""
+    return None if value is None else run_key(value)
+
+
 def tool_call(
-    run_id: str,
-    tool_name: str,
+    run_id: Any,
+    tool_name: Any,
     arguments: Any = None,
     *,
-    actor: str | None = None,
-    call_id: str | None = None,
+    actor: Any = None,
+    call_id: Any = None,
     max_chars: int = 200,
     **extra: Any,
 ) -> Event:
-    """A tool invocation, with its call signature computed from name and arguments."""
+    """A tool invocation, with its call signature computed from name and arguments.
+
+    Ids and names of any type are taken as their text (see :func:`run_key`).
+    """
     from otel_loopguard.signatures import call_signature
 
+    tool_name = optional_text(tool_name)
     exact, near = call_signature(tool_name, arguments, max_chars=max_chars)
     return Event(
         EventKind.TOOL_CALL,
-        run_id,
-        actor=actor,
+        run_key(run_id),
+        actor=optional_text(actor),
         tool_name=tool_name,
         signature=exact,
         near_key=near,
-        call_id=call_id,
+        call_id=optional_text(call_id),
         arguments=arguments,
         **extra,
     )
 
 
 def tool_result(
-    run_id: str,
-    tool_name: str,
+    run_id: Any,
+    tool_name: Any,
     output: Any = None,
     *,
-    actor: str | None = None,
-    call_id: str | None = None,
+    actor: Any = None,
+    call_id: Any = None,
     max_chars: int = 200,
     **extra: Any,
 ) -> Event:
@@ -175,24 +196,24 @@ def tool_result(
     exact, near = output_signature(output, max_chars=max_chars)
     return Event(
         EventKind.TOOL_RESULT,
-        run_id,
-        actor=actor,
-        tool_name=tool_name,
+        run_key(run_id),
+        actor=optional_text(actor),
+        tool_name=optional_text(tool_name),
         signature=exact,
         near_key=near,
-        call_id=call_id,
+        call_id=optional_text(call_id),
         output=output,
         **extra,
     )
 
 
 def tool_error(
-    run_id: str,
-    tool_name: str,
+    run_id: Any,
+    tool_name: Any,
     error: ErrorInfo,
     *,
-    actor: str | None = None,
-    call_id: str | None = None,
+    actor: Any = None,
+    call_id: Any = None,
     max_chars: int = 200,
     **extra: Any,
 ) -> Event:
@@ -203,12 +224,12 @@ def tool_error(
     exact, near = output_signature(text, max_chars=max_chars)
     return Event(
         EventKind.TOOL_ERROR,
-        run_id,
-        actor=actor,
-        tool_name=tool_name,
+        run_key(run_id),
+        actor=optional_text(actor),
+        tool_name=optional_text(tool_name),
         signature=exact,
         near_key=near,
-        call_id=call_id,
+        call_id=optional_text(call_id),
         error=error,
         **extra,
     )

@@ -43,7 +43,7 @@ from otel_loopguard.decisions import CONTINUE, Action, Decision, RunEndState, Si
 from otel_loopguard.detectors.base import Detector, RunCounters, build_default_detectors
 from otel_loopguard.detectors.budget import budget_exceeded
 from otel_loopguard.detectors.call_tracking import PendingCalls, pair_tool_event
-from otel_loopguard.events import Event, EventKind
+from otel_loopguard.events import Event, EventKind, optional_text, run_key
 from otel_loopguard.policy import Policy, PolicyInput, load_policy, only_on_signals
 from otel_loopguard.pricing import PriceTable
 
@@ -310,7 +310,7 @@ class Monitor:
 
     def preflight(
         self,
-        run_id: str,
+        run_id: str | Any,
         kind: Literal["tool_call", "llm_call"] = "tool_call",
         *,
         expected_tokens: int = 0,
@@ -320,33 +320,34 @@ class Monitor:
         Limits (0 = off): ``max_steps`` (model calls), ``max_tool_calls``, ``timeout``,
         ``token_budget`` (used + ``expected_tokens``; a model call with no headroom left
         is vetoed) and ``cost_limit``. A veto is a STOP decision that also stops the run.
-        An unknown run is started and continues. Never raises.
+        An unknown run is started and continues. Never raises. A run id that is not a
+        ``str`` (a UUID, an int) names the run by its text, as the event builders do.
         """
         try:
-            return self._preflight(run_id, kind, expected_tokens)
+            return self._preflight(run_key(run_id), kind, expected_tokens)
         except Exception as exc:
             self._internal_error("preflight", exc)
             return CONTINUE
 
     def start_run(
-        self, run_id: str, *, agent: str | None = None, keyed_by: KeyedBy | None = None
+        self, run_id: str | Any, *, agent: str | Any = None, keyed_by: KeyedBy | None = None
     ) -> None:
         """Register a run (or refresh it) with its agent name and how it is keyed."""
-        run = self._touch(run_id, self._clock())
+        run = self._touch(run_key(run_id), self._clock())
         with run.lock:
             if agent and run.agent is None:
-                run.agent = agent
+                run.agent = optional_text(agent)
             if keyed_by:
                 run.keyed_by = keyed_by
 
-    def end_run(self, run_id: str, state: RunEndState | None = None) -> RunSummary | None:
+    def end_run(self, run_id: str | Any, state: RunEndState | None = None) -> RunSummary | None:
         """Drop the run and return its summary (``None`` for an unknown run).
 
         Without ``state`` the end state is that of the run's STOP decision (``stopped``,
         ``budget_exceeded``, ``max_steps``, ``timed_out``) or ``completed``.
         """
         with self._table_lock:
-            run = self._runs.pop(run_id, None)
+            run = self._runs.pop(run_key(run_id), None)
             if run is not None and run is self._newest:
                 self._newest = None
         if run is None:
@@ -360,16 +361,16 @@ class Monitor:
                 )
             return self._summary(run, state)
 
-    def run_snapshot(self, run_id: str) -> RunSummary | None:
+    def run_snapshot(self, run_id: str | Any) -> RunSummary | None:
         """The run's current summary without touching its LRU position."""
         with self._table_lock:
-            run = self._runs.get(run_id)
+            run = self._runs.get(run_key(run_id))
         if run is None:
             return None
         with run.lock:
             return self._summary(run, None)
 
-    def export_run(self, run_id: str) -> dict[str, Any] | None:
+    def export_run(self, run_id: str | Any) -> dict[str, Any] | None:
         """A small JSON-able dict of the run, for :meth:`restore_run` in another process.
 
         Holds counters (time as elapsed seconds, since clocks differ between processes),
@@ -378,7 +379,7 @@ class Monitor:
         capture is on).
         """
         with self._table_lock:
-            run = self._runs.get(run_id)
+            run = self._runs.get(run_key(run_id))
         if run is None:
             return None
         now = self._clock()

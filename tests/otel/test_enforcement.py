@@ -304,3 +304,20 @@ def test_model_call_preflight_and_the_current_run_check_raise_only_when_enforcin
             assert raised == []
         (agent,) = stack.spans("invoke_agent writer")
         assert agent.attributes["loopguard.run.state"] == "budget_exceeded"
+
+
+def test_model_turns_and_handoffs_take_what_frameworks_report() -> None:
+    """Token counts as floats or numeric strings, names that are not ``str``: each turn
+    still counts (both builds; a compiled ``Event`` rejects those types as they come)."""
+    stack = make_stack(mode="enforce", token_budget=100)
+    guard = stack.guard
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        with guard.agent_run(stack.tracer, "writer"):
+            guard.observe_llm_response(model=7, input_tokens=30.0, output_tokens="10")
+            guard.observe_handoff(None, 42)  # a target agent known by its number
+            guard.observe_llm_response(input_tokens=40, output_tokens=25.0)  # 105 > 100
+    assert "budget" in raised.value.decision.detectors
+    (agent,) = stack.spans("invoke_agent writer")
+    assert agent.attributes["gen_ai.usage.input_tokens"] == 70
+    assert agent.attributes["gen_ai.usage.output_tokens"] == 35
+    assert stack.metric_total("loopguard.internal_errors") == 0
