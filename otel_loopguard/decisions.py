@@ -11,6 +11,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_loopguard.events import run_key
+
 # Kept out of this (compiled) module, re-exported here: see otel_loopguard/interrupt.py
 from otel_loopguard.interrupt import LoopGuardInterrupt as LoopGuardInterrupt
 
@@ -70,7 +72,28 @@ class RunEndState(str, enum.Enum):
     ERROR = "error"
 
 
-@dataclass(frozen=True, slots=True)
+def _number(value: Any) -> float:
+    """A score or risk as a float; 0.0 for what is not a number."""
+    if value.__class__ is float:
+        return value  # type: ignore[no-any-return]
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+
+
+def _evidence(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if value.__class__ is dict:
+        return value  # type: ignore[no-any-return]
+    try:
+        return dict(value)
+    except Exception:
+        return {"evidence": value}
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class Signal:
     """One detector's finding.
 
@@ -88,8 +111,28 @@ class Signal:
     # for guards that answer with `replan`: the message the application may inject
     recommendation: str | None = None
 
+    # Written out (see Event.__init__): custom detectors make signals, and what they pass
+    # is taken as it comes (an int score, no evidence), in both builds alike
+    def __init__(
+        self,
+        detector: Any,
+        kind: Any,
+        score: Any,
+        message: Any,
+        evidence: Any = None,
+        recommendation: Any = None,
+    ) -> None:
+        object.__setattr__(self, "detector", run_key(detector))
+        object.__setattr__(self, "kind", run_key(kind))
+        object.__setattr__(self, "score", _number(score))
+        object.__setattr__(self, "message", run_key(message))
+        object.__setattr__(self, "evidence", _evidence(evidence))
+        object.__setattr__(
+            self, "recommendation", None if recommendation is None else run_key(recommendation)
+        )
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class Decision:
     """The policy's verdict after one event.
 
@@ -105,6 +148,35 @@ class Decision:
     recommendation: str | None = None
     run_id: str | None = None
     end_state: RunEndState | None = None
+
+    # Written out (see Signal): custom policies make decisions; ``"stop"`` is
+    # ``Action.STOP`` (a plain string never compared equal to it by identity, so it did
+    # not stop the run), reasons may be any iterable. An unknown action raises ValueError.
+    def __init__(
+        self,
+        action: Any,
+        risk: Any = 0.0,
+        reasons: Any = (),
+        recommendation: Any = None,
+        run_id: Any = None,
+        end_state: Any = None,
+    ) -> None:
+        object.__setattr__(self, "action", action if action.__class__ is Action else Action(action))
+        object.__setattr__(self, "risk", _number(risk))
+        object.__setattr__(
+            self, "reasons", reasons if reasons.__class__ is tuple else tuple(reasons)
+        )
+        object.__setattr__(
+            self, "recommendation", None if recommendation is None else run_key(recommendation)
+        )
+        object.__setattr__(self, "run_id", None if run_id is None else run_key(run_id))
+        object.__setattr__(
+            self,
+            "end_state",
+            end_state
+            if end_state is None or end_state.__class__ is RunEndState
+            else RunEndState(end_state),
+        )
 
     @property
     def detectors(self) -> tuple[str, ...]:

@@ -25,3 +25,14 @@ class Namespace:
 
 def broken(policy_input: PolicyInput) -> Decision:
     raise RuntimeError("user policy bug")
+
+
+def loosely_typed(policy_input: PolicyInput) -> Decision:
+    """What a quickly written policy returns: a plain-string action, an int risk, a list of
+    reasons, a string end state; and a signal of its own with an int score, no evidence."""
+    from otel_loopguard.decisions import Signal
+
+    if policy_input.counters.events >= 3:
+        mine = Signal("my_policy", "too_many", 1, "three events is enough", None)
+        return Decision("stop", 1, [*policy_input.new_signals, mine], None, None, "stopped")
+    return Decision("continue")

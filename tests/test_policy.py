@@ -9,7 +9,7 @@ from monitor_doubles import FakeClock, SignatureTrigger, call
 
 from otel_loopguard import Monitor
 from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import CONTINUE, Action, RunEndState, Signal
+from otel_loopguard.decisions import CONTINUE, Action, Decision, RunEndState, Signal
 from otel_loopguard.detectors.base import RunCounters
 from otel_loopguard.events import Event, EventKind, tool_call, tool_result
 from otel_loopguard.policy import (
@@ -248,6 +248,32 @@ def test_user_policy_from_the_environment_and_nested_attribute() -> None:
     monitor = Monitor(config, detectors=[], clock=FakeClock())
     actions = [monitor.observe(call("r")).action for _ in range(6)]
     assert actions == [Action.CONTINUE] * 4 + [Action.STOP] * 2
+
+
+def test_a_loosely_typed_user_policy_still_stops_the_run() -> None:
+    """``Decision("stop", 1, [...])`` is ``Action.STOP`` with risk 1.0 and a tuple of
+    reasons, on both builds (a plain-string action once never stopped anything, and a
+    compiled build rejected the types)."""
+    monitor = Monitor(
+        LoopGuardConfig(),
+        detectors=[],
+        policy=load_policy("policies_for_tests:loosely_typed"),
+        clock=FakeClock(),
+    )
+    decisions = [monitor.observe(call("r")) for _ in range(4)]
+    assert [d.action for d in decisions] == [Action.CONTINUE] * 2 + [Action.STOP] * 2
+    stop = decisions[2]
+    assert stop.risk == 1.0 and isinstance(stop.risk, float)
+    assert stop.detectors == ("my_policy",) and stop.reasons[0].evidence == {}
+    assert stop.reasons[0].score == 1.0
+    assert monitor.internal_errors == 0
+    summary = monitor.end_run("r")
+    assert summary is not None and summary.end_state is RunEndState.STOPPED
+
+
+def test_a_decision_refuses_an_unknown_action() -> None:
+    with pytest.raises(ValueError):
+        Decision("explode")
 
 
 @pytest.mark.parametrize(
