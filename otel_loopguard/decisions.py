@@ -164,7 +164,9 @@ class Decision:
         object.__setattr__(self, "action", action if action.__class__ is Action else Action(action))
         object.__setattr__(self, "risk", _number(risk))
         object.__setattr__(
-            self, "reasons", reasons if reasons.__class__ is tuple else tuple(reasons)
+            self,
+            "reasons",
+            reasons if reasons.__class__ is tuple else () if reasons is None else tuple(reasons),
         )
         object.__setattr__(
             self, "recommendation", None if recommendation is None else run_key(recommendation)

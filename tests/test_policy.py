@@ -274,6 +274,7 @@ def test_a_loosely_typed_user_policy_still_stops_the_run() -> None:
 def test_a_decision_refuses_an_unknown_action() -> None:
     with pytest.raises(ValueError):
         Decision("explode")
+    assert Decision("warn", None, None).reasons == ()  # "no reasons", however written
 
 
 @pytest.mark.parametrize(
