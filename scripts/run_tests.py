@@ -67,9 +67,23 @@ def discover() -> list[Suite]:
     if instrumentation.is_dir():
         for child in sorted(instrumentation.iterdir()):
             if (child / "pyproject.toml").is_file() and (child / "tests").is_dir():
-                suites.append(Suite(child.name, child, extra_installs=(str(ROOT),)))
-                suites.append(Suite(f"{child.name}-compiled", child, compiled=True))
+                siblings = _siblings(child)
+                suites.append(Suite(child.name, child, extra_installs=(str(ROOT), *siblings)))
+                suites.append(
+                    Suite(f"{child.name}-compiled", child, siblings, compiled=True)
+                )
     return suites
+
+
+def _siblings(package: Path) -> tuple[str, ...]:
+    """Other instrumentation packages a suite's tests also install (editable), from
+    ``[tool.loopguard-tests] install-also = ["openai"]`` in its pyproject.toml: tests of
+    two instrumentations at work in one process (each turn counted once, say)."""
+    import tomllib
+
+    data = tomllib.loads((package / "pyproject.toml").read_text(encoding="utf-8"))
+    names = data.get("tool", {}).get("loopguard-tests", {}).get("install-also", [])
+    return tuple(str(package.parent / name) for name in names)
 
 
 def _uv() -> list[str]:

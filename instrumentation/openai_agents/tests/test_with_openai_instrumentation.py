@@ -1,0 +1,109 @@
+"""Two instrumentations in one process: our OpenAI SDK package below the Agents SDK.
+
+The Agents SDK's own OpenAI model calls the OpenAI SDK, which ``otel-loopguard-openai``
+instruments too: that package reports each model call it sees. This package reports each
+turn as well, unless a package below already did (the run's step counter moved during the
+call). A turn must count once, or token budgets and ``max_steps`` trip at half their size.
+
+The OpenAI API is the OpenAI suite's scripted one (``instrumentation/openai/tests``): the
+SDK's real client over a mock transport, the one stand-in, because the network is out of
+reach. ``scripts/run_tests.py`` installs that package here (``install-also`` in
+pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import Agent, OpenAIResponsesModel, Runner, function_tool
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
+
+from otel_loopguard_openai import OpenAIInstrumentor
+from scripted_api import ScriptedAPI, Turn
+
+ANSWER = "The team plan costs 10 EUR per seat."
+
+
+@pytest.fixture
+def with_openai_package(make_loopguard: Callable[..., Any]) -> Iterator[Callable[..., Any]]:
+    """``make_loopguard`` with the OpenAI SDK package instrumented as well."""
+    instrumentors: list[OpenAIInstrumentor] = []
+
+    def install(**settings: Any) -> Any:
+        harness = make_loopguard(**settings)
+        instrumentor = OpenAIInstrumentor()
+        instrumentor.instrument(tracer_provider=harness.provider)
+        instrumentors.append(instrumentor)
+        return harness
+
+    yield install
+    for instrumentor in instrumentors:
+        instrumentor.uninstrument()
+
+
+def _agent(api: ScriptedAPI, executions: list[str]) -> Agent:
+    @function_tool
+    def search(query: str) -> str:
+        """Search the price list."""
+        executions.append(query)
+        return "team: 10 EUR per seat"
+
+    model = OpenAIResponsesModel(model="gpt-test", openai_client=api.async_client())
+    return Agent(name="researcher", instructions="Find the price.", tools=[search], model=model)
+
+
+def _script() -> ScriptedAPI:
+    return ScriptedAPI(
+        [
+            Turn(
+                tool_calls=[("search", {"query": "team plan"})], input_tokens=40, output_tokens=10
+            ),
+            Turn(text=ANSWER, input_tokens=50, output_tokens=10),
+        ]
+    )
+
+
+def test_a_turn_the_openai_package_reported_counts_once(with_openai_package) -> None:
+    # 110 tokens in two turns: under a 150 budget; counted twice (220) the run would stop
+    harness = with_openai_package(mode="enforce", token_budget=150, max_steps=2)
+    api = _script()
+    executions: list[str] = []
+
+    result = asyncio.run(Runner.run(_agent(api, executions), "What does the team plan cost?"))
+
+    assert result.final_output == ANSWER
+    assert executions == ["team plan"]
+    assert len(api.requests) == 2
+    # both packages were at work: the OpenAI package's model-call spans are there
+    chats = [
+        span
+        for span in harness.spans()
+        if (span.attributes or {}).get("gen_ai.operation.name") == "chat"
+    ]
+    assert len(chats) == 2
+    (run,) = harness.named("invoke_agent researcher")
+    assert run.attributes["gen_ai.usage.input_tokens"] == 90
+    assert run.attributes["gen_ai.usage.output_tokens"] == 20
+    assert harness.run_state("researcher") == "completed"
+    assert not harness.decision_events("stop")
+    harness.assert_every_span_ended_once()
+
+
+def test_the_budget_still_stops_a_run_that_goes_over_it(with_openai_package) -> None:
+    """The same two turns under a budget of 100: the second turn goes over it, once."""
+    harness = with_openai_package(mode="observe", token_budget=100)
+    api = _script()
+
+    result = asyncio.run(Runner.run(_agent(api, []), "What does the team plan cost?"))
+
+    assert result.final_output == ANSWER  # observe mode: recorded, not enforced
+    stops = harness.decision_events("stop")
+    assert stops and all("budget" in attrs["loopguard.detectors"] for _, attrs in stops)
+    (run,) = harness.named("invoke_agent researcher")
+    assert run.attributes["gen_ai.usage.input_tokens"] == 90
