@@ -6,14 +6,18 @@ openai 3.x, ``httpx`` for 2.x; ``http`` below is that library) answers each
 request with the next scripted turn, in the JSON / server-sent-event shapes the real API
 sends. Everything above the transport — the SDK's request building, retries, parsing and
 streaming — is the real SDK. ``requests`` records every request that left the client, so
-tests can assert that a vetoed call never reached the wire.
+tests can assert that a vetoed call never reached the wire. :meth:`ScriptedAPI.serve` puts
+the same script behind a loopback HTTP server, for clients a test cannot hand a transport.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import openai
@@ -82,6 +86,36 @@ class ScriptedAPI:
             http_client=http.AsyncClient(transport=transport),
             max_retries=0,
         )
+
+    def serve(self) -> tuple[str, Callable[[], None]]:
+        """The same script behind a real HTTP server on a loopback port, for a client the
+        test cannot hand a transport (a framework that makes its own OpenAI client): the
+        base URL to give it (``http://127.0.0.1:PORT/v1``) and a function that stops it."""
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                request = http.Request("POST", f"http://127.0.0.1{self.path}", content=body)
+                response = api.handle(request)
+                content = response.read()
+                self.send_response(response.status_code)
+                self.send_header("Content-Type", response.headers.get("content-type", ""))
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+
+        def stop() -> None:
+            server.shutdown()
+            server.server_close()
+
+        return f"http://127.0.0.1:{server.server_port}/v1", stop
 
     # -- Chat Completions ------------------------------------------------------------
     def _tool_calls(self, turn: Turn, n: int) -> list[dict[str, Any]]:

@@ -74,16 +74,43 @@ def test_async_streamed_response(make_loopguard):
     assert chat.attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
 
 
-def test_raw_response_calls_get_a_span_but_no_judgement(make_loopguard):
-    lg = make_loopguard(mode="enforce")
-    api = ScriptedAPI([Turn(text="")])
+def test_raw_response_calls_are_judged_and_the_caller_parses_the_same_answer(make_loopguard):
+    """CrewAI's OpenAI provider calls ``with_raw_response``: the answer counts like any
+    other (usage on the span and the run), and the caller's ``parse()`` is the cached one."""
+    lg = make_loopguard(mode="enforce", token_budget=1000)
+    api = ScriptedAPI([Turn(text="hello", input_tokens=12, output_tokens=3)])
 
     with get_guard().agent_run(TRACER, "assistant"):
         raw = api.client().chat.completions.with_raw_response.create(
             model="gpt-test", messages=[{"role": "user", "content": "x"}]
         )
-        assert raw.parse().choices[0].message.content == ""
+        parsed = raw.parse()
+        assert parsed.choices[0].message.content == "hello"
+        assert raw.parse() is parsed
+        assert get_guard().current_run_steps() == 1
 
     (chat,) = lg.spans("chat ")
     assert chat.attributes["gen_ai.request.model"] == "gpt-test"
+    assert chat.attributes["gen_ai.usage.input_tokens"] == 12
+    (run,) = lg.spans("invoke_agent assistant")
+    assert run.attributes["gen_ai.usage.input_tokens"] == 12
+    assert run.attributes["gen_ai.usage.output_tokens"] == 3
+
+
+def test_a_streamed_raw_response_gets_a_span_but_no_judgement(make_loopguard):
+    """Its body is not read yet, and it is the caller's to read."""
+    lg = make_loopguard(mode="enforce")
+    api = ScriptedAPI([Turn(text="hello")])
+
+    with get_guard().agent_run(TRACER, "assistant"):
+        raw = api.client().chat.completions.with_raw_response.create(
+            model="gpt-test", messages=[{"role": "user", "content": "x"}], stream=True
+        )
+        text = "".join(
+            chunk.choices[0].delta.content or "" for chunk in raw.parse() if chunk.choices
+        )
+        assert text == "hello"
+
+    (chat,) = lg.spans("chat ")
+    assert "gen_ai.usage.output_tokens" not in chat.attributes
     assert lg.decided == []

@@ -267,14 +267,30 @@ RESPONSES = ApiShape(model_turns.from_response, model_turns.ResponseEventAccumul
 
 
 def _parse_result(shape: ApiShape, result: Any) -> ModelTurn | None:
-    """The answer, or ``None`` for `with_raw_response` / `with_streaming_response` calls.
+    """The answer; for a ``with_raw_response`` call, the one its ``parse()`` gives.
 
-    Those hand back the HTTP response unparsed; parsing it here would read the body before
-    the caller does, so such a call gets its span and pre-flight check but no judgement.
+    A raw response of a call that does not stream has its body read already, and the SDK
+    caches what ``parse()`` returns, so the caller's own ``parse()`` gets the very object
+    read here. Frameworks call the API this way (CrewAI's OpenAI provider always does):
+    left unjudged, the call's span went to the span processor as a model turn without
+    usage, which the framework's own report then took as already counted, and the tokens
+    were lost. A streamed raw response and ``with_streaming_response`` (body not read yet,
+    and the caller's to read) get their span and pre-flight check but no judgement.
     """
     if not hasattr(result, "choices") and not hasattr(result, "output"):
-        return None
+        result = _parsed_raw_response(result)
+        if result is None:
+            return None
     return shape.parse(result)
+
+
+def _parsed_raw_response(result: Any) -> Any:
+    """``result.parse()`` of a non-streamed ``LegacyAPIResponse`` (``with_raw_response``);
+    ``None`` for anything else."""
+    if type(result).__name__ != "LegacyAPIResponse" or getattr(result, "_stream", True):
+        return None
+    parsed = result.parse()
+    return parsed if hasattr(parsed, "choices") or hasattr(parsed, "output") else None
 
 
 def sync_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., Any]:

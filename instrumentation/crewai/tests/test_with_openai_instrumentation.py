@@ -1,0 +1,84 @@
+"""Two instrumentations in one process: our OpenAI SDK package below CrewAI.
+
+CrewAI's own OpenAI provider (``LLM(model="gpt-…")``) calls the OpenAI SDK, which
+``otel-loopguard-openai`` instruments too: that package reports each model call. This
+package reports each LLM call as well, unless a package below already did (the run's step
+counter moved during the call). A call must count once, or token budgets and ``max_steps``
+trip at half their size.
+
+The OpenAI API is the OpenAI suite's scripted one (``instrumentation/openai/tests``) behind a
+loopback HTTP server, since CrewAI makes its own client: the one stand-in, because the
+network is out of reach. ``scripts/run_tests.py`` installs that package here
+(``install-also`` in pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from crewai import LLM, Agent, Crew, Task
+from scripted_crew import CountingSearch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
+
+from otel_loopguard_openai import OpenAIInstrumentor
+from scripted_api import ScriptedAPI, Turn
+
+ANSWER = "https://example.com/pricing"
+
+
+def _run_crew(harness, api: ScriptedAPI, search: CountingSearch) -> object:
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=harness.provider)
+    base_url, stop = api.serve()
+    try:
+        llm = LLM(model="gpt-4o-mini", base_url=base_url, api_key="test-key", max_retries=0)
+        agent = Agent(
+            role="researcher",
+            goal="find the pricing page",
+            backstory="a careful researcher",
+            llm=llm,
+            tools=[search.tool],
+            max_iter=5,
+            verbose=False,
+        )
+        task = Task(description="Find the pricing page", expected_output="a URL", agent=agent)
+        return Crew(agents=[agent], tasks=[task], verbose=False).kickoff()
+    finally:
+        stop()
+        instrumentor.uninstrument()
+
+
+def _script() -> ScriptedAPI:
+    return ScriptedAPI(
+        [
+            Turn(tool_calls=[("search", {"query": "pricing"})], input_tokens=40, output_tokens=10),
+            Turn(text=ANSWER, input_tokens=50, output_tokens=10),
+        ],
+        model="gpt-4o-mini",
+    )
+
+
+def test_a_model_call_the_openai_package_reported_counts_once(make_loopguard) -> None:
+    # 110 tokens in two calls: under a 150 budget; counted twice (220) the crew would stop
+    harness = make_loopguard(mode="enforce", token_budget=150, max_steps=2)
+    api = _script()
+    search = CountingSearch(lambda query, n: ANSWER)
+
+    result = _run_crew(harness, api, search)
+
+    assert ANSWER in str(result)
+    assert search.executions == ["pricing"]
+    assert len(api.requests) == 2
+    chats = [
+        span
+        for span in harness.spans()
+        if (span.attributes or {}).get("gen_ai.operation.name") == "chat"
+    ]
+    assert len(chats) == 2  # both packages were at work
+    (run,) = harness.spans("invoke_agent")
+    assert run.attributes["gen_ai.usage.input_tokens"] == 90
+    assert run.attributes["gen_ai.usage.output_tokens"] == 20
+    assert run.attributes["loopguard.run.state"] == "completed"
+    assert not harness.decision_events("stop")
