@@ -3,7 +3,10 @@
 ``opentelemetry-instrument`` loads :class:`LangChainInstrumentor` when ``langchain-core`` is
 installed. It adds an ``execute_tool {tool}`` span around every tool execution
 (``BaseTool.run`` / ``arun``) and an ``invoke_agent {graph}`` span around every outermost
-LangGraph run (``Pregel.stream`` / ``astream``, which ``invoke`` / ``ainvoke`` use). Loop
+LangGraph run (``Pregel.stream`` / ``astream``, which ``invoke`` / ``ainvoke`` use). Inside a
+run, every chat model call (``BaseChatModel._generate_with_cache`` / ``_agenerate_with_cache``)
+is pre-flight checked and its answer reported as a model turn (usage, tool calls, finish
+reason), for token budgets, ``max_steps``, truncation and premature ends. Loop
 detection, decisions and enforcement come from :mod:`otel_loopguard.enforcement`: in
 ``enforce`` mode a looping run ends with :class:`~otel_loopguard.LoopGuardInterrupt` in the
 caller's ``invoke`` / ``stream`` and no tool runs after the STOP.
@@ -34,7 +37,7 @@ __all__ = ["LangChainInstrumentor", "__version__"]
 
 
 class LangChainInstrumentor(BaseInstrumentor):
-    """Tool spans and loop enforcement for LangChain; run spans for LangGraph."""
+    """Tool spans, model turns and loop enforcement for LangChain; run spans for LangGraph."""
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
