@@ -88,17 +88,26 @@ def productive_script() -> Iterator[AIMessage]:
 
 
 def build_react_graph(
-    script: Iterator[AIMessage], counter: ToolCounter, *, name: str = "support_agent"
+    script: Iterator[AIMessage],
+    counter: ToolCounter,
+    *,
+    name: str = "support_agent",
+    model: Any = None,
+    tools: list[BaseTool] | None = None,
 ) -> Any:
-    """A ReAct loop as a StateGraph: model node, ToolNode (errors handled), back to model."""
-    model = ScriptedChatModel(messages=script)
+    """A ReAct loop as a StateGraph: model node, ToolNode (errors handled), back to model.
+
+    ``model`` replaces the fake model built on ``script``; ``tools`` the counted tools.
+    """
+    model = model if model is not None else ScriptedChatModel(messages=script)
 
     def call_model(state: MessagesState) -> dict[str, Any]:
         return {"messages": [model.invoke(state["messages"])]}
 
     graph = StateGraph(MessagesState)
     graph.add_node("agent", call_model)
-    graph.add_node("tools", ToolNode(make_tools(counter), handle_tool_errors=True))
+    tools = tools if tools is not None else make_tools(counter)
+    graph.add_node("tools", ToolNode(tools, handle_tool_errors=True))
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")

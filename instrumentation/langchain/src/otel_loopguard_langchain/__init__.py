@@ -3,7 +3,10 @@
 ``opentelemetry-instrument`` loads :class:`LangChainInstrumentor` when ``langchain-core`` is
 installed. It adds an ``execute_tool {tool}`` span around every tool execution
 (``BaseTool.run`` / ``arun``) and an ``invoke_agent {graph}`` span around every outermost
-LangGraph run (``Pregel.stream`` / ``astream``, which ``invoke`` / ``ainvoke`` use). Loop
+LangGraph run (``Pregel.stream`` / ``astream``, which ``invoke`` / ``ainvoke`` use). Inside a
+run, every chat model call (``BaseChatModel._generate_with_cache`` / ``_agenerate_with_cache``)
+is pre-flight checked and its answer reported as a model turn (usage, tool calls, finish
+reason), for token budgets, ``max_steps``, truncation and premature ends. Loop
 detection, decisions and enforcement come from :mod:`otel_loopguard.enforcement`: in
 ``enforce`` mode a looping run ends with :class:`~otel_loopguard.LoopGuardInterrupt` in the
 caller's ``invoke`` / ``stream`` and no tool runs after the STOP.
@@ -21,18 +24,20 @@ from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from otel_loopguard_langchain.graph import astream_wrapper, stream_wrapper
+from otel_loopguard_langchain.model_turns import async_model_wrapper, sync_model_wrapper
 from otel_loopguard_langchain.package import _instruments
 from otel_loopguard_langchain.tools import async_tool_wrapper, sync_tool_wrapper
 from otel_loopguard_langchain.version import __version__
 
 _TOOLS_MODULE = "langchain_core.tools.base"
+_CHAT_MODELS_MODULE = "langchain_core.language_models.chat_models"
 _PREGEL_MODULE = "langgraph.pregel.main"
 
 __all__ = ["LangChainInstrumentor", "__version__"]
 
 
 class LangChainInstrumentor(BaseInstrumentor):
-    """Tool spans and loop enforcement for LangChain; run spans for LangGraph."""
+    """Tool spans, model turns and loop enforcement for LangChain; run spans for LangGraph."""
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
@@ -46,16 +51,25 @@ class LangChainInstrumentor(BaseInstrumentor):
         )
         wrap_function_wrapper(_TOOLS_MODULE, "BaseTool.run", sync_tool_wrapper(tracer))
         wrap_function_wrapper(_TOOLS_MODULE, "BaseTool.arun", async_tool_wrapper(tracer))
+        wrap_function_wrapper(
+            _CHAT_MODELS_MODULE, "BaseChatModel._generate_with_cache", sync_model_wrapper
+        )
+        wrap_function_wrapper(
+            _CHAT_MODELS_MODULE, "BaseChatModel._agenerate_with_cache", async_model_wrapper
+        )
         self._langgraph = _langgraph_available()
         if self._langgraph:
             wrap_function_wrapper(_PREGEL_MODULE, "Pregel.stream", stream_wrapper(tracer))
             wrap_function_wrapper(_PREGEL_MODULE, "Pregel.astream", astream_wrapper(tracer))
 
     def _uninstrument(self, **kwargs: Any) -> None:
+        from langchain_core.language_models.chat_models import BaseChatModel
         from langchain_core.tools.base import BaseTool
 
         unwrap(BaseTool, "run")
         unwrap(BaseTool, "arun")
+        unwrap(BaseChatModel, "_generate_with_cache")
+        unwrap(BaseChatModel, "_agenerate_with_cache")
         if getattr(self, "_langgraph", False):
             from langgraph.pregel.main import Pregel
 

@@ -1,0 +1,151 @@
+"""The model side of each turn, for budgets, max steps, truncation and premature ends.
+
+Why this hook point (langchain-core 1.x): every chat model answer is produced inside
+``BaseChatModel._generate_with_cache`` (``_agenerate_with_cache`` for async), whatever
+the provider class. ``invoke`` / ``ainvoke`` reach it through ``generate_prompt`` and
+``generate`` / ``agenerate``, once per prompt of a batch; so does streaming that callers
+do not ask for themselves (LangGraph's ``stream_mode="messages"`` and ``astream_events``
+make ``invoke`` stream through ``_stream`` inside it). ``generate`` would see a batch as
+one call; ``_generate`` is what each provider overrides, so it cannot be wrapped once.
+When it returns, the answer's ``response_metadata`` (finish reason, model name) is filled
+in. An explicit ``model.stream()`` / ``astream()`` call bypasses it and is not observed.
+
+- Before the call: the pre-flight check (``LoopGuard.preflight_llm``: a stopped run,
+  ``max_steps`` reached, the run's ``timeout`` passed, no token headroom left), so in
+  ``enforce`` mode a vetoed call is never made; then note the run's step counter.
+- After it: one ``llm_response`` with the answer's usage (``usage_metadata``), the tool
+  calls it asks for, its finish reason and whether it is empty (no text, no tool call),
+  unless a model-call instrumentation below (our OpenAI SDK package, for ``ChatOpenAI``)
+  already reported this turn: the step counter moved. In ``enforce`` mode a STOP (a token
+  budget, max steps) raises in the model node, before the tools it asked for run.
+
+Only inside a run the guard knows (a LangGraph run, or an application's own
+``agent_run``): a model called outside any run is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from otel_loopguard.enforcement import get_guard
+from otel_loopguard_langchain.run_context import current_agent
+
+# where providers put the finish reason in ``response_metadata``: OpenAI, Gemini and most
+# others ``finish_reason``, Anthropic ``stop_reason``, Ollama ``done_reason``, Bedrock
+# Converse ``stopReason``
+_FINISH_REASON_KEYS = ("finish_reason", "stop_reason", "done_reason", "stopReason")
+_MODEL_NAME_KEYS = ("model_name", "model")
+
+
+def sync_model_wrapper(
+    wrapped: Callable[..., Any],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """Wrap ``BaseChatModel._generate_with_cache``."""
+    guard = get_guard()
+    steps_before = guard.current_run_steps()  # never raises
+    if steps_before is None:  # no run we know of
+        return wrapped(*args, **kwargs)
+    guard.preflight_llm()  # raises nothing but LoopGuardInterrupt (enforce, STOP)
+    result = wrapped(*args, **kwargs)
+    _observe_turn(guard, instance, result, steps_before)
+    return result
+
+
+async def async_model_wrapper(
+    wrapped: Callable[..., Awaitable[Any]],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """Wrap ``BaseChatModel._agenerate_with_cache``."""
+    guard = get_guard()
+    steps_before = guard.current_run_steps()
+    if steps_before is None:
+        return await wrapped(*args, **kwargs)
+    guard.preflight_llm()
+    result = await wrapped(*args, **kwargs)
+    _observe_turn(guard, instance, result, steps_before)
+    return result
+
+
+def _observe_turn(guard: Any, model: Any, result: Any, steps_before: int) -> None:
+    """One ``llm_response`` for the answer; raises only ``LoopGuardInterrupt``."""
+    try:
+        if guard.current_run_steps() != steps_before:
+            return  # a model-call instrumentation below reported this turn
+        report = _read_answer(model, result)
+        if report is None:
+            return
+        report["agent_name"] = current_agent()
+    except Exception as exc:  # never let our bookkeeping break the agent
+        guard.telemetry.internal_error("langchain.model_turn", exc)
+        return
+    guard.observe_llm_response(**report)
+
+
+def _read_answer(model: Any, result: Any) -> dict[str, Any] | None:
+    """What the turn says, from the ``ChatResult``'s first generation (the one ``invoke``
+    returns; with ``n > 1`` the others are alternatives of the same turn, not turns)."""
+    generations = getattr(result, "generations", None)
+    if not generations:
+        return None
+    message = getattr(generations[0], "message", None)
+    if message is None:
+        return None
+    # a call whose arguments did not parse (``invalid_tool_calls``) was still asked for
+    requested = [
+        (str(call.get("name")), call.get("args"))
+        for call in [
+            *(getattr(message, "tool_calls", None) or ()),
+            *(getattr(message, "invalid_tool_calls", None) or ()),
+        ]
+        if isinstance(call, Mapping)
+    ]
+    usage = getattr(message, "usage_metadata", None)
+    usage = usage if isinstance(usage, Mapping) else {}
+    metadata = getattr(message, "response_metadata", None)
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    return {
+        "model": _first_text(metadata, _MODEL_NAME_KEYS) or _model_name(model),
+        "finish_reason": _first_text(metadata, _FINISH_REASON_KEYS),
+        "input_tokens": _tokens(usage.get("input_tokens")),
+        "output_tokens": _tokens(usage.get("output_tokens")),
+        "empty": not requested and not _has_text(getattr(message, "content", None)),
+        "requested_tool_calls": requested,
+    }
+
+
+def _has_text(content: Any) -> bool:
+    """A string, or content blocks of which one is (or carries) non-blank text."""
+    if isinstance(content, str):
+        return bool(content.strip())
+    for block in content or ():
+        text = block.get("text") if isinstance(block, Mapping) else block
+        if isinstance(text, str) and text.strip():
+            return True
+    return False
+
+
+def _first_text(metadata: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = metadata.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _model_name(model: Any) -> str | None:
+    """The model the chat model class was configured with (``model_name`` or ``model``)."""
+    for name in _MODEL_NAME_KEYS:
+        value = getattr(model, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _tokens(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

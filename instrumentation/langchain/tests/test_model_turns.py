@@ -1,0 +1,255 @@
+"""Model turns of real LangGraph runs: token budgets, max steps, truncation, premature ends.
+
+The chat model is scripted (no network): each answer is an ``AIMessage`` with the usage,
+finish reason and tool calls a provider integration would put on it. The productive
+script makes four model turns: three ``lookup`` calls, then the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agents import (
+    RUN_CONFIG,
+    USER_INPUT,
+    ScriptedChatModel,
+    ToolCounter,
+    build_react_graph,
+    final_answer,
+)
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.tools import tool
+from opentelemetry.instrumentation.utils import unwrap
+from otel_loopguard_langchain import model_turns
+
+from otel_loopguard import LoopGuardInterrupt
+from otel_loopguard.enforcement import get_guard
+
+TURN_USAGE = {"input_tokens": 40, "output_tokens": 10, "total_tokens": 50}
+BUDGET = 120  # 50 tokens a turn: the third turn goes over
+ANSWER = "The Pro plan costs 20 EUR per month for up to 5 seats."
+TOPICS = ("pricing", "limits", "refunds")
+
+
+def _turn(content: str = "", *, finish: str = "stop", **fields: Any) -> AIMessage:
+    return AIMessage(
+        content=content,
+        usage_metadata=dict(TURN_USAGE),
+        response_metadata={"finish_reason": finish, "model_name": "scripted-1"},
+        **fields,
+    )
+
+
+def priced_script() -> Iterator[AIMessage]:
+    """Three distinct lookups, then the answer; every turn costs 40 + 10 tokens."""
+    for index, topic in enumerate(TOPICS):
+        yield _turn(
+            finish="tool_calls",
+            tool_calls=[{"name": "lookup", "args": {"topic": topic}, "id": f"call_{index}"}],
+        )
+    yield _turn(ANSWER)
+
+
+class CountingChatModel(ScriptedChatModel):
+    """The scripted model, counting the calls that reached it (the ones a provider bills).
+
+    With ``report_below``, the turns of those indexes are reported to the guard from inside
+    the call, as our OpenAI SDK instrumentation does below a ``ChatOpenAI``.
+    """
+
+    calls: int = 0
+    report_below: frozenset[int] = frozenset()
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        index = self.calls
+        self.calls += 1
+        result = super()._generate(messages, *args, **kwargs)
+        if index in self.report_below:
+            usage = result.generations[0].message.usage_metadata or {}
+            get_guard().observe_llm_response(
+                model="scripted-1",
+                input_tokens=usage.get("input_tokens"),
+                output_tokens=usage.get("output_tokens"),
+            )
+        return result
+
+
+class StreamingChatModel(CountingChatModel):
+    """A provider integration that streams: each answer arrives as one chunk."""
+
+    def _stream(
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
+        message = self._generate(messages, *args, **kwargs).generations[0].message
+        assert isinstance(message, AIMessage)
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content=message.content,
+                tool_calls=message.tool_calls,
+                usage_metadata=message.usage_metadata,
+                response_metadata=message.response_metadata,
+                chunk_position="last",
+            )
+        )
+
+
+@contextlib.contextmanager
+def model_turns_unwrapped() -> Iterator[None]:
+    """The instrumentation as it was before model turns were observed (tools, runs only)."""
+    names = ("_generate_with_cache", "_agenerate_with_cache")
+    instrumented = {name: BaseChatModel.__dict__[name] for name in names}
+    for name in names:
+        unwrap(BaseChatModel, name)
+    try:
+        yield
+    finally:
+        for name, method in instrumented.items():
+            setattr(BaseChatModel, name, method)
+
+
+def test_token_budget_stops_the_run_before_the_next_tool_runs(make_loopguard):
+    # without the model turns, the guard sees no usage: the same run ignores the budget
+    baseline_counter = ToolCounter()
+    baseline_model = CountingChatModel(messages=priced_script())
+    make_loopguard(mode="enforce", token_budget=BUDGET)
+    with model_turns_unwrapped():
+        baseline = build_react_graph(iter(()), baseline_counter, model=baseline_model).invoke(
+            USER_INPUT, RUN_CONFIG
+        )
+    assert final_answer(baseline) == ANSWER
+    assert (baseline_counter["lookup"], baseline_model.calls) == (3, 4)
+
+    harness = make_loopguard(mode="enforce", token_budget=BUDGET)
+    counter = ToolCounter()
+    model = CountingChatModel(messages=priced_script())
+
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        build_react_graph(iter(()), counter, model=model).invoke(USER_INPUT, RUN_CONFIG)
+
+    assert raised.value.decision.detectors == ("budget",)
+    # 150 tokens after the third turn: its lookup never runs, no fourth model call
+    assert counter["lookup"] == 2
+    assert model.calls == 3
+    assert harness.run_state("support_agent") == "budget_exceeded"
+    (run,) = harness.named("invoke_agent support_agent")
+    assert run.attributes["gen_ai.usage.input_tokens"] == 120
+    assert run.attributes["gen_ai.usage.output_tokens"] == 30
+    harness.assert_every_span_ended_once()
+
+
+def test_async_run_is_stopped_by_the_token_budget(make_loopguard):
+    harness = make_loopguard(mode="enforce", token_budget=BUDGET)
+    counter = ToolCounter()
+    model = CountingChatModel(messages=priced_script())
+    graph = build_react_graph(iter(()), counter, model=model)
+
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        asyncio.run(graph.ainvoke(USER_INPUT, RUN_CONFIG))
+
+    assert raised.value.decision.detectors == ("budget",)
+    assert counter["lookup"] == 2
+    assert model.calls == 3
+    assert harness.run_state("support_agent") == "budget_exceeded"
+    harness.assert_every_span_ended_once()
+
+
+def test_a_model_streaming_its_tokens_is_stopped_by_the_token_budget(make_loopguard):
+    """``stream_mode="messages"`` makes LangGraph stream each model call token by token."""
+    harness = make_loopguard(mode="enforce", token_budget=BUDGET)
+    counter = ToolCounter()
+    model = StreamingChatModel(messages=priced_script())
+    graph = build_react_graph(iter(()), counter, model=model)
+
+    streamed: list[Any] = []
+    with pytest.raises(LoopGuardInterrupt):
+        for item in graph.stream(USER_INPUT, RUN_CONFIG, stream_mode="messages"):
+            streamed.append(item)
+
+    assert any(isinstance(message, AIMessageChunk) for message, _meta in streamed)
+    assert counter["lookup"] == 2
+    assert model.calls == 3
+    assert harness.run_state("support_agent") == "budget_exceeded"
+
+
+def test_max_steps_makes_no_further_model_call(make_loopguard):
+    harness = make_loopguard(mode="enforce", max_steps=2)
+    counter = ToolCounter()
+    model = CountingChatModel(messages=priced_script())
+
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        build_react_graph(iter(()), counter, model=model).invoke(USER_INPUT, RUN_CONFIG)
+
+    assert raised.value.decision.detectors == ("budget",)
+    assert model.calls == 2  # the third call is vetoed before it is made
+    assert counter["lookup"] == 2
+    assert harness.run_state("support_agent") == "max_steps"
+
+
+def test_a_truncated_answer_gets_the_truncation_decision(loopguard):
+    cut_off = "The Pro plan costs 20 EUR per month, billed"
+    model = CountingChatModel(messages=iter([_turn(cut_off, finish="length")]))
+
+    result = build_react_graph(iter(()), ToolCounter(), model=model).invoke(USER_INPUT, RUN_CONFIG)
+
+    assert final_answer(result) == cut_off  # not interrupted: a replan is advice
+    ((_span, replan),) = loopguard.decision_events("replan")
+    assert replan["loopguard.detectors"] == ("truncation",)
+
+
+def test_an_empty_end_after_a_failing_tool_is_a_premature_end(loopguard):
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        raise PermissionError(f"403 permission denied: {url}")
+
+    script = [
+        _turn(
+            finish="tool_calls",
+            tool_calls=[{"name": "fetch", "args": {"url": "/admin"}, "id": "c1"}],
+        ),
+        _turn(""),  # the model ends its turn with nothing at all
+    ]
+    model = CountingChatModel(messages=iter(script))
+
+    result = build_react_graph(iter(()), ToolCounter(), model=model, tools=[fetch]).invoke(
+        USER_INPUT, RUN_CONFIG
+    )
+
+    assert final_answer(result) == ""
+    ((_span, replan),) = loopguard.decision_events("replan")
+    assert replan["loopguard.detectors"] == ("premature_end",)
+
+
+def test_a_turn_reported_below_is_counted_once(loopguard):
+    # turns 0 and 2 are reported from inside the model call, turns 1 and 3 are not
+    model = CountingChatModel(messages=priced_script(), report_below=frozenset({0, 2}))
+
+    result = build_react_graph(iter(()), ToolCounter(), model=model).invoke(USER_INPUT, RUN_CONFIG)
+
+    assert final_answer(result) == ANSWER
+    (run,) = loopguard.named("invoke_agent support_agent")
+    assert run.attributes["gen_ai.usage.input_tokens"] == 4 * 40
+    assert run.attributes["gen_ai.usage.output_tokens"] == 4 * 10
+
+
+def test_an_error_in_our_bookkeeping_never_breaks_the_run(make_loopguard, monkeypatch, caplog):
+    make_loopguard(mode="enforce", token_budget=BUDGET)
+
+    def broken(model: Any, result: Any) -> Any:
+        raise RuntimeError("unexpected answer shape")
+
+    monkeypatch.setattr(model_turns, "_read_answer", broken)
+    counter = ToolCounter()
+    model = CountingChatModel(messages=priced_script())
+
+    result = build_react_graph(iter(()), counter, model=model).invoke(USER_INPUT, RUN_CONFIG)
+
+    assert final_answer(result) == ANSWER
+    assert counter["lookup"] == 3
+    assert any("langchain.model_turn" in r.getMessage() for r in caplog.records)
