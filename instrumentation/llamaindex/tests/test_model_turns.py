@@ -9,7 +9,8 @@ wrapper does, so it fails when the feature is removed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from agents import (
     ToolCounter,
     UsageLLM,
     build_usage_agent,
+    make_tools,
     productive_script,
     run_to_end,
 )
@@ -37,21 +39,41 @@ _STEP_OWNERS = (
 
 
 @pytest.fixture
-def without_model_turns() -> Iterator[None]:
-    """The instrumentation minus the model-turn wrapper, for a baseline."""
+def without_model_turns() -> Callable[[], AbstractContextManager[None]]:
+    """``with without_model_turns():`` the instrumentation minus the model-turn wrapper, for
+    a baseline part of a test."""
     from llama_index.core.agent.workflow.base_agent import BaseWorkflowAgent
 
-    for cls in (BaseWorkflowAgent, AgentWorkflow):
-        unwrap(cls, "run_agent_step")
-    yield
-    for module, name in _STEP_OWNERS:
-        wrap_function_wrapper(module, f"{name}.run_agent_step", agent_step_wrapper())
+    @contextmanager
+    def off() -> Iterator[None]:
+        for cls in (BaseWorkflowAgent, AgentWorkflow):
+            unwrap(cls, "run_agent_step")
+        try:
+            yield
+        finally:
+            for module, name in _STEP_OWNERS:
+                wrap_function_wrapper(module, f"{name}.run_agent_step", agent_step_wrapper())
+
+    return off
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["chat", "stream-chat"])
-async def test_token_budget_stops_the_agent_before_its_next_tool(make_loopguard, streaming):
+async def test_token_budget_stops_the_agent_before_its_next_tool(
+    make_loopguard, without_model_turns, streaming
+):
     # 70 tokens a turn: the second turn (140) is over a 100-token budget
-    guard = make_loopguard(mode="enforce", token_budget=100)
+    make_loopguard(mode="enforce", token_budget=100)
+    baseline_counter = ToolCounter()
+    baseline, baseline_llm = build_usage_agent(
+        productive_script(), baseline_counter, streaming=streaming
+    )
+    with without_model_turns():  # the tools alone never see the tokens: it runs to the end
+        result = await asyncio.wait_for(run_to_end(baseline, stream=streaming), timeout=30)
+    assert "Pro plan costs 20 EUR per month" in str(result)
+    assert baseline_llm.calls == 4
+    assert baseline_counter.calls == {"lookup": 3}
+    guard = make_loopguard(mode="enforce", token_budget=100)  # a fresh guard and spans
+
     counter = ToolCounter()
     agent, llm = build_usage_agent(productive_script(), counter, streaming=streaming)
 
@@ -69,24 +91,14 @@ async def test_token_budget_stops_the_agent_before_its_next_tool(make_loopguard,
     guard.assert_every_span_ended_once()
 
 
-async def test_without_model_turns_the_same_agent_spends_past_the_budget(
-    make_loopguard, without_model_turns
-):
-    guard = make_loopguard(mode="enforce", token_budget=100)
-    counter = ToolCounter()
-    agent, llm = build_usage_agent(productive_script(), counter)
+async def test_max_steps_makes_no_further_model_call(make_loopguard, without_model_turns):
+    make_loopguard(mode="enforce", max_steps=2)
+    baseline, baseline_llm = build_usage_agent(productive_script(), ToolCounter())
+    with without_model_turns():  # no model turn is seen: four model calls
+        await asyncio.wait_for(run_to_end(baseline), timeout=30)
+    assert baseline_llm.calls == 4
+    guard = make_loopguard(mode="enforce", max_steps=2)  # a fresh guard and spans
 
-    result = await asyncio.wait_for(run_to_end(agent), timeout=30)
-
-    assert "Pro plan costs 20 EUR per month" in str(result)
-    assert llm.calls == 4
-    assert counter.calls == {"lookup": 3}
-    (run,) = guard.agent_spans()
-    assert run.attributes["loopguard.run.state"] == "completed"
-
-
-async def test_max_steps_makes_no_further_model_call(make_loopguard):
-    guard = make_loopguard(mode="enforce", max_steps=2)
     counter = ToolCounter()
     agent, llm = build_usage_agent(productive_script(), counter)
 
@@ -98,15 +110,6 @@ async def test_max_steps_makes_no_further_model_call(make_loopguard):
     (run,) = guard.agent_spans()
     assert run.attributes["loopguard.run.state"] == "max_steps"
     guard.assert_every_span_ended_once()
-
-
-async def test_without_model_turns_max_steps_sees_no_turn(make_loopguard, without_model_turns):
-    make_loopguard(mode="enforce", max_steps=2)
-    agent, llm = build_usage_agent(productive_script(), ToolCounter())
-
-    await asyncio.wait_for(run_to_end(agent), timeout=30)
-
-    assert llm.calls == 4
 
 
 def _hand_over_to_bob(messages: Sequence[ChatMessage], **_: Any) -> ChatMessage:
@@ -188,4 +191,42 @@ async def test_our_bookkeeping_failing_never_breaks_the_run(make_loopguard, monk
     assert errors == ["llamaindex.model_turn"] * 4, "each of the 4 turns was caught and counted"
     (run,) = guard.agent_spans()
     assert run.attributes["loopguard.run.state"] == "completed"
+    guard.assert_every_span_ended_once()
+
+
+class CutOffLLM(UsageLLM):
+    """Every answer hits the output limit; usage and stop reason Anthropic-style in ``raw``
+    (``llama-index-llms-anthropic`` keeps the API's ``Message`` there)."""
+
+    def _raw(self, message: ChatMessage) -> dict[str, Any]:
+        return {
+            "model": "scripted-claude",
+            "stop_reason": "max_tokens",
+            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
+        }
+
+
+async def test_a_model_cut_off_again_and_again_is_stopped(make_loopguard, without_model_turns):
+    make_loopguard(mode="enforce")
+    baseline_llm = CutOffLLM(response_generator=productive_script())
+    baseline = FunctionAgent(
+        name="support_agent", tools=make_tools(ToolCounter()), llm=baseline_llm
+    )
+    with without_model_turns():
+        await asyncio.wait_for(run_to_end(baseline), timeout=30)
+    assert baseline_llm.calls == 4
+    guard = make_loopguard(mode="enforce")  # a fresh guard and spans
+
+    counter = ToolCounter()
+    llm = CutOffLLM(response_generator=productive_script())
+    agent = FunctionAgent(name="support_agent", tools=make_tools(counter), llm=llm)
+
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        await asyncio.wait_for(run_to_end(agent), timeout=30)
+
+    # two truncations are answered with a continuation (max_tokens_recoveries=2), the third
+    # stops the run before its lookup runs
+    assert "truncation" in raised.value.decision.detectors
+    assert llm.calls == 3
+    assert counter.calls == {"lookup": 2}
     guard.assert_every_span_ended_once()
