@@ -154,3 +154,60 @@ async def run_to_end(agent: Any, *, max_iterations: int = 60, stream: bool = Fal
         async for _event in handler.stream_events():
             pass
     return await handler
+
+
+class UsageLLM(MockFunctionCallingLLM):
+    """The scripted model, with usage where providers put it: an OpenAI-style ``raw``.
+
+    ``MockFunctionCallingLLM`` reports no usage; ``llama-index-llms-openai`` keeps the API's
+    ``ChatCompletion`` (``usage``, ``choices[0].finish_reason``, ``model``) in
+    ``ChatResponse.raw``, so this one puts the same shape there, on the last chunk of a
+    stream. ``calls`` counts the model calls really made.
+    """
+
+    calls: int = 0
+    input_tokens: int = 60
+    output_tokens: int = 10
+
+    def _raw(self, message: ChatMessage) -> dict[str, Any]:
+        asks = any(isinstance(block, ToolCallBlock) for block in message.blocks)
+        return {
+            "model": "scripted-gpt",
+            "choices": [{"index": 0, "finish_reason": "tool_calls" if asks else "stop"}],
+            "usage": {
+                "prompt_tokens": self.input_tokens,
+                "completion_tokens": self.output_tokens,
+            },
+        }
+
+    async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Any:
+        self.calls += 1
+        response = await super().achat(messages, **kwargs)
+        response.raw = self._raw(response.message)
+        return response
+
+    async def astream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Any:
+        self.calls += 1
+        chunks = [chunk async for chunk in await super().astream_chat(messages, **kwargs)]
+        chunks[-1].raw = self._raw(chunks[-1].message)
+
+        async def replay() -> Any:
+            for chunk in chunks:
+                yield chunk
+
+        return replay()
+
+
+def build_usage_agent(
+    script: Script, counter: ToolCounter, *, streaming: bool = False, **usage: int
+) -> tuple[FunctionAgent, UsageLLM]:
+    """``build_agent`` with a :class:`UsageLLM`; returns the agent and its model."""
+    llm = UsageLLM(response_generator=script, **usage)
+    agent = FunctionAgent(
+        name="support_agent",
+        description="Answers product questions.",
+        tools=make_tools(counter),
+        llm=llm,
+        streaming=streaming,
+    )
+    return agent, llm

@@ -3,9 +3,11 @@
 ``opentelemetry-instrument`` loads :class:`LlamaIndexInstrumentor` when ``llama-index-core``
 is installed. It adds an ``execute_tool {tool}`` span around every ``FunctionTool`` call and
 an ``invoke_agent {agent}`` span around every ``FunctionAgent`` / ``ReActAgent`` /
-``CodeActAgent`` / ``AgentWorkflow`` run, reports ``AgentWorkflow`` handoffs, and in
-``enforce`` mode ends a looping run with :class:`~otel_loopguard.LoopGuardInterrupt` in the
-caller's ``await handler`` or ``stream_events()`` (see :mod:`.workflow` for how it gets there).
+``CodeActAgent`` / ``AgentWorkflow`` run, reports ``AgentWorkflow`` handoffs and each agent
+turn's model answer (usage, finish reason, requested tool calls: see :mod:`.model_turns`),
+and in ``enforce`` mode ends a looping or over-budget run with
+:class:`~otel_loopguard.LoopGuardInterrupt` in the caller's ``await handler`` or
+``stream_events()`` (see :mod:`.workflow` for how it gets there).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
+from otel_loopguard_llamaindex.model_turns import agent_step_wrapper
 from otel_loopguard_llamaindex.package import _instruments
 from otel_loopguard_llamaindex.tools import async_tool_wrapper, sync_tool_wrapper
 from otel_loopguard_llamaindex.version import __version__
@@ -36,7 +39,7 @@ __all__ = ["LlamaIndexInstrumentor", "LoopGuardWorkflowInterrupt", "__version__"
 
 
 class LlamaIndexInstrumentor(BaseInstrumentor):
-    """Tool spans, agent run spans and loop enforcement for LlamaIndex."""
+    """Tool spans, agent run spans, model turns and loop enforcement for LlamaIndex."""
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
@@ -54,6 +57,7 @@ class LlamaIndexInstrumentor(BaseInstrumentor):
             wrap_function_wrapper(module, f"{cls}._call_tool", call_tool_wrapper())
             wrap_function_wrapper(module, f"{cls}.call_tool", call_tool_step_wrapper())
             wrap_function_wrapper(module, f"{cls}.run", run_wrapper(tracer))
+            wrap_function_wrapper(module, f"{cls}.run_agent_step", agent_step_wrapper())
 
     def _uninstrument(self, **kwargs: Any) -> None:
         from llama_index.core.agent.workflow.base_agent import BaseWorkflowAgent
@@ -66,3 +70,4 @@ class LlamaIndexInstrumentor(BaseInstrumentor):
             unwrap(cls, "_call_tool")
             unwrap(cls, "call_tool")
             unwrap(cls, "run")
+            unwrap(cls, "run_agent_step")

@@ -1,0 +1,151 @@
+"""The model side of each agent turn, for budgets, max steps, truncation and premature ends.
+
+Why this hook point (llama-index-core 0.14): every turn of an agent workflow runs in the
+``run_agent_step`` step, ``BaseWorkflowAgent.run_agent_step`` for a single agent and
+``AgentWorkflow.run_agent_step`` for a multi-agent workflow. Both call the agent's
+``take_step``, which asks the model once (``achat_with_tools`` / ``astream_chat_with_tools``
+for ``FunctionAgent``, ``achat`` / ``astream_chat`` for ``ReActAgent``, either for
+``CodeActAgent``), consumes the stream if the agent streams, and returns an ``AgentOutput``
+with the model's message, the tool calls it asked for (already parsed into
+``ToolSelection`` objects, whatever the provider or the ReAct text format) and the
+response's ``raw`` payload. Wrapping the two steps sees every turn of every agent class,
+including a user's own ``BaseWorkflowAgent`` subclass, with any LLM class (a provider's, a
+scripted mock); wrapping LLM methods would miss subclasses that override ``achat`` and would
+also count model calls a tool makes internally (a query engine tool) as the agent's turns.
+A streamed turn is reported once, when ``take_step`` returns with the stream consumed.
+
+- Before the step: the pre-flight check (``LoopGuard.preflight_llm``: a stopped run,
+  ``max_steps`` reached, the run's ``timeout`` passed, no token headroom left), so in
+  ``enforce`` mode a vetoed model call is never made.
+- After it: one ``llm_response`` with the usage and finish reason found in ``raw`` (OpenAI
+  style ``usage.prompt_tokens`` / ``completion_tokens`` and ``choices[0].finish_reason``,
+  Anthropic style ``usage.input_tokens`` / ``output_tokens`` and ``stop_reason``), the tool
+  calls and whether the answer was empty; unless a model-call instrumentation below (our
+  OpenAI SDK package, for ``llama-index-llms-openai``) already reported this turn: the
+  run's step counter moved during the step. A STOP (a token budget, max steps) ends the
+  run before the turn's tools run. The ``AgentOutput`` event has already been written to
+  the caller's event stream by then (the step does that before it returns).
+
+Both interrupts are raised as :class:`~.workflow.LoopGuardWorkflowInterrupt`, which the
+workflow runtime hands to ``await handler`` (see :mod:`.workflow`). Not observed: the
+model calls outside ``run_agent_step`` (the ``early_stopping_method="generate"`` summary
+after ``max_iterations``, structured output generation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from otel_loopguard import LoopGuardInterrupt
+from otel_loopguard.enforcement import get_guard
+from otel_loopguard_llamaindex.workflow import _interrupt_for_workflow
+
+_WHERE = "llamaindex.model_turn"
+
+
+def agent_step_wrapper() -> Callable[..., Any]:
+    """``run_agent_step(ctx, ev: AgentSetup)`` of both agent workflow classes."""
+
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
+        guard = get_guard()
+        steps_before = guard.current_run_steps()  # never raises
+        if steps_before is None:  # not inside a run the guard knows
+            return await wrapped(*args, **kwargs)
+        try:
+            guard.preflight_llm()  # raises only LoopGuardInterrupt (enforce, STOP)
+        except LoopGuardInterrupt as interrupt:
+            raise _interrupt_for_workflow(interrupt) from None
+        output = await wrapped(*args, **kwargs)
+        _observe_turn(guard, instance, output, steps_before)
+        return output
+
+    return wrapper
+
+
+def _observe_turn(guard: Any, instance: Any, output: Any, steps_before: int) -> None:
+    """Report the turn the step produced; raises only ``LoopGuardWorkflowInterrupt``."""
+    try:
+        if guard.current_run_steps() != steps_before:
+            return  # a model-call instrumentation below reported this turn
+        report = _read_turn(instance, output)
+    except Exception as exc:  # never let our bookkeeping break the agent
+        guard.telemetry.internal_error(_WHERE, exc)
+        return
+    try:
+        guard.observe_llm_response(**report)
+    except LoopGuardInterrupt as interrupt:
+        raise _interrupt_for_workflow(interrupt) from None
+
+
+def _read_turn(instance: Any, output: Any) -> dict[str, Any]:
+    """The ``observe_llm_response`` arguments for one ``AgentOutput``."""
+    agent_name = getattr(output, "current_agent_name", None)
+    agent_name = agent_name if isinstance(agent_name, str) and agent_name else None
+    raw = getattr(output, "raw", None)
+    usage = _field(raw, "usage")
+    calls = getattr(output, "tool_calls", None) or ()
+    requested = [(str(call.tool_name), call.tool_kwargs) for call in calls]
+    content = getattr(getattr(output, "response", None), "content", None)
+    said = isinstance(content, str) and bool(content.strip())
+    return {
+        "model": _model_name(raw, _llm_of(instance, agent_name)),
+        "finish_reason": _finish_reason(raw),
+        "input_tokens": _tokens(_field(usage, "prompt_tokens"), _field(usage, "input_tokens")),
+        "output_tokens": _tokens(
+            _field(usage, "completion_tokens"), _field(usage, "output_tokens")
+        ),
+        "empty": not said and not requested,
+        "requested_tool_calls": requested,
+        "agent_name": agent_name,
+    }
+
+
+def _field(item: Any, name: str) -> Any:
+    """A field of a raw payload: a dict (``AgentOutput.raw`` is dumped) or an object."""
+    if item is None:
+        return None
+    if isinstance(item, dict):
+        return item.get(name)
+    return getattr(item, name, None)
+
+
+def _finish_reason(raw: Any) -> str | None:
+    """OpenAI-style ``choices[0].finish_reason``, else Anthropic-style ``stop_reason``."""
+    choices = _field(raw, "choices")
+    if isinstance(choices, (list, tuple)) and choices:
+        reason = _field(choices[0], "finish_reason")
+        if isinstance(reason, str) and reason:
+            return reason
+    for name in ("stop_reason", "finish_reason"):
+        reason = _field(raw, name)
+        if isinstance(reason, str) and reason:
+            return reason
+    return None
+
+
+def _llm_of(instance: Any, agent_name: str | None) -> Any:
+    """The acting agent's LLM: the agent's own, or the multi-agent workflow's current one."""
+    agents = getattr(instance, "agents", None)
+    if isinstance(agents, dict):
+        return getattr(agents.get(agent_name), "llm", None)
+    return getattr(instance, "llm", None)
+
+
+def _model_name(raw: Any, llm: Any) -> str | None:
+    """The model that answered (``raw``), else the one the LLM was configured with."""
+    for name in (_field(raw, "model"), getattr(llm, "model", None)):
+        if isinstance(name, str) and name:
+            return name
+    try:
+        name = llm.metadata.model_name if llm is not None else None
+    except Exception:  # an LLM whose metadata needs something we do not have
+        return None
+    return name if isinstance(name, str) and name and name != "unknown" else None
+
+
+def _tokens(*values: Any) -> int | None:
+    for value in values:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
