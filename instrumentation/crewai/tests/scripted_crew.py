@@ -80,12 +80,16 @@ class CountingSearch:
 
 def make_crew(
     search: CountingSearch,
-    script: Callable[[int], Move],
+    script: Callable[[int], Move] | None,
     *,
     native: bool = True,
     max_iter: int = 8,
+    llm: Any = None,
 ) -> Crew:
-    llm = ScriptedLLM(model="scripted", script=script, native=native)
+    """One researcher agent with ``search``; its model answers from ``script``, or is
+    ``llm`` (a real provider against a scripted API) when given."""
+    if llm is None:
+        llm = ScriptedLLM(model="scripted", script=script, native=native)
     agent = Agent(
         role="researcher",
         goal="find the pricing page",

@@ -17,8 +17,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from crewai import LLM, Agent, Crew, Task
-from scripted_crew import CountingSearch
+from crewai import LLM
+from scripted_crew import CountingSearch, make_crew
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
 
@@ -34,17 +34,7 @@ def _run_crew(harness, api: ScriptedAPI, search: CountingSearch) -> object:
     base_url, stop = api.serve()
     try:
         llm = LLM(model="gpt-4o-mini", base_url=base_url, api_key="test-key", max_retries=0)
-        agent = Agent(
-            role="researcher",
-            goal="find the pricing page",
-            backstory="a careful researcher",
-            llm=llm,
-            tools=[search.tool],
-            max_iter=5,
-            verbose=False,
-        )
-        task = Task(description="Find the pricing page", expected_output="a URL", agent=agent)
-        return Crew(agents=[agent], tasks=[task], verbose=False).kickoff()
+        return make_crew(search, None, llm=llm, max_iter=5).kickoff()
     finally:
         stop()
         instrumentor.uninstrument()
