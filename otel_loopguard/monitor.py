@@ -226,6 +226,8 @@ class Monitor:
         checking the type before the ``try``)."""
         try:  # the hot path: one function, locals, no allocation unless a signal fires
             run_id = event.run_id
+            if run_id.__class__ is not str:  # an Event made by hand with a UUID or int id
+                run_id = run_key(run_id)
             now = self._clock()
             run = self._newest
             touches = self._touches + 1

@@ -83,3 +83,19 @@ def test_an_id_whose_text_fails_still_names_a_run() -> None:
     event = events.tool_call(Hostile(), "search", {"q": 1})
     assert event.run_id == "<Hostile>"
     assert monitor.observe(event).action is Action.CONTINUE
+
+
+def test_an_event_made_by_hand_with_an_int_id_is_the_run_of_its_text() -> None:
+    """``Event`` itself is typed (the compiled build rejects an int there), but the pure
+    build accepts one: the monitor still names that run by its text, as everywhere else."""
+    from otel_loopguard.events import Event, EventKind
+
+    monitor = Monitor(LoopGuardConfig())
+    try:
+        event = Event(EventKind.TOOL_CALL, 7, tool_name="search", signature="s1")
+    except TypeError:  # the compiled build: the builders are the way to pass an int id
+        event = events.tool_call(7, "search", {"q": 1})
+    monitor.observe(event)
+    summary = monitor.end_run(7)
+    assert summary is not None and summary.run_id == "7"
+    assert summary.counters.tool_calls == 1
