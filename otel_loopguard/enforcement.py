@@ -50,6 +50,7 @@ from otel_loopguard.events import (
     tool_error,
     tool_result,
 )
+from otel_loopguard.model_turn import ModelTurn, mark_reported, open_turn
 from otel_loopguard.span_mapping import (
     CALL_NEAR_KEY_ATTRIBUTE,
     CALL_SIGNATURE_ATTRIBUTE,
@@ -473,8 +474,10 @@ class LoopGuard:
         """Feed one model turn (usage, finish reason, emptiness, requested tool calls).
 
         ``span`` is the model-call span when the wrapper made one: the decision event is
-        added to it (before it ends) and the processor will not feed it again.
+        added to it (before it ends) and the processor will not feed it again. A
+        :meth:`model_turn` open around this call learns that its turn was reported.
         """
+        mark_reported()
         try:
             if not self.config.enabled:
                 return Decision(Action.CONTINUE)
@@ -588,12 +591,31 @@ class LoopGuard:
             self._managed_tools.clear()
         managed.add(span_id)
 
+    def model_turn(self) -> ModelTurn:
+        """Open a :class:`~otel_loopguard.model_turn.ModelTurn` around one model call a
+        framework wrapper sees at its own level (an agent step), to report the turn after
+        the call only if no layer inside it (an SDK's instrumentation) did::
+
+            guard.preflight_llm()
+            with guard.model_turn() as turn:
+                answer = call_model()
+            if turn.needs_report:
+                guard.observe_llm_response(...)
+
+        Never raises; outside a run the turn has ``in_run`` False and needs no report.
+        """
+        try:
+            in_run = self.config.enabled and _CURRENT_RUN.get() is not None
+        except Exception as exc:  # pragma: no cover - a config object that fails to read
+            self.telemetry.internal_error("model_turn", exc)
+            in_run = False
+        return open_turn(in_run)
+
     def current_run_steps(self) -> int | None:
         """Model turns the current run has seen so far (``None`` outside a run).
 
-        A wrapper that sees a model turn at a coarse level (an agent framework's step) reads
-        it before and after the turn: if it moved, a model-call instrumentation below (an
-        SDK's) already reported the turn, and reporting it again would count it twice.
+        To tell whether a layer below reported a turn, use :meth:`model_turn` instead: this
+        counter also moves for a model call running in parallel in the same run.
         """
         try:
             handle = _CURRENT_RUN.get()

@@ -39,6 +39,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from otel_loopguard.decisions import Action, Decision, RunEndState
 from otel_loopguard.enforcement import LoopGuard, OpenAgent, TraceState, get_guard
 from otel_loopguard.events import Event
+from otel_loopguard.model_turn import mark_reported
 from otel_loopguard.span_mapping import (
     SpanClass,
     agent_name,
@@ -304,6 +305,10 @@ class LoopGuardSpanProcessor(SpanProcessor):
             tracker.drop(trace_id)
         identity = state.identity(conversation, root)
 
+        if span_class is _LLM and not managed:
+            # a model span of another instrumentation ended inside a framework wrapper's
+            # model turn (this runs in the thread and context that ended the span)
+            mark_reported()
         view: SpanView | None = None
         if not (managed or duplicate or run_root):
             if plain:

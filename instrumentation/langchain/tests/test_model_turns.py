@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +26,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
 from opentelemetry.instrumentation.utils import unwrap
 from otel_loopguard_langchain import model_turns
 
@@ -236,6 +238,55 @@ def test_a_turn_reported_below_is_counted_once(loopguard):
     (run,) = loopguard.named("invoke_agent support_agent")
     assert run.attributes["gen_ai.usage.input_tokens"] == 4 * 40
     assert run.attributes["gen_ai.usage.output_tokens"] == 4 * 10
+
+
+class WaitingChatModel(CountingChatModel):
+    """Answers only once ``go`` is set: a model call still in flight while another runs."""
+
+    go: Any = None
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        assert self.go.wait(timeout=10), "the other branch never reported its turn"
+        return super()._generate(messages, *args, **kwargs)
+
+
+class SignallingChatModel(CountingChatModel):
+    """Reports its turns from below (like our OpenAI package), then sets ``done``."""
+
+    done: Any = None
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        result = super()._generate(messages, *args, **kwargs)
+        self.done.set()
+        return result
+
+
+def test_parallel_branches_of_one_run_count_each_model_turn(loopguard):
+    """Two model nodes in one superstep run at once: the branch whose turn was reported
+    below finishes while the other is in flight, and both turns still count."""
+    reported = threading.Event()
+    slow = WaitingChatModel(messages=iter([_turn("draft A")]), go=reported)
+    fast = SignallingChatModel(
+        messages=iter([_turn("draft B")]), report_below=frozenset({0}), done=reported
+    )
+
+    def node(model: Any) -> Any:
+        return lambda state: {"messages": [model.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("writer_a", node(slow))
+    graph.add_node("writer_b", node(fast))
+    graph.add_edge(START, "writer_a")
+    graph.add_edge(START, "writer_b")
+    graph.add_edge("writer_a", END)
+    graph.add_edge("writer_b", END)
+
+    graph.compile(name="two_writers").invoke(USER_INPUT, RUN_CONFIG)
+
+    assert (slow.calls, fast.calls) == (1, 1)
+    (run,) = loopguard.named("invoke_agent two_writers")
+    assert run.attributes["gen_ai.usage.input_tokens"] == 2 * 40
+    assert run.attributes["gen_ai.usage.output_tokens"] == 2 * 10
 
 
 def test_an_error_in_our_bookkeeping_never_breaks_the_run(make_loopguard, monkeypatch, caplog):

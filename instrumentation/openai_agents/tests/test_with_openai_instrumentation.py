@@ -2,8 +2,9 @@
 
 The Agents SDK's own OpenAI model calls the OpenAI SDK, which ``otel-loopguard-openai``
 instruments too: that package reports each model call it sees. This package reports each
-turn as well, unless a package below already did (the run's step counter moved during the
-call). A turn must count once, or token budgets and ``max_steps`` trip at half their size.
+turn as well, unless a package below already did (which marks the ``LoopGuard.model_turn``
+open around the call). A turn must count once, or token budgets and ``max_steps`` trip at
+half their size.
 
 The OpenAI API is the OpenAI suite's scripted one (``instrumentation/openai/tests``): the
 SDK's real client over a mock transport, the one stand-in, because the network is out of

@@ -10,7 +10,7 @@ providers, LiteLLM, a custom ``BaseLLM``).
   cumulative ``get_token_usage_summary()``, CrewAI's own per-call method) and, for native
   function calling, the tool calls the model asked for; unless a model-call
   instrumentation (our OpenAI SDK package, for CrewAI's OpenAI provider) already reported
-  this turn, which the run's step counter tells.
+  this turn, which marks the ``LoopGuard.model_turn`` open around the call.
 """
 
 from __future__ import annotations
@@ -65,10 +65,10 @@ def observed_llm_response(
     llm = kwargs.get("llm", args[0] if args else None)
     guard = guard_provider()
     guard.preflight_llm()
-    steps_before = guard.current_run_steps()
     usage_before = _usage(llm)
-    answer = wrapped(*args, **kwargs)
-    if steps_before is None or guard.current_run_steps() != steps_before:
+    with guard.model_turn() as turn:  # never raises
+        answer = wrapped(*args, **kwargs)
+    if not turn.needs_report:  # outside a run, or a layer below reported the turn
         return answer
     usage_after = _usage(llm)
     tokens: tuple[int | None, int | None] = (None, None)

@@ -12,11 +12,11 @@ in. An explicit ``model.stream()`` / ``astream()`` call bypasses it and is not o
 
 - Before the call: the pre-flight check (``LoopGuard.preflight_llm``: a stopped run,
   ``max_steps`` reached, the run's ``timeout`` passed, no token headroom left), so in
-  ``enforce`` mode a vetoed call is never made; then note the run's step counter.
+  ``enforce`` mode a vetoed call is never made; then open a ``LoopGuard.model_turn``.
 - After it: one ``llm_response`` with the answer's usage (``usage_metadata``), the tool
   calls it asks for, its finish reason and whether it is empty (no text, no tool call),
   unless a model-call instrumentation below (our OpenAI SDK package, for ``ChatOpenAI``)
-  already reported this turn: the step counter moved. In ``enforce`` mode a STOP (a token
+  already reported this turn, which marks the open turn. In ``enforce`` mode a STOP (a token
   budget, max steps) raises in the model node, before the tools it asked for run.
 
 Only inside a run the guard knows (a LangGraph run, or an application's own
@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.enforcement import current_run, get_guard
 from otel_loopguard_langchain.run_context import current_agent
 
 # where providers put the finish reason in ``response_metadata``: OpenAI, Gemini and most
@@ -46,12 +46,13 @@ def sync_model_wrapper(
 ) -> Any:
     """Wrap ``BaseChatModel._generate_with_cache``."""
     guard = get_guard()
-    steps_before = guard.current_run_steps()  # never raises
-    if steps_before is None:  # no run we know of
+    if current_run() is None:  # no run we know of
         return wrapped(*args, **kwargs)
     guard.preflight_llm()  # raises nothing but LoopGuardInterrupt (enforce, STOP)
-    result = wrapped(*args, **kwargs)
-    _observe_turn(guard, instance, result, steps_before)
+    with guard.model_turn() as turn:  # never raises
+        result = wrapped(*args, **kwargs)
+    if turn.needs_report:  # no model-call instrumentation below reported it
+        _observe_turn(guard, instance, result)
     return result
 
 
@@ -63,20 +64,19 @@ async def async_model_wrapper(
 ) -> Any:
     """Wrap ``BaseChatModel._agenerate_with_cache``."""
     guard = get_guard()
-    steps_before = guard.current_run_steps()
-    if steps_before is None:
+    if current_run() is None:
         return await wrapped(*args, **kwargs)
     guard.preflight_llm()
-    result = await wrapped(*args, **kwargs)
-    _observe_turn(guard, instance, result, steps_before)
+    with guard.model_turn() as turn:
+        result = await wrapped(*args, **kwargs)
+    if turn.needs_report:
+        _observe_turn(guard, instance, result)
     return result
 
 
-def _observe_turn(guard: Any, model: Any, result: Any, steps_before: int) -> None:
+def _observe_turn(guard: Any, model: Any, result: Any) -> None:
     """One ``llm_response`` for the answer; raises only ``LoopGuardInterrupt``."""
     try:
-        if guard.current_run_steps() != steps_before:
-            return  # a model-call instrumentation below reported this turn
         report = _read_answer(model, result)
         if report is None:
             return

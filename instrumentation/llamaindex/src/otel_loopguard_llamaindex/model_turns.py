@@ -21,10 +21,11 @@ A streamed turn is reported once, when ``take_step`` returns with the stream con
   style ``usage.prompt_tokens`` / ``completion_tokens`` and ``choices[0].finish_reason``,
   Anthropic style ``usage.input_tokens`` / ``output_tokens`` and ``stop_reason``), the tool
   calls and whether the answer was empty; unless a model-call instrumentation below (our
-  OpenAI SDK package, for ``llama-index-llms-openai``) already reported this turn: the
-  run's step counter moved during the step. A STOP (a token budget, max steps) ends the
-  run before the turn's tools run. The ``AgentOutput`` event has already been written to
-  the caller's event stream by then (the step does that before it returns).
+  OpenAI SDK package, for ``llama-index-llms-openai``) already reported this turn, which
+  marks the ``LoopGuard.model_turn`` open around the step. A STOP (a token budget, max
+  steps) ends the run before the turn's tools run. The ``AgentOutput`` event has already
+  been written to the caller's event stream by then (the step does that before it
+  returns).
 
 Both interrupts are raised as :class:`~.workflow.LoopGuardWorkflowInterrupt`, which the
 workflow runtime hands to ``await handler`` (see :mod:`.workflow`). Not observed: the
@@ -38,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.enforcement import current_run, get_guard
 from otel_loopguard_llamaindex.workflow import _interrupt_for_workflow
 
 _WHERE = "llamaindex.model_turn"
@@ -49,25 +50,24 @@ def agent_step_wrapper() -> Callable[..., Any]:
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
         guard = get_guard()
-        steps_before = guard.current_run_steps()  # never raises
-        if steps_before is None:  # not inside a run the guard knows
+        if current_run() is None:  # not inside a run the guard knows
             return await wrapped(*args, **kwargs)
         try:
             guard.preflight_llm()  # raises only LoopGuardInterrupt (enforce, STOP)
         except LoopGuardInterrupt as interrupt:
             raise _interrupt_for_workflow(interrupt) from None
-        output = await wrapped(*args, **kwargs)
-        _observe_turn(guard, instance, output, steps_before)
+        with guard.model_turn() as turn:  # never raises
+            output = await wrapped(*args, **kwargs)
+        if turn.needs_report:  # no model-call instrumentation below reported it
+            _observe_turn(guard, instance, output)
         return output
 
     return wrapper
 
 
-def _observe_turn(guard: Any, instance: Any, output: Any, steps_before: int) -> None:
+def _observe_turn(guard: Any, instance: Any, output: Any) -> None:
     """Report the turn the step produced; raises only ``LoopGuardWorkflowInterrupt``."""
     try:
-        if guard.current_run_steps() != steps_before:
-            return  # a model-call instrumentation below reported this turn
         report = _read_turn(instance, output)
     except Exception as exc:  # never let our bookkeeping break the agent
         guard.telemetry.internal_error(_WHERE, exc)

@@ -13,11 +13,11 @@ LiteLLM, a user's own or a scripted one); wrapping a model class would miss the 
 - When a model call starts (``*_response_with_retry``): the pre-flight check
   (``LoopGuard.preflight_llm``: a stopped run, ``max_steps`` reached, the run's
   ``timeout`` passed, no token headroom left), so in ``enforce`` mode a vetoed call is never
-  made and never paid for; then note the run's step counter.
+  made and never paid for; then open a ``LoopGuard.model_turn``.
 - Before the turn's tools run (``get_single_step_result_from_response``): one
   ``llm_response`` with the response's usage, its function-tool calls and whether it was
   empty, unless a model-call instrumentation below (our OpenAI SDK package, for the SDK's
-  OpenAI models) already reported this turn: the step counter moved. In ``enforce`` mode a
+  OpenAI models) already reported this turn, which marks the open turn. In ``enforce`` mode a
   STOP (a token budget, max steps) interrupts the run before the tools run.
 
 ``ModelResponse`` carries no finish reason. The SDK's own OpenAI models raise
@@ -33,11 +33,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from otel_loopguard.enforcement import get_guard
+from otel_loopguard.model_turn import ModelTurn
 from otel_loopguard_openai_agents.tools import _decode_arguments
 
-# the run's step counter when the current turn's model call started (None: not known)
-_STEPS_AT_MODEL_CALL: contextvars.ContextVar[int | None] = contextvars.ContextVar(
-    "otel_loopguard_openai_agents_steps_at_model_call", default=None
+# the model turn opened when the current turn's model call was made (None: none open)
+_TURN_AT_MODEL_CALL: contextvars.ContextVar[ModelTurn | None] = contextvars.ContextVar(
+    "otel_loopguard_openai_agents_turn_at_model_call", default=None
 )
 
 # output items that neither say something nor ask for something
@@ -54,17 +55,18 @@ def model_call_wrapper(
 ) -> Any:
     """Wrap ``get_response_with_retry`` / ``stream_response_with_retry`` in ``run_loop``.
 
-    Called (not yet awaited or iterated) in the turn's own task, so the step counter noted
-    here is visible to :func:`turn_wrapper` later in that turn. Before it, the pre-flight
-    check, which raises ``LoopGuardInterrupt`` (a ``BaseException``: it passes the ``try``
-    below and the runner's ``except Exception``) when ``enforce`` vetoes the call.
+    Called (not yet awaited or iterated) in the turn's own task, so the model turn opened
+    here is open while the call runs and is visible to :func:`turn_wrapper` later in that
+    turn, which ends it. Before it, the pre-flight check, which raises
+    ``LoopGuardInterrupt`` (a ``BaseException``: it passes the runner's ``except
+    Exception``) when ``enforce`` vetoes the call.
     """
     guard = get_guard()
     guard.preflight_llm()  # never raises anything but LoopGuardInterrupt
-    try:
-        _STEPS_AT_MODEL_CALL.set(guard.current_run_steps())
-    except Exception as exc:  # never let our bookkeeping break the agent
-        guard.telemetry.internal_error("openai_agents.model_call", exc)
+    previous = _TURN_AT_MODEL_CALL.get()
+    if previous is not None:  # a call whose answer never came (it raised, say)
+        previous.end()
+    _TURN_AT_MODEL_CALL.set(guard.model_turn())  # never raises
     return wrapped(*args, **kwargs)
 
 
@@ -75,17 +77,19 @@ async def turn_wrapper(
     kwargs: dict[str, Any],
 ) -> Any:
     """Wrap ``get_single_step_result_from_response(*, bindings, new_response, ...)``."""
-    steps_before = _STEPS_AT_MODEL_CALL.get()
-    _STEPS_AT_MODEL_CALL.set(None)
-    _observe_turn(kwargs, steps_before)  # raises only LoopGuardInterrupt (enforce, STOP)
+    turn = _TURN_AT_MODEL_CALL.get()
+    _TURN_AT_MODEL_CALL.set(None)
+    if turn is not None:
+        turn.end()
+        if not turn.needs_report:  # outside a run, or a layer below reported the turn
+            return await wrapped(*args, **kwargs)
+    _observe_turn(kwargs)  # raises only LoopGuardInterrupt (enforce, STOP)
     return await wrapped(*args, **kwargs)
 
 
-def _observe_turn(kwargs: dict[str, Any], steps_before: int | None) -> None:
+def _observe_turn(kwargs: dict[str, Any]) -> None:
     guard = get_guard()
     try:
-        if steps_before is not None and guard.current_run_steps() != steps_before:
-            return  # a model-call instrumentation below reported this turn
         response = kwargs.get("new_response")
         if response is None:
             return

@@ -10,14 +10,19 @@ overriding ``generate``; the one place common to all of them is the agent's
 - After the step: one ``llm_response`` with the step's token usage and the tool calls it
   asked for (``CodeAgent``: its ``python_interpreter`` code), unless a model-call
   instrumentation (our OpenAI SDK package, for ``OpenAIServerModel``) already reported
-  this turn: the run's step counter tells. It comes after the step's tool calls, because
-  smolagents records the step only then; budgets and repeated steps do not mind.
+  this turn, which marks the ``LoopGuard.model_turn`` open until the step yields its first
+  tool call (a managed agent called as a tool reports its own turns). The report comes
+  after the step's tool calls, because smolagents records the step only then; budgets and
+  repeated steps do not mind.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from typing import Any
+
+# what a step yields while the model is still answering (a streamed answer's chunks)
+_MODEL_OUTPUT = frozenset({"ChatMessageStreamDelta"})
 
 
 def _requested(step: Any) -> list[tuple[str, Any]]:
@@ -50,8 +55,18 @@ def observed_step(
 ) -> Generator[Any, None, None]:
     guard = guard_provider()
     guard.preflight_llm()
-    before = guard.current_run_steps()
     step = args[0] if args else kwargs.get("memory_step")
-    yield from wrapped(*args, **kwargs)
-    if before is not None and guard.current_run_steps() == before:
+    turn = guard.model_turn()  # never raises
+    steps = wrapped(*args, **kwargs)
+    try:
+        for item in steps:
+            if type(item).__name__ not in _MODEL_OUTPUT:
+                # the model has answered and the step's tools start: a managed agent
+                # called as a tool reports its own turns, which are not this one
+                turn.end()
+            yield item
+    finally:
+        turn.end()
+        steps.close()
+    if turn.needs_report:  # no model-call instrumentation below reported it
         _report_step(guard, agent, step)  # raises only LoopGuardInterrupt (enforce, STOP)

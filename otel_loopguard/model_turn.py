@@ -1,0 +1,90 @@
+"""Who reports a model turn: the layer closest to the model call, exactly once.
+
+A model turn can be seen by several layers at once: an agent framework's step (CrewAI,
+LangChain, LlamaIndex, smolagents, the OpenAI Agents SDK), and below it the provider SDK's
+call (our OpenAI or Anthropic package, or any GenAI instrumentation whose span the
+processor reads). Each layer knows something the other lacks, but the turn must count
+once, or token budgets and ``max_steps`` fire at half the real usage.
+
+The rule: the innermost layer that reports wins. A framework wrapper opens a
+:class:`ModelTurn` around the call (:meth:`LoopGuard.model_turn
+<otel_loopguard.enforcement.LoopGuard.model_turn>`); any ``llm_response`` reported while it
+is open, by :meth:`LoopGuard.observe_llm_response
+<otel_loopguard.enforcement.LoopGuard.observe_llm_response>` or by the span processor for a
+model span that ends inside it, marks it (and the turns it is nested in) as reported; after
+the call the wrapper reports only when :attr:`ModelTurn.needs_report` says nobody did.
+
+The open turn travels in a :class:`contextvars.ContextVar`, and marking changes the turn
+object rather than the variable, so a report made in an asyncio task or an executor thread
+that copied the context still reaches it. Two model calls running in parallel in one run
+(LangGraph branches, ``asyncio.gather``) each have their own turn; a run-wide counter
+compared before and after, which this replaces, took the other call's report for its own
+and lost a turn's tokens.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+# a turn nested deeper than this in open turns is not linked to its parents: keeps the
+# chain (and what a turn left open by an exception keeps alive) bounded
+_MAX_NESTING = 8
+
+
+class ModelTurn:
+    """One model call seen by a framework wrapper; see the module docstring.
+
+    ``in_run`` is False outside any run we know of (nothing to report to). Use it as a
+    context manager around the call, or, when the call and its answer are handled in two
+    places of the same task, keep it and call :meth:`end` when the answer is read.
+    """
+
+    __slots__ = ("_depth", "_parent", "in_run", "reported")
+
+    def __init__(self, in_run: bool, parent: ModelTurn | None) -> None:
+        self.in_run = in_run
+        self.reported = False
+        if parent is not None and parent._depth >= _MAX_NESTING:
+            parent = None
+        self._parent = parent
+        self._depth = parent._depth + 1 if parent is not None else 0
+
+    @property
+    def needs_report(self) -> bool:
+        """True when the wrapper should report this turn itself: in a run, and no layer
+        inside the call reported it."""
+        return self.in_run and not self.reported
+
+    def end(self) -> None:
+        """Close the turn: later reports in this context go to the turn it was opened in."""
+        if _OPEN_TURN.get() is self:
+            _OPEN_TURN.set(self._parent)
+        self._parent = None
+
+    def __enter__(self) -> ModelTurn:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.end()
+
+
+_OPEN_TURN: contextvars.ContextVar[ModelTurn | None] = contextvars.ContextVar(
+    "otel_loopguard_model_turn", default=None
+)
+
+
+def open_turn(in_run: bool) -> ModelTurn:
+    """Open a turn in the current context, nested in the one already open (if any)."""
+    turn = ModelTurn(in_run, _OPEN_TURN.get())
+    _OPEN_TURN.set(turn)
+    return turn
+
+
+def mark_reported() -> None:
+    """A model turn was just reported: the open turn, and those it is nested in, need no
+    report of their own."""
+    turn = _OPEN_TURN.get()
+    while turn is not None:
+        turn.reported = True
+        turn = turn._parent
