@@ -9,6 +9,7 @@ wrapper does, so it fails when the feature is removed.
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -230,3 +231,59 @@ async def test_a_model_cut_off_again_and_again_is_stopped(make_loopguard, withou
     assert llm.calls == 3
     assert counter.calls == {"lookup": 2}
     guard.assert_every_span_ended_once()
+
+
+class _GeminiFinishReason(str, enum.Enum):
+    """What google-genai's ``FinishReason`` is: a ``str`` enum, left as is in ``raw``."""
+
+    MAX_TOKENS = "MAX_TOKENS"
+
+
+class ProviderShapedLLM(UsageLLM):
+    """Usage and a cut-off finish reason where each provider integration leaves them in
+    ``ChatResponse.raw`` (read from their sources: llama-index-llms-ollama 0.11 adds an
+    OpenAI-style ``usage`` beside Ollama's ``done_reason``; bedrock-converse 0.15 keeps the
+    Converse response; google-genai 0.11 the top candidate's dump plus ``usage_metadata``)."""
+
+    shape: str = "openai"
+
+    def _raw(self, message: ChatMessage) -> dict[str, Any]:
+        tokens_in, tokens_out = self.input_tokens, self.output_tokens
+        if self.shape == "ollama":
+            return {
+                "model": "llama3.2",
+                "done_reason": "length",
+                "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out},
+            }
+        if self.shape == "bedrock":
+            return {
+                "stopReason": "max_tokens",
+                "usage": {"inputTokens": tokens_in, "outputTokens": tokens_out},
+            }
+        assert self.shape == "gemini"
+        return {
+            "finish_reason": _GeminiFinishReason.MAX_TOKENS,
+            "usage_metadata": {
+                "prompt_token_count": tokens_in,
+                "candidates_token_count": tokens_out,
+            },
+        }
+
+
+@pytest.mark.parametrize("shape", ["ollama", "bedrock", "gemini"])
+async def test_usage_and_truncation_are_read_in_each_providers_shape(make_loopguard, shape):
+    """Every answer is cut off at the output limit: the run is stopped for truncation (two
+    continuations allowed), and the turns' tokens are on the run, whatever the provider."""
+    guard = make_loopguard(mode="enforce")
+    counter = ToolCounter()
+    llm = ProviderShapedLLM(response_generator=productive_script(), shape=shape)
+    agent = FunctionAgent(name="support_agent", tools=make_tools(counter), llm=llm)
+
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        await asyncio.wait_for(run_to_end(agent), timeout=30)
+
+    assert "truncation" in raised.value.decision.detectors
+    assert llm.calls == 3
+    (run,) = guard.agent_spans()
+    assert run.attributes["gen_ai.usage.input_tokens"] == 3 * 60
+    assert run.attributes["gen_ai.usage.output_tokens"] == 3 * 10

@@ -17,15 +17,18 @@ A streamed turn is reported once, when ``take_step`` returns with the stream con
 - Before the step: the pre-flight check (``LoopGuard.preflight_llm``: a stopped run,
   ``max_steps`` reached, the run's ``timeout`` passed, no token headroom left), so in
   ``enforce`` mode a vetoed model call is never made.
-- After it: one ``llm_response`` with the usage and finish reason found in ``raw`` (OpenAI
-  style ``usage.prompt_tokens`` / ``completion_tokens`` and ``choices[0].finish_reason``,
-  Anthropic style ``usage.input_tokens`` / ``output_tokens`` and ``stop_reason``), the tool
-  calls and whether the answer was empty; unless a model-call instrumentation below (our
-  OpenAI SDK package, for ``llama-index-llms-openai``) already reported this turn, which
-  marks the ``LoopGuard.model_turn`` open around the step. A STOP (a token budget, max
-  steps) ends the run before the turn's tools run. The ``AgentOutput`` event has already
-  been written to the caller's event stream by then (the step does that before it
-  returns).
+- After it: one ``llm_response`` with the usage and finish reason found in ``raw``, in
+  the shape each provider integration leaves there (OpenAI, Mistral and Ollama
+  ``usage.prompt_tokens`` / ``completion_tokens``; Anthropic ``usage.input_tokens`` /
+  ``output_tokens``; Bedrock Converse ``usage.inputTokens`` / ``outputTokens``; Gemini
+  ``usage_metadata.prompt_token_count`` / ``candidates_token_count``; the finish reason
+  from ``choices[0]``, ``stop_reason``, ``finish_reason``, ``done_reason`` or
+  ``stopReason``), the tool calls and whether the answer was empty; unless a model-call
+  instrumentation below (our OpenAI SDK package, for ``llama-index-llms-openai``) already
+  reported this turn, which marks the ``LoopGuard.model_turn`` open around the step. A
+  STOP (a token budget, max steps) ends the run before the turn's tools run. The
+  ``AgentOutput`` event has already been written to the caller's event stream by then
+  (the step does that before it returns).
 
 Both interrupts are raised as :class:`~.workflow.LoopGuardWorkflowInterrupt`, which the
 workflow runtime hands to ``await handler`` (see :mod:`.workflow`). Not observed: the
@@ -35,6 +38,7 @@ after ``max_iterations``, structured output generation).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any
 
@@ -83,7 +87,7 @@ def _read_turn(instance: Any, output: Any) -> dict[str, Any]:
     agent_name = getattr(output, "current_agent_name", None)
     agent_name = agent_name if isinstance(agent_name, str) and agent_name else None
     raw = getattr(output, "raw", None)
-    usage = _field(raw, "usage")
+    input_tokens, output_tokens = _usage(raw)
     calls = getattr(output, "tool_calls", None) or ()
     requested = [(str(call.tool_name), call.tool_kwargs) for call in calls]
     content = getattr(getattr(output, "response", None), "content", None)
@@ -91,10 +95,8 @@ def _read_turn(instance: Any, output: Any) -> dict[str, Any]:
     return {
         "model": _model_name(raw, _llm_of(instance, agent_name)),
         "finish_reason": _finish_reason(raw),
-        "input_tokens": _tokens(_field(usage, "prompt_tokens"), _field(usage, "input_tokens")),
-        "output_tokens": _tokens(
-            _field(usage, "completion_tokens"), _field(usage, "output_tokens")
-        ),
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
         "empty": not said and not requested,
         "requested_tool_calls": requested,
         "agent_name": agent_name,
@@ -110,18 +112,56 @@ def _field(item: Any, name: str) -> Any:
     return getattr(item, name, None)
 
 
+# where each provider integration's ``raw`` carries the usage: (container key, input
+# tokens key, output tokens key). OpenAI, Mistral and Ollama (llama-index adds an
+# OpenAI-style ``usage`` to Ollama's answer) / Anthropic / Bedrock Converse (also inside a
+# streamed ``metadata`` event) / Google GenAI (Gemini).
+_USAGE_SHAPES = (
+    ("usage", "prompt_tokens", "completion_tokens"),
+    ("usage", "input_tokens", "output_tokens"),
+    ("usage", "inputTokens", "outputTokens"),
+    ("usage_metadata", "prompt_token_count", "candidates_token_count"),
+)
+# the finish reason at the top of ``raw``: Anthropic, any, Ollama, Bedrock Converse; Gemini's
+# candidate (which ``raw`` is) ``finish_reason`` too
+_REASON_KEYS = ("stop_reason", "finish_reason", "done_reason", "stopReason")
+
+
+def _usage(raw: Any) -> tuple[int | None, int | None]:
+    """(input, output) tokens of a turn from its ``raw`` payload, in any provider's shape."""
+    holders = (raw, _field(raw, "metadata"))  # Bedrock's last streamed event: metadata.usage
+    for holder in holders:
+        for container, input_key, output_key in _USAGE_SHAPES:
+            usage = _field(holder, container)
+            if usage is None:
+                continue
+            input_tokens = _tokens(_field(usage, input_key))
+            output_tokens = _tokens(_field(usage, output_key))
+            if input_tokens is not None or output_tokens is not None:
+                return input_tokens, output_tokens
+    return None, None
+
+
 def _finish_reason(raw: Any) -> str | None:
-    """OpenAI-style ``choices[0].finish_reason``, else Anthropic-style ``stop_reason``."""
+    """OpenAI-style ``choices[0].finish_reason``, else the first of :data:`_REASON_KEYS`."""
     choices = _field(raw, "choices")
     if isinstance(choices, (list, tuple)) and choices:
-        reason = _field(choices[0], "finish_reason")
-        if isinstance(reason, str) and reason:
+        reason = _reason_text(_field(choices[0], "finish_reason"))
+        if reason:
             return reason
-    for name in ("stop_reason", "finish_reason"):
-        reason = _field(raw, name)
-        if isinstance(reason, str) and reason:
+    for name in _REASON_KEYS:
+        reason = _reason_text(_field(raw, name))
+        if reason:
             return reason
     return None
+
+
+def _reason_text(reason: Any) -> str | None:
+    """A finish reason as its plain text: SDKs hand enums (Gemini's ``FinishReason``,
+    whose ``str()`` would be ``FinishReason.MAX_TOKENS``)."""
+    if isinstance(reason, enum.Enum):
+        reason = reason.value if isinstance(reason.value, str) else reason.name
+    return reason if isinstance(reason, str) and reason else None
 
 
 def _llm_of(instance: Any, agent_name: str | None) -> Any:
