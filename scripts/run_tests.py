@@ -13,9 +13,16 @@ can build (``compiled``); so does each framework's (``<framework>`` on the sourc
 time, so a framework handing the core a value of another type shows up there). The wheel is
 built once per run.
 
+Every suite runs on the interpreter that runs this script (or ``LOOPGUARD_TEST_PYTHON``),
+but the package claims every Python from 3.10 on, and users run newer ones than CI's: so the
+core's tests also run, on the source, on each other supported CPython this machine has
+(``core-py3.10``, ``core-py3.12``, ``core-py3.13``; see ``OTHER_PYTHONS``). An interpreter
+that cannot be found makes its suite "skipped" in the table (counted as one skipped, not a
+failure), so a machine without it still passes but says what it did not test.
+
 Usage: ``python scripts/run_tests.py [SUITE ...] [--jobs N] [-- PYTEST ARGS]``
-(``SUITE`` is ``core``, ``compiled``, a folder name under ``instrumentation/``, or that
-name with ``-compiled``).
+(``SUITE`` is ``core``, ``compiled``, ``core-py3.X``, a folder name under
+``instrumentation/``, or that name with ``-compiled``).
 
 The last line is ``total: N passed, N failed, N skipped`` over all suites; the exit code is
 non-zero when any suite failed, did not install, or ran no test.
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,6 +47,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENVS = ROOT / ".venvs"
 PYTHON = os.environ.get("LOOPGUARD_TEST_PYTHON", sys.executable)
+#: the supported CPythons the core's tests also run on, besides PYTHON (CI's is 3.11)
+OTHER_PYTHONS = ("3.10", "3.12", "3.13")
+#: framework suites that also run on another CPython (``<framework>-py<version>``)
+FRAMEWORKS_ON_OTHER_PYTHONS = {"openai": ("3.13",), "langchain": ("3.13",)}
 
 
 @dataclass
@@ -48,6 +60,8 @@ class Suite:
     extra_installs: tuple[str, ...] = ()
     #: install the mypyc-compiled wheel of the core instead of an editable install
     compiled: bool = False
+    #: run on this CPython version ("3.13") instead of PYTHON; found by find_python
+    python_version: str | None = None
 
 
 @dataclass
@@ -63,15 +77,18 @@ class Outcome:
 def discover() -> list[Suite]:
     # every suite runs twice: on the source core, and on the compiled wheel users can build
     suites = [Suite("core", ROOT), Suite("compiled", ROOT, compiled=True)]
+    suites += [Suite(f"core-py{v}", ROOT, python_version=v) for v in OTHER_PYTHONS]
     instrumentation = ROOT / "instrumentation"
     if instrumentation.is_dir():
         for child in sorted(instrumentation.iterdir()):
             if (child / "pyproject.toml").is_file() and (child / "tests").is_dir():
                 siblings = _siblings(child)
                 suites.append(Suite(child.name, child, extra_installs=(str(ROOT), *siblings)))
-                suites.append(
-                    Suite(f"{child.name}-compiled", child, siblings, compiled=True)
-                )
+                suites.append(Suite(f"{child.name}-compiled", child, siblings, compiled=True))
+                suites += [
+                    Suite(f"{child.name}-py{v}", child, (str(ROOT), *siblings), python_version=v)
+                    for v in FRAMEWORKS_ON_OTHER_PYTHONS.get(child.name, ())
+                ]
     return suites
 
 
@@ -79,11 +96,65 @@ def _siblings(package: Path) -> tuple[str, ...]:
     """Other instrumentation packages a suite's tests also install (editable), from
     ``[tool.loopguard-tests] install-also = ["openai"]`` in its pyproject.toml: tests of
     two instrumentations at work in one process (each turn counted once, say)."""
-    import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # this script run by Python 3.10: tomli is the same parser
+        import tomli as tomllib
 
     data = tomllib.loads((package / "pyproject.toml").read_text(encoding="utf-8"))
     names = data.get("tool", {}).get("loopguard-tests", {}).get("install-also", [])
     return tuple(str(package.parent / name) for name in names)
+
+
+def find_python(version: str) -> str | None:
+    """A working CPython ``version`` ("3.13") interpreter, or None.
+
+    Looked for, in order: ``$PYENV_ROOT/versions/<version>.*`` (newest patch first; CI's
+    image has its Pythons there, and ``uv python find`` does not look there), ``python<version>``
+    on PATH, then ``uv python find --no-python-downloads`` (uv's own installs, the system's).
+    Each candidate is run to check its version: a pyenv shim on PATH exists for every
+    installed version but fails unless that version is selected.
+    """
+    candidates: list[str] = []
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    installs = [
+        path
+        for path in (pyenv_root / "versions").glob(f"{version}.*")
+        if re.fullmatch(rf"{re.escape(version)}\.\d+", path.name)
+    ]
+    installs.sort(key=lambda path: int(path.name.rsplit(".", 1)[1]), reverse=True)
+    candidates += [str(path / "bin" / "python") for path in installs]
+    on_path = shutil.which(f"python{version}")
+    if on_path:
+        candidates.append(on_path)
+    try:
+        found = subprocess.run(
+            [*_uv(), "python", "find", "--no-python-downloads", version],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if found.returncode == 0 and found.stdout.strip():
+            candidates.append(found.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    for candidate in candidates:
+        if _python_version(candidate) == version:
+            return candidate
+    return None
+
+
+def _python_version(python: str) -> str | None:
+    """``major.minor`` of a CPython interpreter, or None when it does not run."""
+    probe = "import platform, sys; print(platform.python_implementation(), *sys.version_info[:2])"
+    try:
+        result = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    parts = result.stdout.split()
+    if result.returncode != 0 or len(parts) != 3 or parts[0] != "CPython":
+        return None
+    return f"{parts[1]}.{parts[2]}"
 
 
 def _uv() -> list[str]:
@@ -107,8 +178,23 @@ def run_suite(suite: Suite, pytest_args: list[str]) -> Outcome:
     log = VENVS / f"{suite.name}.log"
     VENVS.mkdir(exist_ok=True)
     log.write_text(f"suite {suite.name}\n", encoding="utf-8")
+    interpreter = PYTHON
+    if suite.python_version is not None:
+        found = find_python(suite.python_version)
+        if found is None:
+            outcome.status = f"skipped: no {suite.python_version}"
+            outcome.skipped = 1
+            with log.open("a", encoding="utf-8") as handle:
+                handle.write(_missing_python(suite.python_version) + "\n")
+            outcome.seconds = time.monotonic() - start
+            return outcome
+        interpreter = found
     python = venv / "bin" / "python"
-    venv_cmd = [*_uv(), "venv", "--python", PYTHON, "--seed", str(venv)]
+    stale = python.exists() and suite.python_version is not None
+    if stale and _python_version(str(python)) != suite.python_version:
+        # a venv left by an earlier run whose interpreter is gone or of another version
+        shutil.rmtree(venv)
+    venv_cmd = [*_uv(), "venv", "--python", interpreter, "--seed", str(venv)]
     if not python.exists() and _run(venv_cmd, log, ROOT):
         outcome.status = "venv failed"
         return outcome
@@ -207,6 +293,13 @@ def _build_compiled_wheel(log: Path) -> Path | None:
     return wheels[-1] if wheels else None
 
 
+def _missing_python(version: str) -> str:
+    return (
+        f"no CPython {version} found (looked in $PYENV_ROOT/versions/{version}.*, for "
+        f"python{version} on PATH, and with uv python find {version}): its suite is skipped"
+    )
+
+
 def run_ruff(log_dir: Path) -> Outcome:
     outcome = Outcome("ruff")
     ruff = VENVS / "core" / "bin" / "ruff"
@@ -256,7 +349,12 @@ def main(argv: list[str] | None = None) -> int:
         outcomes.append(run_ruff(VENVS))
         print(_line(outcomes[-1]), flush=True)
 
-    bad = [o for o in outcomes if o.status != "ok"]
+    for suite in suites:
+        if suite.python_version is not None and any(
+            o.suite == suite.name and o.status.startswith("skipped") for o in outcomes
+        ):
+            print(f"{suite.name}: {_missing_python(suite.python_version)}")
+    bad = [o for o in outcomes if o.status != "ok" and not o.status.startswith("skipped")]
     for outcome in bad:
         print(f"see .venvs/{outcome.suite}.log for {outcome.suite}: {outcome.status}")
     passed = sum(o.passed for o in outcomes)
@@ -268,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _line(outcome: Outcome) -> str:
     return (
-        f"{outcome.suite:<24} {outcome.status:<14} {outcome.passed:>5} passed "
+        f"{outcome.suite:<24} {outcome.status:<18} {outcome.passed:>5} passed "
         f"{outcome.failed:>4} failed {outcome.skipped:>4} skipped  {outcome.seconds:6.1f}s"
     )
 
