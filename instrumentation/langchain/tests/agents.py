@@ -14,11 +14,14 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatResult
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
+
+from otel_loopguard.enforcement import get_guard
 
 CATALOG = {
     "pricing": "Pro plan costs 20 EUR per month",
@@ -94,15 +97,23 @@ def build_react_graph(
     name: str = "support_agent",
     model: Any = None,
     tools: list[BaseTool] | None = None,
+    stream_model: bool = False,
 ) -> Any:
     """A ReAct loop as a StateGraph: model node, ToolNode (errors handled), back to model.
 
-    ``model`` replaces the fake model built on ``script``; ``tools`` the counted tools.
+    ``model`` replaces the fake model built on ``script``; ``tools`` the counted tools. With
+    ``stream_model`` the model node streams the model itself (``model.stream``) and adds
+    the chunks up, as a node that forwards tokens to a UI does.
     """
     model = model if model is not None else ScriptedChatModel(messages=script)
 
     def call_model(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["messages"])]}
+        if not stream_model:
+            return {"messages": [model.invoke(state["messages"])]}
+        answer = None
+        for chunk in model.stream(state["messages"]):
+            answer = chunk if answer is None else answer + chunk
+        return {"messages": [answer]}
 
     graph = StateGraph(MessagesState)
     graph.add_node("agent", call_model)
@@ -192,3 +203,54 @@ def build_prebuilt_agent(script: Iterator[AIMessage], counter: ToolCounter) -> A
         return create_react_agent(
             ScriptedChatModel(messages=script), make_tools(counter), name="prebuilt_agent"
         )
+
+
+# -- priced turns: what a provider integration puts on each answer -----------------------
+
+TURN_USAGE = {"input_tokens": 40, "output_tokens": 10, "total_tokens": 50}
+ANSWER = "The Pro plan costs 20 EUR per month for up to 5 seats."
+TOPICS = ("pricing", "limits", "refunds")
+
+
+def priced_turn(content: str = "", *, finish: str = "stop", **fields: Any) -> AIMessage:
+    """A turn as a provider integration returns it: usage, finish reason, model name."""
+    return AIMessage(
+        content=content,
+        usage_metadata=dict(TURN_USAGE),
+        response_metadata={"finish_reason": finish, "model_name": "scripted-1"},
+        **fields,
+    )
+
+
+def priced_script() -> Iterator[AIMessage]:
+    """Three distinct lookups, then the answer; every turn costs 40 + 10 tokens."""
+    for index, topic in enumerate(TOPICS):
+        yield priced_turn(
+            finish="tool_calls",
+            tool_calls=[{"name": "lookup", "args": {"topic": topic}, "id": f"call_{index}"}],
+        )
+    yield priced_turn(ANSWER)
+
+
+class CountingChatModel(ScriptedChatModel):
+    """The scripted model, counting the calls that reached it (the ones a provider bills).
+
+    With ``report_below``, the turns of those indexes are reported to the guard from inside
+    the call, as our OpenAI SDK instrumentation does below a ``ChatOpenAI``.
+    """
+
+    calls: int = 0
+    report_below: frozenset[int] = frozenset()
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        index = self.calls
+        self.calls += 1
+        result = super()._generate(messages, *args, **kwargs)
+        if index in self.report_below:
+            usage = result.generations[0].message.usage_metadata or {}
+            get_guard().observe_llm_response(
+                model="scripted-1",
+                input_tokens=usage.get("input_tokens"),
+                output_tokens=usage.get("output_tokens"),
+            )
+        return result

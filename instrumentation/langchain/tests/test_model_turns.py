@@ -15,12 +15,15 @@ from typing import Any
 
 import pytest
 from agents import (
+    ANSWER,
     RUN_CONFIG,
     USER_INPUT,
-    ScriptedChatModel,
+    CountingChatModel,
     ToolCounter,
     build_react_graph,
     final_answer,
+    priced_script,
+    priced_turn,
 )
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -31,55 +34,8 @@ from opentelemetry.instrumentation.utils import unwrap
 from otel_loopguard_langchain import model_turns
 
 from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
 
-TURN_USAGE = {"input_tokens": 40, "output_tokens": 10, "total_tokens": 50}
 BUDGET = 120  # 50 tokens a turn: the third turn goes over
-ANSWER = "The Pro plan costs 20 EUR per month for up to 5 seats."
-TOPICS = ("pricing", "limits", "refunds")
-
-
-def _turn(content: str = "", *, finish: str = "stop", **fields: Any) -> AIMessage:
-    return AIMessage(
-        content=content,
-        usage_metadata=dict(TURN_USAGE),
-        response_metadata={"finish_reason": finish, "model_name": "scripted-1"},
-        **fields,
-    )
-
-
-def priced_script() -> Iterator[AIMessage]:
-    """Three distinct lookups, then the answer; every turn costs 40 + 10 tokens."""
-    for index, topic in enumerate(TOPICS):
-        yield _turn(
-            finish="tool_calls",
-            tool_calls=[{"name": "lookup", "args": {"topic": topic}, "id": f"call_{index}"}],
-        )
-    yield _turn(ANSWER)
-
-
-class CountingChatModel(ScriptedChatModel):
-    """The scripted model, counting the calls that reached it (the ones a provider bills).
-
-    With ``report_below``, the turns of those indexes are reported to the guard from inside
-    the call, as our OpenAI SDK instrumentation does below a ``ChatOpenAI``.
-    """
-
-    calls: int = 0
-    report_below: frozenset[int] = frozenset()
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        index = self.calls
-        self.calls += 1
-        result = super()._generate(messages, *args, **kwargs)
-        if index in self.report_below:
-            usage = result.generations[0].message.usage_metadata or {}
-            get_guard().observe_llm_response(
-                model="scripted-1",
-                input_tokens=usage.get("input_tokens"),
-                output_tokens=usage.get("output_tokens"),
-            )
-        return result
 
 
 class StreamingChatModel(CountingChatModel):
@@ -195,7 +151,7 @@ def test_max_steps_makes_no_further_model_call(make_loopguard):
 
 def test_a_truncated_answer_gets_the_truncation_decision(loopguard):
     cut_off = "The Pro plan costs 20 EUR per month, billed"
-    model = CountingChatModel(messages=iter([_turn(cut_off, finish="length")]))
+    model = CountingChatModel(messages=iter([priced_turn(cut_off, finish="length")]))
 
     result = build_react_graph(iter(()), ToolCounter(), model=model).invoke(USER_INPUT, RUN_CONFIG)
 
@@ -211,11 +167,11 @@ def test_an_empty_end_after_a_failing_tool_is_a_premature_end(loopguard):
         raise PermissionError(f"403 permission denied: {url}")
 
     script = [
-        _turn(
+        priced_turn(
             finish="tool_calls",
             tool_calls=[{"name": "fetch", "args": {"url": "/admin"}, "id": "c1"}],
         ),
-        _turn(""),  # the model ends its turn with nothing at all
+        priced_turn(""),  # the model ends its turn with nothing at all
     ]
     model = CountingChatModel(messages=iter(script))
 
@@ -261,13 +217,13 @@ class SignallingChatModel(CountingChatModel):
         return result
 
 
-def test_parallel_branches_of_one_run_count_each_model_turn(loopguard):
+def test_parallel_branches_of_one_run_count_each_modelpriced_turn(loopguard):
     """Two model nodes in one superstep run at once: the branch whose turn was reported
     below finishes while the other is in flight, and both turns still count."""
     reported = threading.Event()
-    slow = WaitingChatModel(messages=iter([_turn("draft A")]), go=reported)
+    slow = WaitingChatModel(messages=iter([priced_turn("draft A")]), go=reported)
     fast = SignallingChatModel(
-        messages=iter([_turn("draft B")]), report_below=frozenset({0}), done=reported
+        messages=iter([priced_turn("draft B")]), report_below=frozenset({0}), done=reported
     )
 
     def node(model: Any) -> Any:

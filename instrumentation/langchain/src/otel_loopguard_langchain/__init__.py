@@ -4,9 +4,10 @@
 installed. It adds an ``execute_tool {tool}`` span around every tool execution
 (``BaseTool.run`` / ``arun``) and an ``invoke_agent {graph}`` span around every outermost
 LangGraph run (``Pregel.stream`` / ``astream``, which ``invoke`` / ``ainvoke`` use). Inside a
-run, every chat model call (``BaseChatModel._generate_with_cache`` / ``_agenerate_with_cache``)
-is pre-flight checked and its answer reported as a model turn (usage, tool calls, finish
-reason), for token budgets, ``max_steps``, truncation and premature ends. Loop
+run, every chat model call (``BaseChatModel._generate_with_cache`` / ``_agenerate_with_cache``,
+and the ``stream`` / ``astream`` a caller reads itself) is pre-flight checked and its answer
+reported as a model turn (usage, tool calls, finish reason), for token budgets,
+``max_steps``, truncation and premature ends. Loop
 detection, decisions and enforcement come from :mod:`otel_loopguard.enforcement`: in
 ``enforce`` mode a looping run ends with :class:`~otel_loopguard.LoopGuardInterrupt` in the
 caller's ``invoke`` / ``stream`` and no tool runs after the STOP.
@@ -24,6 +25,8 @@ from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from otel_loopguard_langchain.graph import astream_wrapper, stream_wrapper
+from otel_loopguard_langchain.model_streams import astream_wrapper as model_astream_wrapper
+from otel_loopguard_langchain.model_streams import stream_wrapper as model_stream_wrapper
 from otel_loopguard_langchain.model_turns import async_model_wrapper, sync_model_wrapper
 from otel_loopguard_langchain.package import _instruments
 from otel_loopguard_langchain.tools import async_tool_wrapper, sync_tool_wrapper
@@ -57,6 +60,8 @@ class LangChainInstrumentor(BaseInstrumentor):
         wrap_function_wrapper(
             _CHAT_MODELS_MODULE, "BaseChatModel._agenerate_with_cache", async_model_wrapper
         )
+        wrap_function_wrapper(_CHAT_MODELS_MODULE, "BaseChatModel.stream", model_stream_wrapper)
+        wrap_function_wrapper(_CHAT_MODELS_MODULE, "BaseChatModel.astream", model_astream_wrapper)
         self._langgraph = _langgraph_available()
         if self._langgraph:
             wrap_function_wrapper(_PREGEL_MODULE, "Pregel.stream", stream_wrapper(tracer))
@@ -70,6 +75,8 @@ class LangChainInstrumentor(BaseInstrumentor):
         unwrap(BaseTool, "arun")
         unwrap(BaseChatModel, "_generate_with_cache")
         unwrap(BaseChatModel, "_agenerate_with_cache")
+        unwrap(BaseChatModel, "stream")
+        unwrap(BaseChatModel, "astream")
         if getattr(self, "_langgraph", False):
             from langgraph.pregel.main import Pregel
 

@@ -8,7 +8,9 @@ do not ask for themselves (LangGraph's ``stream_mode="messages"`` and ``astream_
 make ``invoke`` stream through ``_stream`` inside it). ``generate`` would see a batch as
 one call; ``_generate`` is what each provider overrides, so it cannot be wrapped once.
 When it returns, the answer's ``response_metadata`` (finish reason, model name) is filled
-in. An explicit ``model.stream()`` / ``astream()`` call bypasses it and is not observed.
+in. A direct ``model.stream()`` / ``astream()`` call (and a chain's ``stream``, which
+reaches the model's) bypasses it: :mod:`otel_loopguard_langchain.model_streams` observes
+those turns, with the same reader (:func:`read_message`) and report (:func:`report_turn`).
 
 - Before the call: the pre-flight check (``LoopGuard.preflight_llm``: a stopped run,
   ``max_steps`` reached, the run's ``timeout`` passed, no token headroom left), so in
@@ -52,7 +54,7 @@ def sync_model_wrapper(
     with guard.model_turn() as turn:  # never raises
         result = wrapped(*args, **kwargs)
     if turn.needs_report:  # no model-call instrumentation below reported it
-        _observe_turn(guard, instance, result)
+        report_turn(guard, _read_answer, instance, result)
     return result
 
 
@@ -70,14 +72,15 @@ async def async_model_wrapper(
     with guard.model_turn() as turn:
         result = await wrapped(*args, **kwargs)
     if turn.needs_report:
-        _observe_turn(guard, instance, result)
+        report_turn(guard, _read_answer, instance, result)
     return result
 
 
-def _observe_turn(guard: Any, model: Any, result: Any) -> None:
-    """One ``llm_response`` for the answer; raises only ``LoopGuardInterrupt``."""
+def report_turn(guard: Any, read: Callable[..., dict[str, Any] | None], *args: Any) -> None:
+    """One ``llm_response`` for the answer ``read(*args)`` describes (``None``: nothing to
+    report); raises only ``LoopGuardInterrupt``."""
     try:
-        report = _read_answer(model, result)
+        report = read(*args)
         if report is None:
             return
         report["agent_name"] = current_agent()
@@ -96,6 +99,12 @@ def _read_answer(model: Any, result: Any) -> dict[str, Any] | None:
     message = getattr(generations[0], "message", None)
     if message is None:
         return None
+    return read_message(model, message, has_text(getattr(message, "content", None)))
+
+
+def read_message(model: Any, message: Any, text: bool) -> dict[str, Any]:
+    """The ``observe_llm_response`` arguments for one answer message; ``text`` says whether
+    its content had non-blank text (a stream's reader has dropped the content by then)."""
     # a call whose arguments did not parse (``invalid_tool_calls``) was still asked for
     requested = [
         (str(call.get("name")), call.get("args"))
@@ -114,12 +123,12 @@ def _read_answer(model: Any, result: Any) -> dict[str, Any] | None:
         "finish_reason": _first_text(metadata, _FINISH_REASON_KEYS),
         "input_tokens": _tokens(usage.get("input_tokens")),
         "output_tokens": _tokens(usage.get("output_tokens")),
-        "empty": not requested and not _has_text(getattr(message, "content", None)),
+        "empty": not requested and not text,
         "requested_tool_calls": requested,
     }
 
 
-def _has_text(content: Any) -> bool:
+def has_text(content: Any) -> bool:
     """A string, or content blocks of which one is (or carries) non-blank text."""
     if isinstance(content, str):
         return bool(content.strip())

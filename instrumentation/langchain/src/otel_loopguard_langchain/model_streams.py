@@ -1,0 +1,196 @@
+"""Model turns the caller streams itself: ``BaseChatModel.stream`` / ``astream``.
+
+A hand-written agent loop (``for chunk in model.stream(messages)`` inside an application's
+``agent_run``), a LangGraph node that streams its model, or a chain's ``stream`` (which
+reaches the model's through ``Runnable.transform``) never passes through
+``_generate_with_cache``, which :mod:`otel_loopguard_langchain.model_turns` wraps. These
+wrappers give such a turn the same treatment, inside a run the guard knows only:
+
+- At the first chunk asked for (a stream does nothing before): ``preflight_llm``, so in
+  ``enforce`` mode a vetoed call raises ``LoopGuardInterrupt`` before the provider is called.
+- When the stream is exhausted: one ``llm_response`` read from the chunks added up
+  (``AIMessageChunk`` addition sums ``usage_metadata``, joins ``tool_call_chunks`` into
+  tool calls and merges ``response_metadata``, finish reason included), unless a layer
+  below (our OpenAI SDK package) reported the turn. At a STOP (enforce mode: a token budget
+  passed, max steps) ``LoopGuardInterrupt`` raises from the stream at its end, after the
+  caller has every chunk and before it can run the tools the answer asks for.
+
+The model turn is open only while the provider works: around each step of langchain's
+stream, not across the ``yield`` to the caller. Between chunks the caller's code runs in
+the caller's context; a turn left open there would take the report of any model call the
+caller makes meanwhile (a summariser's ``invoke``, an OpenAI SDK call our package reports)
+for this turn's and drop this one. So every step opens a turn of its own and the stream
+remembers whether any of them was reported below.
+
+When ``stream`` falls back to ``invoke`` (a model without ``_stream``, ``disable_streaming``)
+the ``_generate_with_cache`` wrapper inside reports the turn, which marks the step's turn:
+the turn counts once. That wrapper's pre-flight check repeats ours; it is a check, it
+counts nothing.
+
+A stream the caller abandons (``break``, ``close()`` / ``aclose()``, an exception in the
+loop body, garbage collection) reports nothing. An abandoned answer is not a turn the agent
+acts on: its tool calls do not run and its text is not an answer, so a partial report would
+feed the per-turn detectors a wrong turn (a non-empty stop-like turn resets the premature
+end count; cut-off tool arguments make a signature no real call has). What it would count
+is mostly unknown anyway: OpenAI-compatible providers send the usage in the last chunk. And
+the close may run later, in the garbage collector or the event loop's async generator
+finalizer, in another context where the run is not current and where nothing may raise.
+The provider's stream is closed inside a turn of its own, so a layer below that reports on
+close marks that turn rather than one of the caller's. The next model call of the run is
+still pre-flight checked.
+
+Per chunk the cost is constant: the chunks are added up in batches of
+:data:`_MERGE_EVERY` and the text (the one part that grows with the answer) is dropped
+after each batch, keeping only whether any of it was non-blank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from typing import Any
+
+from otel_loopguard.enforcement import current_run, get_guard
+from otel_loopguard_langchain.model_turns import has_text, read_message, report_turn
+
+# chunks held before they are added to the running total: one ``AIMessageChunk`` addition
+# (a pydantic object and a re-parse of the tool call arguments) per batch, not per chunk
+_MERGE_EVERY = 32
+
+
+def stream_wrapper(
+    wrapped: Callable[..., Generator[Any, None, None]],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Generator[Any, None, None]:
+    """Wrap ``BaseChatModel.stream``."""
+    # langchain's generator, made now as without us (bad arguments fail here); it calls
+    # the provider only when read
+    chunks = wrapped(*args, **kwargs)
+    if current_run() is None:  # no run we know of: left untouched
+        return chunks
+    return _observed_stream(instance, chunks)
+
+
+def astream_wrapper(
+    wrapped: Callable[..., AsyncGenerator[Any, None]],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> AsyncGenerator[Any, None]:
+    """Wrap ``BaseChatModel.astream``."""
+    chunks = wrapped(*args, **kwargs)
+    if current_run() is None:
+        return chunks
+    return _observed_astream(instance, chunks)
+
+
+def _observed_stream(model: Any, chunks: Generator[Any, None, None]) -> Iterator[Any]:
+    if current_run() is None:  # made in a run, read after it: the call is outside it
+        yield from chunks
+        return
+    guard = get_guard()
+    guard.preflight_llm()  # raises nothing but LoopGuardInterrupt (enforce, STOP)
+    answer = _StreamedAnswer(guard)
+    reported = finished = False
+    try:
+        while True:
+            with guard.model_turn() as step:  # never raises
+                try:
+                    chunk = next(chunks)
+                except StopIteration:
+                    finished = True
+            reported = reported or step.reported
+            if finished:
+                break
+            answer.add(chunk)
+            yield chunk
+    finally:
+        if not finished:  # abandoned (a no-op after a failure): close it inside a turn
+            with guard.model_turn():
+                chunks.close()
+    if not reported:
+        report_turn(guard, answer.read, model)
+
+
+async def _observed_astream(model: Any, chunks: AsyncGenerator[Any, None]) -> AsyncIterator[Any]:
+    if current_run() is None:
+        async for chunk in chunks:
+            yield chunk
+        return
+    guard = get_guard()
+    guard.preflight_llm()
+    answer = _StreamedAnswer(guard)
+    reported = finished = False
+    try:
+        while True:
+            with guard.model_turn() as step:
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    finished = True
+            reported = reported or step.reported
+            if finished:
+                break
+            answer.add(chunk)
+            yield chunk
+    finally:
+        if not finished:
+            with guard.model_turn():
+                await chunks.aclose()
+    if not reported:
+        report_turn(guard, answer.read, model)
+
+
+class _StreamedAnswer:
+    """What the turn report needs of a streamed answer, added up as the chunks pass.
+
+    A failure of ours (a chunk langchain cannot add) is counted and logged once; the turn
+    is then not reported, and the stream goes on.
+    """
+
+    __slots__ = ("_failed", "_guard", "_pending", "_text", "_total")
+
+    def __init__(self, guard: Any) -> None:
+        self._guard = guard
+        self._pending: list[Any] = []
+        self._total: Any = None
+        self._text = False
+        self._failed = False
+
+    def add(self, chunk: Any) -> None:
+        if self._failed:
+            return
+        try:
+            if not self._text:
+                self._text = has_text(getattr(chunk, "content", None))
+            self._pending.append(chunk)
+            if len(self._pending) >= _MERGE_EVERY:
+                self._merge()
+        except Exception as exc:  # never let our bookkeeping break the caller's stream
+            self._failed = True
+            self._pending = []
+            self._guard.telemetry.internal_error("langchain.model_stream", exc)
+
+    def read(self, model: Any) -> dict[str, Any] | None:
+        """The report's arguments (for :func:`report_turn`, which catches our errors)."""
+        if self._failed:
+            return None
+        self._merge()
+        if self._total is None:
+            return None
+        return read_message(model, self._total, self._text)
+
+    def _merge(self) -> None:
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        if self._total is None:
+            total, pending = pending[0], pending[1:]
+        else:
+            total = self._total
+        if pending:
+            total = total + pending  # AIMessageChunk addition of the whole batch at once
+        # the text is no longer needed (``_text`` knows whether there was any)
+        self._total = total.model_copy(update={"content": "", "additional_kwargs": {}})
