@@ -5,6 +5,9 @@ Formats, detected from the content (never from the file name):
 * **OTLP JSON**: one ``ExportTraceServiceRequest`` / ``TracesData`` object
   (``resourceSpans`` → ``scopeSpans`` → ``spans``), pretty-printed or not, of any size.
 * **JSON lines** as the Collector's ``file`` exporter writes them: one such object per line.
+* **Grafana Tempo**'s trace API answers: ``{"batches": [...]}`` (``/api/traces/{id}``,
+  the resource spans under another name) and ``{"trace": {"resourceSpans": [...]}}``
+  (``/api/v2/traces/{id}``).
 * **Jaeger JSON**: the ``{"data": [trace, ...]}`` export of Jaeger's UI and HTTP API, or one
   bare trace object; span events are Jaeger logs whose ``event`` field is the event name.
 * any of these gzip-compressed (magic bytes), from a file or from stdin (``-``).
@@ -405,6 +408,11 @@ def _otlp_resource(raw: Any) -> dict[str, Any]:
 
 
 _SCOPE_SPANS_KEYS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans")
+# Grafana Tempo's trace-by-id API: ``/api/traces/{id}`` names the resource spans
+# ``batches``; ``/api/v2/traces/{id}`` wraps a whole ``TracesData`` in ``trace``
+_TEMPO_BATCHES = "batches"
+_TEMPO_TRACE = "trace"
+_RESOURCE_SPANS_KEYS = ("resourceSpans", "resource_spans", _TEMPO_BATCHES)
 _SCOPE_KEYS = ("scope", "instrumentationLibrary")
 
 
@@ -412,6 +420,8 @@ def otlp_request_spans(document: dict[str, Any], stats: ReadStats) -> list[SpanV
     """Spans of one parsed ``ExportTraceServiceRequest``."""
     views: list[SpanView] = []
     resource_spans = _get(document, "resourceSpans", "resource_spans")
+    if resource_spans is None:
+        resource_spans = document.get(_TEMPO_BATCHES)
     if resource_spans is None:
         return views
     if not isinstance(resource_spans, list):
@@ -582,7 +592,10 @@ def document_batches(document: Any, stats: ReadStats) -> Iterator[list[SpanView]
     if not isinstance(document, dict):
         raise InputError(f"not trace data: a JSON {type(document).__name__}, not an object")
     stats.documents += 1
-    if "resourceSpans" in document or "resource_spans" in document:
+    wrapped = document.get(_TEMPO_TRACE)
+    if isinstance(wrapped, dict) and not any(key in document for key in _RESOURCE_SPANS_KEYS):
+        document = wrapped
+    if any(key in document for key in _RESOURCE_SPANS_KEYS):
         yield otlp_request_spans(document, stats)
     elif isinstance(document.get("data"), list):
         for trace in document["data"]:
@@ -592,7 +605,8 @@ def document_batches(document: Any, stats: ReadStats) -> Iterator[list[SpanView]
     else:
         keys = ", ".join(sorted(document)[:4]) or "no keys"
         raise InputError(
-            f"not trace data: expected OTLP 'resourceSpans' or Jaeger 'data', found {keys}"
+            "not trace data: expected OTLP 'resourceSpans' (Tempo: 'batches'), or Jaeger"
+            f" 'data', found {keys}"
         )
 
 
@@ -637,7 +651,7 @@ def stream_documents(scanner: JsonScanner, stats: ReadStats) -> Iterator[SpanVie
         rest: dict[str, Any] = {}
         found = False
         for key in scanner.object_keys():
-            if key in ("resourceSpans", "resource_spans") and scanner.peek() == "[":
+            if key in _RESOURCE_SPANS_KEYS and scanner.peek() == "[":
                 found = True
                 yield from _stream_otlp_resource_spans(scanner, stats)
             elif key == "data" and scanner.peek() == "[":

@@ -96,6 +96,21 @@ def test_protobuf_json_printer_output_with_base64_ids_is_accepted(tmp_path, sdk_
     assert [_comparable(v) for v in _read(path)] == _expected(sdk_spans)
 
 
+@pytest.mark.parametrize("indent", [None, 2], ids=["one-line", "pretty"])
+@pytest.mark.parametrize("api", ["v1", "v2"])
+def test_grafana_tempo_trace_api_answers_are_read(tmp_path, sdk_spans, api, indent) -> None:
+    """What Tempo's ``/api/traces/{id}`` (resource spans named ``batches``) and
+    ``/api/v2/traces/{id}`` (``TracesData`` under ``trace``) return, ids in base64."""
+    request = json.loads(MessageToJson(encode_spans(sdk_spans)))
+    if api == "v1":
+        document = {"batches": request.pop("resourceSpans")}
+    else:
+        document = {"trace": request}
+    path = tmp_path / f"tempo-{api}.json"
+    path.write_text(json.dumps(document, indent=indent))
+    assert [_comparable(v) for v in _read(path)] == _expected(sdk_spans)
+
+
 def test_json_lines_one_request_per_line(tmp_path: Path, sdk_spans) -> None:
     path = tmp_path / "collector.jsonl"
     path.write_text(jsonl_text(batches(sdk_spans, 2)))
