@@ -102,10 +102,7 @@ def test_grafana_tempo_trace_api_answers_are_read(tmp_path, sdk_spans, api, inde
     """What Tempo's ``/api/traces/{id}`` (resource spans named ``batches``) and
     ``/api/v2/traces/{id}`` (``TracesData`` under ``trace``) return, ids in base64."""
     request = json.loads(MessageToJson(encode_spans(sdk_spans)))
-    if api == "v1":
-        document = {"batches": request.pop("resourceSpans")}
-    else:
-        document = {"trace": request}
+    document = {"batches": request.pop("resourceSpans")} if api == "v1" else {"trace": request}
     path = tmp_path / f"tempo-{api}.json"
     path.write_text(json.dumps(document, indent=indent))
     assert [_comparable(v) for v in _read(path)] == _expected(sdk_spans)
