@@ -9,13 +9,15 @@ assert how many times a tool body really ran.
 from __future__ import annotations
 
 import itertools
+import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -254,3 +256,73 @@ class CountingChatModel(ScriptedChatModel):
                 output_tokens=usage.get("output_tokens"),
             )
         return result
+
+
+class TokenStreamingChatModel(CountingChatModel):
+    """A provider integration that streams token by token, shaped like OpenAI's with
+    ``stream_usage``: text in words, each tool call's arguments in pieces, the finish
+    reason on a chunk after the content, the usage on a final chunk of its own.
+
+    ``closed`` is set when the caller stopped reading before the provider's stream ended;
+    with ``report_below`` a turn is reported when its stream ends, as our OpenAI SDK
+    package does below a streaming ``ChatOpenAI``.
+    """
+
+    closed: bool = False
+    chunks_sent: int = 0
+
+    def _stream(
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
+        index = self.calls
+        self.calls += 1
+        # the scripted answer, without CountingChatModel's own report of it
+        answer = GenericFakeChatModel._generate(self, messages, *args, **kwargs)
+        message = answer.generations[0].message
+        assert isinstance(message, AIMessage)
+        finished = False
+        try:
+            for chunk in _chunks_of(message):
+                self.chunks_sent += 1
+                yield ChatGenerationChunk(message=chunk)
+            finished = True
+        finally:
+            self.closed = not finished
+        if index in self.report_below:
+            usage = message.usage_metadata or {}
+            get_guard().observe_llm_response(
+                model="scripted-1",
+                input_tokens=usage.get("input_tokens"),
+                output_tokens=usage.get("output_tokens"),
+            )
+
+
+def _chunks_of(message: AIMessage) -> Iterator[AIMessageChunk]:
+    text = message.content
+    assert isinstance(text, str)
+    for word in re.split(r"(\s)", text) if text else ():
+        yield AIMessageChunk(content=word)
+    for position, call in enumerate(message.tool_calls):
+        arguments = json.dumps(call["args"])
+        middle = len(arguments) // 2
+        for piece, first in ((arguments[:middle], True), (arguments[middle:], False)):
+            yield AIMessageChunk(
+                content="",
+                tool_call_chunks=[
+                    {
+                        "name": call["name"] if first else None,
+                        "id": call["id"] if first else None,
+                        "args": piece,
+                        "index": position,
+                    }
+                ],
+            )
+    yield AIMessageChunk(content="", response_metadata=dict(message.response_metadata))
+    yield AIMessageChunk(content="", usage_metadata=message.usage_metadata, chunk_position="last")
+
+
+def streamed_answer(model: Any, messages: list[BaseMessage]) -> Any:
+    answer = None
+    for chunk in model.stream(messages):
+        answer = chunk if answer is None else answer + chunk
+    return answer

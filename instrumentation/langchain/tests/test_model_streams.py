@@ -2,10 +2,8 @@
 
 The agents here are hand-written loops inside an application's ``agent_run``: stream a
 turn, add the chunks up, run the tools it asks for, as agent code that shows tokens to a
-user does. The model is the scripted one of ``agents.py`` with a token-by-token ``_stream``
-shaped like OpenAI's integration with ``stream_usage``: text in words, each tool call's
-arguments in pieces, the finish reason on the last content chunk, the usage on a final
-chunk of its own.
+user does. The model is ``agents.TokenStreamingChatModel``: the scripted one, streaming
+token by token the way OpenAI's integration does with ``stream_usage``.
 """
 
 from __future__ import annotations
@@ -13,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import json
-import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -25,16 +21,16 @@ from agents import (
     TURN_USAGE,
     USER_INPUT,
     CountingChatModel,
+    TokenStreamingChatModel,
     ToolCounter,
     build_react_graph,
     make_tools,
     priced_script,
     priced_turn,
+    streamed_answer,
 )
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate
 from opentelemetry.instrumentation.utils import unwrap
 from otel_loopguard_langchain import model_streams
@@ -48,64 +44,6 @@ INPUT_TOKENS = TURN_USAGE["input_tokens"]
 OUTPUT_TOKENS = TURN_USAGE["output_tokens"]
 
 
-class TokenStreamingChatModel(CountingChatModel):
-    """A provider integration that streams token by token (see the module docstring).
-
-    ``closed`` is set when the caller stopped reading before the provider's stream ended;
-    with ``report_below`` a turn is reported when its stream ends, as our OpenAI SDK
-    package does below a streaming ``ChatOpenAI``.
-    """
-
-    closed: bool = False
-    chunks_sent: int = 0
-
-    def _stream(
-        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
-    ) -> Iterator[ChatGenerationChunk]:
-        index = self.calls
-        self.calls += 1
-        # the scripted answer, without CountingChatModel's own report of it
-        answer = GenericFakeChatModel._generate(self, messages, *args, **kwargs)
-        message = answer.generations[0].message
-        assert isinstance(message, AIMessage)
-        finished = False
-        try:
-            for chunk in _chunks_of(message):
-                self.chunks_sent += 1
-                yield ChatGenerationChunk(message=chunk)
-            finished = True
-        finally:
-            self.closed = not finished
-        if index in self.report_below:
-            get_guard().observe_llm_response(
-                model="scripted-1", input_tokens=INPUT_TOKENS, output_tokens=OUTPUT_TOKENS
-            )
-
-
-def _chunks_of(message: AIMessage) -> Iterator[AIMessageChunk]:
-    text = message.content
-    assert isinstance(text, str)
-    for word in re.split(r"(\s)", text) if text else ():
-        yield AIMessageChunk(content=word)
-    for position, call in enumerate(message.tool_calls):
-        arguments = json.dumps(call["args"])
-        middle = len(arguments) // 2
-        for piece, first in ((arguments[:middle], True), (arguments[middle:], False)):
-            yield AIMessageChunk(
-                content="",
-                tool_call_chunks=[
-                    {
-                        "name": call["name"] if first else None,
-                        "id": call["id"] if first else None,
-                        "args": piece,
-                        "index": position,
-                    }
-                ],
-            )
-    yield AIMessageChunk(content="", response_metadata=dict(message.response_metadata))
-    yield AIMessageChunk(content="", usage_metadata=message.usage_metadata, chunk_position="last")
-
-
 class InvokeOnlyChatModel(CountingChatModel):
     """A provider integration that cannot stream (no ``_stream`` / ``_astream`` of its
     own): ``stream`` and ``astream`` fall back to ``invoke`` / ``ainvoke``."""
@@ -116,7 +54,7 @@ class InvokeOnlyChatModel(CountingChatModel):
 
 @contextlib.contextmanager
 def model_streams_unwrapped() -> Iterator[None]:
-    """The instrumentation without the stream wrappers (how each test was checked to fail)."""
+    """The instrumentation without the stream wrappers: what a run saw before them."""
     names = ("stream", "astream")
     instrumented = {name: BaseChatModel.__dict__[name] for name in names}
     for name in names:
@@ -126,13 +64,6 @@ def model_streams_unwrapped() -> Iterator[None]:
     finally:
         for name, method in instrumented.items():
             setattr(BaseChatModel, name, method)
-
-
-def streamed_answer(model: Any, messages: list[BaseMessage]) -> Any:
-    answer = None
-    for chunk in model.stream(messages):
-        answer = chunk if answer is None else answer + chunk
-    return answer
 
 
 def stream_agent(model: Any, counter: ToolCounter, tracer: Any, max_turns: int = 10) -> str:
