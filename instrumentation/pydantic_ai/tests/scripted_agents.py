@@ -1,7 +1,7 @@
 """pydantic-ai agents driven offline by ``FunctionModel`` (plain and streaming).
 
-Each scenario counts the real executions of its tool function, so tests do not have to
-trust spans to know how often the tool ran.
+Each scenario counts the real executions of its tool function and the requests its model
+received, so tests do not have to trust spans to know how often the tool or the model ran.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
+from pydantic_ai.usage import RequestUsage
 
 # pydantic-ai's own OpenTelemetry instrumentation: on, off, or its settings
 Instrument = bool | InstrumentationSettings
@@ -28,28 +29,50 @@ CATALOGUE = {
 }
 
 
+# (input, output) tokens a scripted model reports for each answer it does not stream
+TurnUsage = tuple[int, int]
+
+
 @dataclass
 class Scenario:
     agent: Agent[None, str]
+    model: FunctionModel
     executions: list[str] = field(default_factory=list)
+    #: one entry per request the model received (plain or streamed)
+    model_calls: list[str] = field(default_factory=list)
 
 
 def _tool_returns(messages: list[ModelMessage]) -> int:
     return sum(isinstance(part, ToolReturnPart) for message in messages for part in message.parts)
 
 
-def _plan(queries: list[str], final: str):
-    """A model that asks for ``queries[i]`` at step i, then answers ``final``."""
+def _plan(
+    queries: list[str], final: str, model_calls: list[str], usage: TurnUsage | None = None
+) -> FunctionModel:
+    """A model that asks for ``queries[i]`` at step i, then answers ``final``.
+
+    With ``usage``, each plain answer reports that usage (else pydantic-ai estimates it).
+    """
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        model_calls.append("request")
         step = _tool_returns(messages)
         if step < len(queries):
-            return ModelResponse(parts=[ToolCallPart("search", {"query": queries[step]})])
-        return ModelResponse(parts=[TextPart(final)])
+            parts: list[TextPart | ToolCallPart] = [
+                ToolCallPart("search", {"query": queries[step]})
+            ]
+        else:
+            parts = [TextPart(final)]
+        if usage is None:
+            return ModelResponse(parts=parts)
+        return ModelResponse(
+            parts=parts, usage=RequestUsage(input_tokens=usage[0], output_tokens=usage[1])
+        )
 
     async def stream(
         messages: list[ModelMessage], info: AgentInfo
     ) -> AsyncIterator[str | DeltaToolCalls]:
+        model_calls.append("stream")
         step = _tool_returns(messages)
         if step < len(queries):
             yield {0: DeltaToolCall(name="search", json_args=json.dumps({"query": queries[step]}))}
@@ -64,9 +87,9 @@ def _plan(queries: list[str], final: str):
 def looping_agent(steps: int = LOOP_STEPS, *, instrument: Instrument | None = None) -> Scenario:
     """The model asks for ``search(query="pricing")`` ``steps`` times; it always gets nothing."""
     executions: list[str] = []
-    agent: Agent[None, str] = Agent(
-        _plan(["pricing"] * steps, "I could not find anything."), name="researcher"
-    )
+    model_calls: list[str] = []
+    model = _plan(["pricing"] * steps, "I could not find anything.", model_calls)
+    agent: Agent[None, str] = Agent(model, name="researcher")
     if instrument is not None:  # else pydantic-ai's default (``Agent.instrument_all``)
         agent.instrument = instrument
 
@@ -76,13 +99,17 @@ def looping_agent(steps: int = LOOP_STEPS, *, instrument: Instrument | None = No
         executions.append(query)
         return "no results"
 
-    return Scenario(agent, executions)
+    return Scenario(agent, model, executions, model_calls)
 
 
-def productive_agent(*, instrument: Instrument | None = None) -> Scenario:
-    """Distinct searches with changing results, then a final answer."""
+def productive_agent(
+    *, instrument: Instrument | None = None, usage: TurnUsage | None = None
+) -> Scenario:
+    """Distinct searches with changing results, then a final answer: five model turns."""
     executions: list[str] = []
-    agent: Agent[None, str] = Agent(_plan(list(CATALOGUE), FINAL_ANSWER), name="researcher")
+    model_calls: list[str] = []
+    model = _plan(list(CATALOGUE), FINAL_ANSWER, model_calls, usage)
+    agent: Agent[None, str] = Agent(model, name="researcher")
     if instrument is not None:  # else pydantic-ai's default (``Agent.instrument_all``)
         agent.instrument = instrument
 
@@ -92,4 +119,4 @@ def productive_agent(*, instrument: Instrument | None = None) -> Scenario:
         executions.append(query)
         return CATALOGUE[query]
 
-    return Scenario(agent, executions)
+    return Scenario(agent, model, executions, model_calls)

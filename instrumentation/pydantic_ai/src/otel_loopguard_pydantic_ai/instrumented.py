@@ -5,13 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 
-def agent_makes_own_spans(agent: Any) -> bool:
-    """True when ``Agent.iter`` will open pydantic-ai's own ``invoke_agent`` span."""
+def agent_makes_own_spans(agent: Any, run_model: Any = None) -> bool:
+    """True when ``Agent.iter`` will open pydantic-ai's own ``invoke_agent`` span.
+
+    That is when the agent is instrumented (``instrument=``, ``Agent.instrument_all()``, the
+    ``Instrumentation`` capability) or the model the run uses is an ``InstrumentedModel``
+    (``logfire.instrument_pydantic_ai(model)``, ``Agent(InstrumentedModel(...))`` or one
+    passed as the run's ``model=``): pydantic-ai unwraps it into that capability.
+    """
     try:
         if agent._resolve_instrumentation_settings() is not None:
             return True
+        from pydantic_ai.models.instrumented import InstrumentedModel
+
+        if isinstance(agent._pick_raw_model(run_model), InstrumentedModel):
+            return True
         return _has_instrumentation(agent.root_capability)
-    except Exception:  # private API moved: assume not, we then make our own span
+    except Exception:  # private API moved, or no model: assume not, we make our own span
         return False
 
 

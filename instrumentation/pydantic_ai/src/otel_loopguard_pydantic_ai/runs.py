@@ -32,7 +32,7 @@ def iter_wrapper(tracer: Tracer) -> IterWrapper:
         kwargs: dict[str, Any],
     ) -> AbstractAsyncContextManager[Any]:
         inner = wrapped(*args, **kwargs)
-        if agent_makes_own_spans(instance):
+        if agent_makes_own_spans(instance, kwargs.get("model")):
             return inner
         name = getattr(instance, "name", None) or "agent"
         conversation = kwargs.get("conversation_id")
