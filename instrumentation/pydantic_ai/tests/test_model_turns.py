@@ -15,7 +15,9 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from otel_loopguard_pydantic_ai import model_turns
 from pydantic_ai import Agent, ModelRetry
+from pydantic_ai.exceptions import OutputTokenLimitExceeded
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.usage import RequestUsage
 from scripted_agents import FINAL_ANSWER, productive_agent
@@ -183,6 +185,29 @@ def test_a_truncated_answer_gets_the_continuation_decision(loopguard):
     assert "cut off" in decision.recommendation
     (run,) = loopguard.named("invoke_agent writer")
     assert run.attributes["gen_ai.usage.output_tokens"] == 16
+
+
+def test_a_response_a_fallback_rejected_counts_as_billed(loopguard):
+    """``FallbackModel`` moves on from a cut-off answer: the step's response carries the
+    rejected attempt, whose tokens pydantic-ai bills to the run and so do we."""
+
+    def answer(messages: Any, info: Any) -> ModelResponse:
+        usage = RequestUsage(input_tokens=40, output_tokens=10)
+        return ModelResponse(parts=[TextPart("The team plan costs 10 EUR per seat.")], usage=usage)
+
+    model = FallbackModel(
+        _truncating_model(), FunctionModel(answer), fallback_on=(OutputTokenLimitExceeded,)
+    )
+    agent: Agent[None, str] = Agent(model, name="writer")
+
+    result = agent.run_sync("What does the team plan cost?")
+
+    assert result.output == "The team plan costs 10 EUR per seat."
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (30 + 40, 16 + 10)
+    (run,) = loopguard.named("invoke_agent writer")
+    assert run.attributes["gen_ai.usage.input_tokens"] == result.usage.input_tokens
+    assert run.attributes["gen_ai.usage.output_tokens"] == result.usage.output_tokens
+    assert loopguard.decision_events("replan") == []  # the answer the run kept was complete
 
 
 def test_complete_answers_get_no_truncation_decision(loopguard):

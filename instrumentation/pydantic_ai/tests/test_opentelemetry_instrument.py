@@ -69,3 +69,39 @@ def test_enforce_mode_interrupts_the_run_in_a_real_process(tmp_path, own_spans):
     else:
         assert made_by == {"otel_loopguard_pydantic_ai"}
         assert agent_spans[0].attributes["loopguard.run.state"] == "stopped"
+
+
+BUDGET_SCRIPT = textwrap.dedent(
+    """
+    from scripted_agents import productive_agent
+
+    scenario = productive_agent(usage=(40, 10))
+    try:
+        print("FINAL", scenario.agent.run_sync("What does it cost?").output)
+    finally:
+        print("MODEL_CALLS", len(scenario.model_calls), flush=True)
+    """
+)
+
+
+def test_a_token_budget_stops_the_run_in_a_real_process(tmp_path):
+    """``--loopguard_token_budget``: the model turns of a run without pydantic-ai's own
+    instrumentation count, and the turn that goes over ends the run before its tools run."""
+    script = tmp_path / "agent.py"
+    script.write_text(BUDGET_SCRIPT, encoding="utf-8")
+    with OTLPReceiver() as receiver:
+        completed = run_under_opentelemetry_instrument(
+            script,
+            receiver,
+            extra_args=("--loopguard_mode", "enforce", "--loopguard_token_budget", "120"),
+            env={"PYTHONPATH": str(TESTS)},
+        )
+        spans = receiver.spans()
+
+    assert completed.returncode != 0
+    assert "LoopGuardInterrupt" in completed.stderr, completed.stderr[-2000:]
+    assert printed_count(completed.stdout, "MODEL_CALLS") == 3  # 150 tokens after the third
+    (run,) = [s for s in spans if s.name == "invoke_agent researcher"]
+    assert run.attributes["loopguard.run.state"] == "budget_exceeded"
+    assert run.attributes["gen_ai.usage.input_tokens"] == 3 * 40
+    assert run.attributes["gen_ai.usage.output_tokens"] == 3 * 10
