@@ -21,18 +21,25 @@ turn whatever the ``Model`` subclass (a provider's, ``FallbackModel``, ``TestMod
   plus the failed attempts a fallback billed), pydantic-ai's normalised finish reason
   (``length`` is a truncation), the tool calls it asks for and whether it is empty (no text,
   no file, no tool call); unless a model-call instrumentation below already reported the
-  turn (pydantic-ai's own ``chat`` span, from an ``InstrumentedModel``, ending inside the
-  request), which marks the open turn. In ``enforce`` mode a STOP (a token budget, max
-  steps) raises from the node, before the tools it asked for run.
+  turn (our OpenAI or Anthropic package under pydantic-ai's provider models, or another
+  GenAI span of the provider SDK that ends inside the request), which marks the open turn.
+  In ``enforce`` mode a STOP (a token budget, max steps) raises from the node, before the
+  tools it asked for run.
 - A stream left early (the consumer broke out, an error, a cancellation): the response
   pydantic-ai committed for it, if any, is still reported, but never raises: the run is
   already ending by the caller's exception.
 
+The turn of a stream stays open while the caller holds it, because a layer below may report
+the turn only when the stream is read to its end or closed. So another agent run started
+inside that window (in the body of ``async with agent.run_stream(...)``, or by a tool that
+``run_stream`` runs on the final answer under ``end_strategy="exhaustive"``) reports its
+turns into it, and this streamed turn is then taken as reported: its own tokens are missed.
+
 With pydantic-ai's own instrumentation on (``Agent(instrument=True)``,
-``Agent.instrument_all()``) there is no run of ours: its ``chat`` spans feed the turns
-through the span processor, and this wrapper only runs the pre-flight check against the run
-its ``invoke_agent`` span stands for. A model request outside any run and any trace is left
-alone.
+``Agent.instrument_all()``, an ``InstrumentedModel``) there is no run of ours: its ``chat``
+spans feed the turns through the span processor, and this wrapper only runs the pre-flight
+check against the run its ``invoke_agent`` span stands for. A model request outside any run
+and any trace is left alone.
 """
 
 from __future__ import annotations
@@ -87,7 +94,8 @@ def stream_wrapper(
     kwargs: dict[str, Any],
 ) -> AbstractAsyncContextManager[Any]:
     """Wrap ``ModelRequestNode.stream(ctx)``, an async context manager yielding the stream."""
-    if not _observed():
+    if _already_requested(instance) or not _observed():
+        # a node streams once (pydantic-ai refuses a second time): its turn is counted
         return wrapped(*args, **kwargs)
     return _streamed_turn(wrapped, instance, args, kwargs)
 
