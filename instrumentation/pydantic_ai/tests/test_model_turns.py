@@ -89,11 +89,43 @@ def test_max_steps_sends_no_further_request(make_loopguard):
     harness.assert_every_span_ended_once()
 
 
+def test_a_request_after_the_run_timed_out_is_never_sent(make_loopguard):
+    """The pre-flight check runs right before each model request: when the run's
+    ``timeout`` passes after the last thing we observed (here the caller of ``iter``
+    pausing between two steps), the next request is vetoed before it is sent."""
+    harness = make_loopguard(mode="enforce", timeout=0.5)
+    scenario = productive_agent()
+
+    async def drive_with_a_pause() -> None:
+        async with scenario.agent.iter(QUESTION) as run:
+            node = run.next_node
+            while not Agent.is_end_node(node):
+                if Agent.is_model_request_node(node) and scenario.model_calls:
+                    await asyncio.sleep(0.6)  # the run's time passes between two requests
+                node = await run.next(node)
+
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        asyncio.run(drive_with_a_pause())
+
+    assert raised.value.decision.end_state == "timed_out"
+    assert scenario.model_calls == ["request"]  # the second request was never sent
+    assert len(scenario.executions) == 1
+    assert harness.run_state("researcher") == "timed_out"
+    harness.assert_every_span_ended_once()
+
+
 async def _drive(agent: Agent[None, str], how: str) -> str | None:
     """Consume a run to its end the way a streaming caller does."""
     if how == "run_stream":
         async with agent.run_stream(QUESTION) as streamed:
             return await streamed.get_output()
+    if how == "event_stream_handler":  # ``run`` streams each step to the handler
+
+        async def handle(ctx: Any, events: Any) -> None:
+            async for _event in events:
+                pass
+
+        return (await agent.run(QUESTION, event_stream_handler=handle)).output
     if how == "iter":  # each model request streamed by the caller, as a UI does
         async with agent.iter(QUESTION) as run:
             node = run.next_node
@@ -110,7 +142,7 @@ async def _drive(agent: Agent[None, str], how: str) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("how", ["run_stream", "iter", "run_stream_events"])
+@pytest.mark.parametrize("how", ["run_stream", "iter", "run_stream_events", "event_stream_handler"])
 def test_max_steps_stops_a_streamed_run_before_its_next_request(make_loopguard, how):
     harness = make_loopguard(mode="enforce", max_steps=3)
     scenario = productive_agent()
