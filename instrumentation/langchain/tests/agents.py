@@ -270,6 +270,7 @@ class TokenStreamingChatModel(CountingChatModel):
 
     closed: bool = False
     chunks_sent: int = 0
+    argument_pieces: int = 2  # how many chunks each tool call's arguments arrive in
 
     def _stream(
         self, messages: list[BaseMessage], *args: Any, **kwargs: Any
@@ -282,7 +283,7 @@ class TokenStreamingChatModel(CountingChatModel):
         assert isinstance(message, AIMessage)
         finished = False
         try:
-            for chunk in _chunks_of(message):
+            for chunk in _chunks_of(message, self.argument_pieces):
                 self.chunks_sent += 1
                 yield ChatGenerationChunk(message=chunk)
             finished = True
@@ -297,15 +298,16 @@ class TokenStreamingChatModel(CountingChatModel):
             )
 
 
-def _chunks_of(message: AIMessage) -> Iterator[AIMessageChunk]:
+def _chunks_of(message: AIMessage, argument_pieces: int = 2) -> Iterator[AIMessageChunk]:
     text = message.content
     assert isinstance(text, str)
     for word in re.split(r"(\s)", text) if text else ():
         yield AIMessageChunk(content=word)
     for position, call in enumerate(message.tool_calls):
         arguments = json.dumps(call["args"])
-        middle = len(arguments) // 2
-        for piece, first in ((arguments[:middle], True), (arguments[middle:], False)):
+        size = -(-len(arguments) // argument_pieces)  # ceiling: at most that many pieces
+        for start in range(0, len(arguments), size):
+            piece, first = arguments[start : start + size], start == 0
             yield AIMessageChunk(
                 content="",
                 tool_call_chunks=[

@@ -225,6 +225,45 @@ def test_a_truncated_streamed_answer_gets_the_truncation_decision(loopguard):
     assert replan["loopguard.detectors"] == ("truncation",)
 
 
+def _asking_turns(topics: list[str]) -> list[Any]:
+    """Turns that think aloud (more chunks than a batch) before asking for a lookup."""
+    preamble = " ".join(["thinking"] * 40)
+    turns = [
+        priced_turn(
+            preamble,
+            finish="tool_calls",
+            tool_calls=[{"name": "lookup", "args": {"topic": topic}, "id": f"call_{index}"}],
+        )
+        for index, topic in enumerate(topics)
+    ]
+    return [*turns, priced_turn(ANSWER)]
+
+
+def _repeated_tool_steps(harness: Any) -> list[dict[str, Any]]:
+    return [
+        attributes
+        for _span, attributes in harness.decision_events()
+        if "repeated_tool_steps" in attributes["loopguard.detectors"]
+    ]
+
+
+def test_the_tool_calls_a_streamed_turn_asks_for_are_read_whole(make_loopguard):
+    """Five turns asking for one lookup each: the same one is a loop of repeated tool
+    steps; lookups that differ only at the end of their argument (the last piece streamed)
+    are not."""
+    common = "the price of the pro plan for a team of five, billed yearly, in region "
+    distinct = ("eu-1", "eu-2", "eu-3", "eu-4", "eu-5")
+    for regions, looping in (((distinct[0],) * len(distinct), True), (distinct, False)):
+        harness = make_loopguard(mode="observe")
+        turns = _asking_turns([common + region for region in regions])
+        model = TokenStreamingChatModel(messages=iter(turns))
+
+        answer = stream_agent(model, ToolCounter(), harness.app_tracer())
+
+        assert answer == ANSWER
+        assert bool(_repeated_tool_steps(harness)) is looping, regions
+
+
 # -- counted once ---------------------------------------------------------------------------
 
 

@@ -39,9 +39,10 @@ The provider's stream is closed inside a turn of its own, so a layer below that 
 close marks that turn rather than one of the caller's. The next model call of the run is
 still pre-flight checked.
 
-Per chunk the cost is constant: the chunks are added up in batches of
-:data:`_MERGE_EVERY` and the text (the one part that grows with the answer) is dropped
-after each batch, keeping only whether any of it was non-blank.
+The cost per chunk does not grow with the answer: the chunks are added up in batches of
+:data:`_MERGE_EVERY`, the text is dropped after each batch (keeping only whether any of it
+was non-blank), and the tool call arguments are parsed once, at the end (see
+:class:`_StreamedAnswer`; ``benchmarks/langchain_stream.py`` measures it at two lengths).
 """
 
 from __future__ import annotations
@@ -53,8 +54,10 @@ from otel_loopguard.enforcement import current_run, get_guard
 from otel_loopguard_langchain.model_turns import has_text, read_message, report_turn
 
 # chunks held before they are added to the running total: one ``AIMessageChunk`` addition
-# (a pydantic object and a re-parse of the tool call arguments) per batch, not per chunk
+# (a pydantic object, a long tool argument copied) per batch, not per chunk
 _MERGE_EVERY = 32
+# where the tool call pieces wait in the running total (see _StreamedAnswer)
+_CALLS = "otel_loopguard_tool_call_chunks"
 
 
 def stream_wrapper(
@@ -145,6 +148,15 @@ async def _observed_astream(model: Any, chunks: AsyncGenerator[Any, None]) -> As
 class _StreamedAnswer:
     """What the turn report needs of a streamed answer, added up as the chunks pass.
 
+    The chunks are added up a batch at a time with ``AIMessageChunk`` addition, and the
+    running total drops its text after each batch (``_text`` remembers whether any was
+    non-blank). Tool call pieces ride in ``additional_kwargs`` until the end: an
+    ``AIMessageChunk`` holding ``tool_call_chunks`` re-parses all their arguments as
+    partial JSON, in Python, on every addition, which for a long argument (a file a
+    coding agent writes, 100 kB in thousands of pieces) cost seconds per turn.
+    ``additional_kwargs`` lists are joined by the same ``merge_lists``, without the parse;
+    :meth:`read` parses the joined calls once.
+
     A failure of ours (a chunk langchain cannot add) is counted and logged once; the turn
     is then not reported, and the stream goes on.
     """
@@ -164,6 +176,11 @@ class _StreamedAnswer:
         try:
             if not self._text:
                 self._text = has_text(getattr(chunk, "content", None))
+            calls = getattr(chunk, "tool_call_chunks", None)
+            if calls:
+                chunk = chunk.model_copy(
+                    update={"tool_call_chunks": [], "additional_kwargs": {_CALLS: calls}}
+                )
             self._pending.append(chunk)
             if len(self._pending) >= _MERGE_EVERY:
                 self._merge()
@@ -177,20 +194,35 @@ class _StreamedAnswer:
         if self._failed:
             return None
         self._merge()
-        if self._total is None:
+        total = self._total
+        if total is None:
             return None
-        return read_message(model, self._total, self._text)
+        calls = _carried_calls(total)
+        if calls:  # one AIMessageChunk made of the joined pieces parses them, once
+            total = type(total)(
+                content="",
+                tool_call_chunks=calls,
+                usage_metadata=total.usage_metadata,
+                response_metadata=total.response_metadata,
+            )
+        return read_message(model, total, self._text)
 
     def _merge(self) -> None:
         pending = self._pending
         if not pending:
             return
         self._pending = []
-        if self._total is None:
-            total, pending = pending[0], pending[1:]
-        else:
-            total = self._total
-        if pending:
-            total = total + pending  # AIMessageChunk addition of the whole batch at once
-        # the text is no longer needed (``_text`` knows whether there was any)
-        self._total = total.model_copy(update={"content": "", "additional_kwargs": {}})
+        # the batch added up first (short strings), then to the total: a long tool argument
+        # is copied once a batch, not once a chunk
+        total = pending[0] + pending[1:] if len(pending) > 1 else pending[0]
+        if self._total is not None:
+            total = self._total + total
+        calls = _carried_calls(total)
+        self._total = total.model_copy(
+            update={"content": "", "additional_kwargs": {_CALLS: calls} if calls else {}}
+        )
+
+
+def _carried_calls(message: Any) -> Any:
+    extra = getattr(message, "additional_kwargs", None)
+    return extra.get(_CALLS) if isinstance(extra, dict) else None
