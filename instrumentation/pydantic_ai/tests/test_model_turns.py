@@ -156,6 +156,24 @@ def test_max_steps_stops_a_streamed_run_before_its_next_request(make_loopguard, 
     harness.assert_every_span_ended_once()
 
 
+@pytest.mark.parametrize("how", ["run_stream", "run_stream_events"])
+def test_a_token_budget_stops_a_streamed_run_before_the_turns_tools_run(make_loopguard, how):
+    # a streamed FunctionModel estimates about 55 tokens a turn: the second one goes over
+    harness = make_loopguard(mode="enforce", token_budget=60)
+    scenario = productive_agent()
+
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        asyncio.run(_drive(scenario.agent, how))
+
+    assert [signal.kind for signal in raised.value.decision.reasons] == ["tokens"]
+    assert scenario.model_calls == ["stream"] * 2
+    assert len(scenario.executions) == 1  # the second turn's search never ran
+    assert harness.run_state("researcher") == "budget_exceeded"
+    input_tokens, output_tokens = _usage_on_run_span(harness)
+    assert input_tokens + output_tokens > 60
+    harness.assert_every_span_ended_once()
+
+
 def test_a_streamed_run_counts_its_usage(observe_loopguard):
     scenario = productive_agent()
 
