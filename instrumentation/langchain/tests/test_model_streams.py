@@ -187,6 +187,20 @@ async def test_a_spent_token_budget_vetoes_the_next_streamed_call(make_loopguard
     assert harness.run_state("writer") == "budget_exceeded"
 
 
+async def test_an_async_stream_raises_the_stop_at_its_end(make_loopguard):
+    harness = make_loopguard(mode="enforce", token_budget=120)
+    model = TokenStreamingChatModel(messages=priced_script())
+    counter = ToolCounter()
+
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        await astream_agent(model, counter, harness.app_tracer())
+
+    assert raised.value.decision.detectors == ("budget",)
+    assert model.calls == 3 and not model.closed
+    assert counter["lookup"] == 2
+    assert harness.run_state("writer") == "budget_exceeded"
+
+
 def test_max_steps_vetoes_the_next_streamed_call(make_loopguard):
     harness = make_loopguard(mode="enforce", max_steps=2)
     model = TokenStreamingChatModel(messages=priced_script())

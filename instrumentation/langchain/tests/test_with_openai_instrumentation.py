@@ -14,6 +14,7 @@ scripted model nobody reports below, so it fails with this package's wrappers re
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -87,7 +88,14 @@ def _chat_spans(harness: Any) -> list[Any]:
     ]
 
 
-@pytest.mark.parametrize("call", ["stream", "invoke"])
+async def _astreamed_answer(model: Any, messages: list[BaseMessage]) -> Any:
+    answer = None
+    async for chunk in model.astream(messages):
+        answer = chunk if answer is None else answer + chunk
+    return answer
+
+
+@pytest.mark.parametrize("call", ["stream", "astream", "invoke"])
 def test_a_chat_openai_turn_the_openai_package_reported_counts_once(
     with_openai_package, scripted_openai, call
 ):
@@ -105,6 +113,8 @@ def test_a_chat_openai_turn_the_openai_package_reported_counts_once(
     with agent_run("writer", tracer=harness.app_tracer()):
         if call == "stream":
             first = streamed_answer(openai_model, messages)
+        elif call == "astream":  # the async client, in a task that copied the run's context
+            first = asyncio.run(_astreamed_answer(openai_model, messages))
         else:
             first = openai_model.invoke(messages)
         messages.append(first)
