@@ -190,9 +190,9 @@ def run_suite(suite: Suite, pytest_args: list[str]) -> Outcome:
             return outcome
         interpreter = found
     python = venv / "bin" / "python"
-    stale = python.exists() and suite.python_version is not None
-    if stale and _python_version(str(python)) != suite.python_version:
+    if python.exists() and _python_version(str(python)) != _python_version(interpreter):
         # a venv left by an earlier run whose interpreter is gone or of another version
+        # (another LOOPGUARD_TEST_PYTHON): reusing it would test the wrong Python
         shutil.rmtree(venv)
     venv_cmd = [*_uv(), "venv", "--python", interpreter, "--seed", str(venv)]
     if not python.exists() and _run(venv_cmd, log, ROOT):
@@ -287,7 +287,9 @@ def _build_compiled_wheel(log: Path) -> Path | None:
             if (ROOT / name).exists():
                 shutil.copy2(ROOT / name, source / name)
         env = dict(os.environ, HATCH_BUILD_HOOK_ENABLE_MYPYC="true")
-        if _run([*_uv(), "build", "--wheel", "--out-dir", str(out)], log, source, env):
+        # for the suites' interpreter: uv's own choice (python3 on PATH) may be another
+        build = [*_uv(), "build", "--wheel", "--python", PYTHON, "--out-dir", str(out)]
+        if _run(build, log, source, env):
             return None
     wheels = sorted(out.glob("otel_loopguard-*.whl"))
     return wheels[-1] if wheels else None
