@@ -50,7 +50,13 @@ from otel_loopguard.events import (
     tool_error,
     tool_result,
 )
-from otel_loopguard.model_turn import ModelTurn, mark_reported, open_turn
+from otel_loopguard.model_turn import (
+    ModelTurn,
+    enter_run_scope,
+    leave_run_scope,
+    mark_reported,
+    open_turn,
+)
 from otel_loopguard.span_mapping import (
     CALL_NEAR_KEY_ATTRIBUTE,
     CALL_SIGNATURE_ATTRIBUTE,
@@ -769,7 +775,11 @@ class _AgentRun:
             guard.telemetry.internal_error("agent_run.enter", exc)
             handle = RunHandle(f"unknown-{id(self)}", "root", self._name, span, False)
         self.handle = handle
-        self._token = (_CURRENT_RUN.set(handle), trace.use_span(span, end_on_exit=False))
+        self._token = (
+            _CURRENT_RUN.set(handle),
+            trace.use_span(span, end_on_exit=False),
+            enter_run_scope(),
+        )
         self._token[1].__enter__()
         return handle
 
@@ -784,7 +794,7 @@ class _AgentRun:
         token, self._token = self._token, None
         if token is None:
             return
-        run_token, use_span = token
+        run_token, use_span, turn_scope = token
         try:
             use_span.__exit__(None, None, None)
         except Exception as error:  # pragma: no cover - context detach trouble
@@ -793,13 +803,14 @@ class _AgentRun:
             _CURRENT_RUN.reset(run_token)
         except ValueError:  # detached in another context (e.g. a generator closed elsewhere)
             _CURRENT_RUN.set(None)
+        leave_run_scope(turn_scope)
 
     def resume(self) -> None:
         """Make a suspended run current again in this context (see :meth:`suspend`)."""
         if self._token is not None or self._span is None:
             return
         use_span = trace.use_span(self._span, end_on_exit=False)
-        self._token = (_CURRENT_RUN.set(self.handle), use_span)
+        self._token = (_CURRENT_RUN.set(self.handle), use_span, enter_run_scope())
         use_span.__enter__()
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
@@ -871,6 +882,7 @@ class _ToolCall:
         "_span",
         "_started",
         "_tracer",
+        "_turn_scope",
         "_use_span",
         "decision",
     )
@@ -894,6 +906,7 @@ class _ToolCall:
         self._attributes = attributes
         self._span: Any = None
         self._use_span: Any = None
+        self._turn_scope: Any = None
         self._identity: RunIdentity | None = None
         self._call_event: Event | None = None
         self._result: Any = None
@@ -949,6 +962,9 @@ class _ToolCall:
         self._span = span
         self._use_span = trace.use_span(span, end_on_exit=False)
         self._use_span.__enter__()
+        # a tool is no part of a model turn still open around it (a streamed answer whose
+        # tools run while it is read): a model call inside the tool is its own turn
+        self._turn_scope = enter_run_scope()
         if not config.enabled:
             return self
         veto: Decision | None = None
@@ -1023,6 +1039,7 @@ class _ToolCall:
             self._use_span.__exit__(None, None, None)
         except Exception as exc:  # pragma: no cover
             self._guard.telemetry.internal_error("tool_call.detach", exc)
+        leave_run_scope(self._turn_scope)
         self._span.end()
         span_id = self._span.get_span_context().span_id
         self._guard._managed.discard(span_id)

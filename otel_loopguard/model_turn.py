@@ -14,6 +14,11 @@ is open, by :meth:`LoopGuard.observe_llm_response
 model span that ends inside it, marks it (and the turns it is nested in) as reported; after
 the call the wrapper reports only when :attr:`ModelTurn.needs_report` says nobody did.
 
+An agent run (``agent_run``, also a nested one) and a tool execution (``tool_call``) start
+with no turn open: a sub-agent's turns, or a model call a tool makes, are their own, not
+the turn of the model call the caller may still have open (a streamed answer being read
+while its tools run, a managed agent called as a tool).
+
 The open turn travels in a :class:`contextvars.ContextVar`, and marking changes the turn
 object rather than the variable, so a report made in an asyncio task or an executor thread
 that copied the context still reaches it. Two model calls running in parallel in one run
@@ -72,6 +77,22 @@ class ModelTurn:
 _OPEN_TURN: contextvars.ContextVar[ModelTurn | None] = contextvars.ContextVar(
     "otel_loopguard_model_turn", default=None
 )
+
+
+def enter_run_scope() -> contextvars.Token[ModelTurn | None]:
+    """An agent run starts: turns open around it are not its own, and its reports must
+    not mark them (a sub-agent called while its caller's model answer is still streaming,
+    a managed agent called as a tool). Undo with :func:`leave_run_scope`."""
+    return _OPEN_TURN.set(None)
+
+
+def leave_run_scope(token: contextvars.Token[ModelTurn | None] | None) -> None:
+    if token is None:
+        return
+    try:
+        _OPEN_TURN.reset(token)
+    except ValueError:  # left in another context (a generator closed elsewhere)
+        _OPEN_TURN.set(None)
 
 
 def open_turn(in_run: bool) -> ModelTurn:

@@ -146,3 +146,35 @@ def test_outside_a_run_a_turn_needs_no_report_and_leaves_no_trace() -> None:
     with guard.agent_run(stack.tracer, "writer"):
         _framework_turn(guard, lambda: None, 5, 5)  # the earlier turn is not still open
     assert _usage(stack) == (5, 5)
+
+
+def test_a_sub_agent_run_inside_an_open_turn_does_not_hide_that_turn() -> None:
+    """A caller's model answer is still open (a stream being read, a step running its
+    tools) when a sub-agent runs: the sub-agent's turns count, and so does the caller's."""
+    stack = make_stack()
+    guard = stack.guard
+
+    def sub_agent() -> None:
+        with guard.agent_run(stack.tracer, "helper"):  # nested: the same run
+            _framework_turn(guard, _sdk_report(guard, 11, 1), 11, 1)
+            _framework_turn(guard, lambda: None, 12, 2)
+
+    with guard.agent_run(stack.tracer, "writer"):
+        _framework_turn(guard, sub_agent, 100, 10)
+    assert _usage(stack) == (123, 13)
+
+
+def test_a_model_call_inside_a_tool_is_not_the_open_turns_report() -> None:
+    """Tools that run while the answer asking for them is still open (a streamed answer
+    read to its end after its first tool ran): a tool's own model call is its own turn."""
+    stack = make_stack()
+    guard = stack.guard
+
+    def answer_whose_tool_runs_meanwhile() -> None:
+        with guard.tool_call(stack.tracer, "summarise", {"doc": 1}) as call:
+            _sdk_report(guard, 7, 7)()  # the tool asks a model itself
+            call.set_result("summary")
+
+    with guard.agent_run(stack.tracer, "writer"):
+        _framework_turn(guard, answer_whose_tool_runs_meanwhile, 100, 10)
+    assert _usage(stack) == (107, 17)

@@ -191,6 +191,28 @@ def test_a_streamed_run_counts_its_usage(observe_loopguard):
     observe_loopguard.assert_every_span_ended_once()
 
 
+def test_another_run_inside_a_streamed_answer_leaves_that_turn_counted(observe_loopguard):
+    """The caller runs another agent while it holds a streamed answer: that agent's turns
+    count (in the same run: it is nested in it), and the streamed turn still counts too."""
+    scenario = productive_agent(usage=TURN_USAGE)
+    helper = productive_agent(usage=(7, 3))
+    helper.agent.name = "helper"
+
+    async def drive() -> Any:
+        async with scenario.agent.run_stream(QUESTION) as streamed:
+            await helper.agent.run("Check the glossary first.")
+            await streamed.get_output()
+        return streamed.usage
+
+    usage = asyncio.run(drive())
+
+    assert len(helper.model_calls) == 5
+    assert _usage_on_run_span(observe_loopguard) == (
+        usage.input_tokens + 5 * 7,
+        usage.output_tokens + 5 * 3,
+    )
+
+
 def test_a_stream_left_early_counts_what_was_billed_and_breaks_nothing(loopguard):
     scenario = productive_agent()
 

@@ -30,10 +30,12 @@ turn whatever the ``Model`` subclass (a provider's, ``FallbackModel``, ``TestMod
   already ending by the caller's exception.
 
 The turn of a stream stays open while the caller holds it, because a layer below may report
-the turn only when the stream is read to its end or closed. So another agent run started
-inside that window (in the body of ``async with agent.run_stream(...)``, or by a tool that
-``run_stream`` runs on the final answer under ``end_strategy="exhaustive"``) reports its
-turns into it, and this streamed turn is then taken as reported: its own tokens are missed.
+the turn only when the stream is read to its end or closed. Another agent run started
+inside that window (in the body of ``async with agent.run_stream(...)``) and a tool that
+``run_stream`` runs on the final answer under ``end_strategy="exhaustive"`` each start with
+no turn open (the core's ``agent_run`` and ``tool_call`` do that), so their model calls do
+not pass for this turn's report. A bare model call the caller makes in that body, outside
+any run or tool, still would.
 
 With pydantic-ai's own instrumentation on (``Agent(instrument=True)``,
 ``Agent.instrument_all()``, an ``InstrumentedModel``) there is no run of ours: its ``chat``
