@@ -59,7 +59,11 @@ def interrupt_for_host(interrupt: LoopGuardInterrupt) -> LoopGuardInterrupt:
 
 
 def run_name(runnable: Any) -> str:
-    name = getattr(runnable, "name", None)
+    try:
+        name = getattr(runnable, "name", None)
+    except Exception as exc:  # a name property that fails: never our caller's problem
+        get_guard().telemetry.internal_error("autogen.run_name", exc)
+        name = None
     return name if isinstance(name, str) and name else type(runnable).__name__
 
 

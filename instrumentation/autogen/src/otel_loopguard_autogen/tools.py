@@ -40,19 +40,26 @@ def tool_wrapper(tracer: Tracer) -> Wrapper:
     async def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        call = kwargs.get("tool_call")
-        name = getattr(call, "name", None)
-        if not isinstance(name, str) or _is_handoff(name, kwargs.get("handoff_tools")):
-            return await wrapped(*args, **kwargs)
         guard = get_guard()
+        call = kwargs.get("tool_call")
+        try:
+            name = getattr(call, "name", None)
+            if not isinstance(name, str) or _is_handoff(name, kwargs.get("handoff_tools")):
+                return await wrapped(*args, **kwargs)
+            arguments = decode_arguments(getattr(call, "arguments", None))
+            call_id = getattr(call, "id", None)
+            agent_name = kwargs.get("agent_name")
+        except Exception as exc:  # a call shape we do not know: stay out of the way
+            guard.telemetry.internal_error("autogen.tool_call", exc)
+            return await wrapped(*args, **kwargs)
         outcome: Any = None
         try:
             with guard.tool_call(
                 tracer,
                 name,
-                decode_arguments(getattr(call, "arguments", None)),
-                call_id=getattr(call, "id", None),
-                agent_name=kwargs.get("agent_name"),
+                arguments,
+                call_id=call_id if isinstance(call_id, str) else None,
+                agent_name=agent_name if isinstance(agent_name, str) else None,
             ) as gate:
                 outcome = await wrapped(*args, **kwargs)
                 _record_outcome(guard, gate, outcome)
@@ -74,10 +81,14 @@ def handoff_wrapper(
     try:
         guard.check_current_run()  # a call of this batch was vetoed: stop before going on
         response = wrapped(*args, **kwargs)
-        message = getattr(response, "chat_message", None)
-        target = getattr(message, "target", None)
-        if isinstance(target, str) and target:
+        try:
+            message = getattr(response, "chat_message", None)
+            target = getattr(message, "target", None)
             source = getattr(message, "source", None) or kwargs.get("agent_name")
+        except Exception as exc:  # never let our bookkeeping break the agent
+            guard.telemetry.internal_error("autogen.handoff", exc)
+            return response
+        if isinstance(target, str) and target:
             guard.observe_handoff(source if isinstance(source, str) else None, target)
         return response
     except LoopGuardInterrupt as interrupt:
@@ -85,10 +96,7 @@ def handoff_wrapper(
 
 
 def _is_handoff(name: str, handoff_tools: Any) -> bool:
-    try:
-        return any(getattr(tool, "name", None) == name for tool in handoff_tools or ())
-    except Exception:
-        return False
+    return any(getattr(tool, "name", None) == name for tool in handoff_tools or ())
 
 
 def _record_outcome(guard: Any, gate: Any, outcome: Any) -> None:
