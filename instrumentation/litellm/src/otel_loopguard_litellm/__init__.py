@@ -1,0 +1,95 @@
+"""otel-loopguard for LiteLLM (``litellm.completion`` / ``litellm.acompletion``).
+
+LiteLLM is the model-call layer under CrewAI (non-native providers), smolagents'
+``LiteLLMModel``, Google ADK's ``LiteLlm``, DSPy, LiteLLM's ``Router`` and many
+hand-written agents. Instrumenting it once gives all of them what our OpenAI package gives
+the OpenAI SDK: budgets, cost limits, ``max_steps`` and timeouts checked *before* the
+request is sent, and every answer (usage, finish reasons, the tool calls the model asked
+for) fed to the budget, truncation, premature-end and repeated-tool-steps detectors.
+
+Usage::
+
+    from otel_loopguard_litellm import LiteLLMInstrumentor
+    LiteLLMInstrumentor().instrument()
+
+or run the program under ``opentelemetry-instrument``, which loads it through the
+``opentelemetry_instrumentor`` entry point when ``litellm`` is installed.
+
+Hook points (LiteLLM 1.110): the public ``litellm.completion`` / ``litellm.acompletion``
+are the dispatchers of ``litellm.chat_completions.dispatch`` (re-exported by ``from
+.chat_completions.dispatch import *``), which route a call to LiteLLM's native (Rust)
+path or to the Python ``litellm.main.completion`` / ``acompletion``. Wrapping the
+dispatchers sees every call whichever route it takes, before anything is sent.
+Frameworks call them through the module attribute (``litellm.completion(...)``: CrewAI,
+smolagents, DSPy, ``Router``) or bind the name at import (``from litellm import
+acompletion``: Google ADK), so the same functions are replaced in every module that
+exports them: ``litellm``, ``litellm.chat_completions.dispatch`` (where
+``completion(acompletion=True)`` finds ``acompletion``) and ``litellm.main`` (older import
+paths; also where ``main.acompletion`` finds ``completion``). Calls nested in an
+instrumented one pass through (see :mod:`otel_loopguard_litellm.wrappers`). A name bound
+*before* :meth:`instrument` ran keeps the original function, which is why
+``opentelemetry-instrument`` (instrumentors run before the program imports anything) or
+an early ``instrument()`` call is the way to use it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Collection
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from wrapt import wrap_function_wrapper
+
+from otel_loopguard_litellm.package import _instruments
+from otel_loopguard_litellm.wrappers import ModelCallRecorder, async_wrapper, sync_wrapper
+
+__version__ = "0.1.0"
+__all__ = ["LiteLLMInstrumentor"]
+
+# (module, function, async?); a module or name missing in an older LiteLLM is skipped
+_TARGETS = tuple(
+    (module, name, name == "acompletion")
+    for module in ("litellm", "litellm.chat_completions.dispatch", "litellm.main")
+    for name in ("completion", "acompletion")
+)
+
+
+def _present_targets() -> list[tuple[Any, str, bool]]:
+    present = []
+    for module_name, name, is_async in _TARGETS:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        if callable(getattr(module, name, None)):
+            present.append((module, name, is_async))
+    return present
+
+
+def _default_guard() -> Any:
+    from otel_loopguard.enforcement import get_guard
+
+    return get_guard()
+
+
+class LiteLLMInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Wraps ``litellm.completion`` and ``litellm.acompletion`` (streamed or not)."""
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return _instruments
+
+    def _instrument(self, **kwargs: Any) -> None:
+        tracer = trace.get_tracer(
+            __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
+        )
+        recorder = ModelCallRecorder(tracer, _default_guard)
+        for module, name, is_async in _present_targets():
+            make = async_wrapper if is_async else sync_wrapper
+            wrap_function_wrapper(module, name, make(recorder))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        for module, name, _ in _present_targets():
+            unwrap(module, name)

@@ -1,0 +1,1 @@
+_instruments = ("litellm >= 1.70",)

@@ -1,0 +1,335 @@
+"""wrapt wrappers around ``litellm.completion`` and ``litellm.acompletion``.
+
+Each call:
+
+1. runs the pre-flight check BEFORE LiteLLM builds and sends the request, so in enforce
+   mode a stopped run, an exceeded token or cost budget, ``max_steps`` or a timeout raise
+   ``LoopGuardInterrupt`` and no request leaves the process;
+2. makes a ``chat {model}`` CLIENT span per the GenAI semantic conventions, with the
+   provider LiteLLM resolves the model to (``openai/gpt-4o`` -> ``openai``); no message
+   content and no tool arguments are put on it;
+3. reports the answer (usage, finish reasons, the tool calls the model asked for) to the
+   guard, which feeds the detectors and puts any decision on the span before it ends; a
+   streamed answer is reported when its last chunk has been read.
+
+One call, one turn:
+
+- The same function is wrapped in several modules (see the package docstring), Python's
+  ``main.acompletion`` runs ``main.completion`` in an executor thread (with a copy of
+  the context), and ``Router`` / ``litellm.LiteLLM().chat.completions.create`` call them
+  too: a context variable set for the duration of the outer call makes the inner ones
+  plain pass-throughs.
+- Below us, our OpenAI package may see the same request. LiteLLM 1.110 sends ``openai/...``
+  requests with the OpenAI SDK's low-level ``client.post`` (no ``chat.completions.create``,
+  so that package never sees them), but ``azure/...`` requests through
+  ``chat.completions.create``, which it wraps and reports. So the call runs inside
+  ``guard.model_turn()``: when that turn was reported from inside, this span is marked
+  managed and the turn is not reported again. (Where a LiteLLM version does call
+  ``create`` for OpenAI models, our span, current during the call with
+  ``gen_ai.provider.name=openai``, makes the OpenAI package take it for the request's span
+  and only run its pre-flight check.)
+
+Nothing here may break the caller: internal errors are caught, counted by the guard
+(``loopguard.internal_errors``) and logged; only ``LoopGuardInterrupt`` (enforce mode) and
+LiteLLM's own exceptions reach the caller.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard_litellm.answers import Answer, from_model_response
+from otel_loopguard_litellm.streams import DoneCallback, ObservedStream
+
+logger = logging.getLogger(__name__)
+
+# True while a completion / acompletion call we instrument runs (also in the executor
+# thread acompletion hands the call to: it copies the context)
+_IN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "otel_loopguard_litellm_call", default=False
+)
+
+# LiteLLM's provider names that differ from the GenAI conventions' gen_ai.provider.name
+_PROVIDER_NAMES = {
+    "azure": "azure.ai.openai",
+    "azure_ai": "azure.ai.inference",
+    "bedrock": "aws.bedrock",
+    "vertex_ai": "gcp.vertex_ai",
+    "vertex_ai_beta": "gcp.vertex_ai",
+    "gemini": "gcp.gemini",
+    "mistral": "mistral_ai",
+    "xai": "x_ai",
+    "watsonx": "ibm.watsonx.ai",
+}
+
+_OUTPUT_CAPS = ("max_completion_tokens", "max_tokens")
+
+
+def _output_token_cap(kwargs: dict[str, Any]) -> int:
+    """The most output tokens the request allows (0 when unbounded).
+
+    Passed to the pre-flight check as the tokens the call may still spend, so a token
+    budget stops the request that *would* pass it, not only the one after.
+    """
+    for key in _OUTPUT_CAPS:
+        value = kwargs.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return max(value, 0)
+    return 0
+
+
+def _requested_model(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    model = kwargs.get("model", args[0] if args else None)
+    return model if isinstance(model, str) else None
+
+
+def _resolve(model: str | None, kwargs: dict[str, Any]) -> tuple[str | None, str]:
+    """(model name without LiteLLM's provider prefix, gen_ai.provider.name)."""
+    if model is None:
+        return None, "litellm"
+    try:
+        import litellm
+
+        resolved, provider, _, _ = litellm.get_llm_provider(
+            model=model,
+            custom_llm_provider=kwargs.get("custom_llm_provider"),
+            api_base=kwargs.get("api_base") or kwargs.get("base_url"),
+        )
+    except Exception:  # a model LiteLLM does not know: the call itself will say so
+        return model, "litellm"
+    name = provider if isinstance(provider, str) and provider else "litellm"
+    return resolved or model, _PROVIDER_NAMES.get(name, name)
+
+
+def _current(span: Span) -> Any:
+    """Make ``span`` current without letting ``use_span`` record or judge exceptions."""
+    return trace.use_span(
+        span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+    )
+
+
+def _set_answer_attributes(span: Span, answer: Answer) -> None:
+    if answer.response_model:
+        span.set_attribute("gen_ai.response.model", answer.response_model)
+    if answer.response_id:
+        span.set_attribute("gen_ai.response.id", answer.response_id)
+    if answer.finish_reasons:
+        span.set_attribute("gen_ai.response.finish_reasons", answer.finish_reasons)
+    if answer.input_tokens is not None:
+        span.set_attribute("gen_ai.usage.input_tokens", answer.input_tokens)
+    if answer.output_tokens is not None:
+        span.set_attribute("gen_ai.usage.output_tokens", answer.output_tokens)
+
+
+class ModelCall:
+    """One instrumented call: its span and the model-turn scope it runs in."""
+
+    __slots__ = ("model", "span", "turn")
+
+    def __init__(self, span: Span, model: str | None, turn: Any) -> None:
+        self.span = span
+        self.model = model
+        self.turn = turn
+
+
+class ModelCallRecorder:
+    """The span and guard side of a LiteLLM call."""
+
+    def __init__(self, tracer: Tracer, guard_provider: Callable[[], Any]) -> None:
+        self._tracer = tracer
+        self._guard_provider = guard_provider
+
+    def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ModelCall | None:
+        """Pre-flight, then the span; ``None`` when the call goes on uninstrumented.
+
+        Raises only ``LoopGuardInterrupt``; an internal error is counted and logged.
+        """
+        try:
+            return self._start(args, kwargs)
+        except LoopGuardInterrupt:
+            raise
+        except Exception as exc:
+            self.internal_error("litellm.start", exc)
+            return None
+
+    def _start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ModelCall:
+        guard = self._guard_provider()
+        expected_tokens = _output_token_cap(kwargs)
+        model, provider = _resolve(_requested_model(args, kwargs), kwargs)
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+        }
+        if model:
+            attributes["gen_ai.request.model"] = model
+        if expected_tokens:
+            attributes["gen_ai.request.max_tokens"] = expected_tokens
+        for key, attribute in (
+            ("temperature", "gen_ai.request.temperature"),
+            ("top_p", "gen_ai.request.top_p"),
+        ):
+            value = kwargs.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                attributes[attribute] = value
+        name = f"chat {model}" if model else "chat"
+        span = self._tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+        try:
+            with _current(span):
+                guard.preflight_llm(expected_tokens=expected_tokens, span=span)
+        except LoopGuardInterrupt:
+            span.set_attribute("error.type", LoopGuardInterrupt.__name__)
+            span.set_status(Status(StatusCode.ERROR, "interrupted by otel-loopguard"))
+            span.end()
+            raise
+        return ModelCall(span, model, guard.model_turn())
+
+    def internal_error(self, where: str, exc: Exception) -> None:
+        """Counted in ``loopguard.internal_errors`` and logged once, by the guard's telemetry."""
+        try:
+            self._guard_provider().telemetry.internal_error(where, exc)
+        except Exception:
+            logger.debug("otel-loopguard: internal error in %s", where, exc_info=True)
+
+    def call_returned(self, call: ModelCall) -> bool:
+        """Close the call's model-turn scope; True when a layer below reported the turn."""
+        try:
+            call.turn.end()
+            return bool(call.turn.reported)
+        except Exception as exc:
+            self.internal_error("litellm.turn", exc)
+            return False
+
+    def fail(self, call: ModelCall, error: BaseException) -> None:
+        self.call_returned(call)
+        span = call.span
+        span.set_attribute("error.type", type(error).__qualname__)
+        span.set_status(Status(StatusCode.ERROR, str(error)[:200] or type(error).__name__))
+        span.end()
+
+    def finish_result(self, call: ModelCall, result: Any) -> None:
+        """``finish`` for a non-streamed answer; a shape we cannot read is an internal error."""
+        reported_below = self.call_returned(call)
+        try:
+            answer = from_model_response(result)
+        except Exception as exc:
+            self.internal_error("litellm.parse", exc)
+            call.span.end()
+            return
+        self.finish(call, answer, reported_below)
+
+    def finish(self, call: ModelCall, answer: Answer, reported_below: bool = False) -> None:
+        """Record the answer on the span, tell the guard, end the span; may raise STOP."""
+        span = call.span
+        try:
+            _set_answer_attributes(span, answer)
+            guard = self._guard_provider()
+            if reported_below:
+                guard.mark_managed(span)  # the layer below fed this turn already
+                return
+            with _current(span):
+                guard.observe_llm_response(
+                    span=span,
+                    model=answer.response_model or call.model,
+                    finish_reason=answer.finish_reason,
+                    input_tokens=answer.input_tokens,
+                    output_tokens=answer.output_tokens,
+                    requested_tool_calls=answer.tool_calls,
+                    empty=answer.empty,
+                )
+        except LoopGuardInterrupt:
+            raise
+        except Exception as exc:
+            self.internal_error("litellm.finish", exc)
+        finally:
+            span.end()
+
+    def stream(self, call: ModelCall, stream: Any) -> Any:
+        """The stream the caller gets: judged at its end, its span ended once."""
+        reported_below = self.call_returned(call)
+        try:
+            return ObservedStream(stream, self._stream_callback(call, reported_below))
+        except Exception as exc:
+            self.internal_error("litellm.stream", exc)
+            call.span.end()
+            return stream
+
+    def _stream_callback(self, call: ModelCall, reported_below: bool) -> DoneCallback:
+        def on_done(answer: Answer | None, error: BaseException | None, complete: bool) -> None:
+            if error is not None:
+                self.fail(call, error)
+            elif complete and answer is not None:
+                self.finish(call, answer, reported_below)
+            else:
+                # the caller stopped reading: the answer is incomplete, nothing to judge
+                try:
+                    if answer is not None:
+                        _set_answer_attributes(call.span, answer)
+                finally:
+                    call.span.end()
+
+        return on_done
+
+
+def _is_stream(kwargs: dict[str, Any], result: Any) -> bool:
+    return kwargs.get("stream") is True and (
+        hasattr(result, "__next__") or hasattr(result, "__anext__")
+    )
+
+
+def sync_wrapper(recorder: ModelCallRecorder) -> Callable[..., Any]:
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if _IN_CALL.get() or kwargs.get("acompletion") is True:
+            # nested in a call we see, or completion(acompletion=True): it hands the call
+            # to acompletion, instrumented itself, and returns its coroutine
+            return wrapped(*args, **kwargs)
+        call = recorder.start(args, kwargs)
+        if call is None:
+            return wrapped(*args, **kwargs)
+        token = _IN_CALL.set(True)
+        try:
+            with _current(call.span):
+                result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            recorder.fail(call, exc)
+            raise
+        finally:
+            _IN_CALL.reset(token)
+        if _is_stream(kwargs, result):
+            return recorder.stream(call, result)
+        recorder.finish_result(call, result)
+        return result
+
+    return wrapper
+
+
+def async_wrapper(recorder: ModelCallRecorder) -> Callable[..., Any]:
+    async def wrapper(
+        wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if _IN_CALL.get():
+            return await wrapped(*args, **kwargs)
+        call = recorder.start(args, kwargs)
+        if call is None:
+            return await wrapped(*args, **kwargs)
+        token = _IN_CALL.set(True)
+        try:
+            with _current(call.span):
+                result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            recorder.fail(call, exc)
+            raise
+        finally:
+            _IN_CALL.reset(token)
+        if _is_stream(kwargs, result):
+            return recorder.stream(call, result)
+        recorder.finish_result(call, result)
+        return result
+
+    return wrapper

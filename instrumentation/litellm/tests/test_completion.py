@@ -1,0 +1,180 @@
+"""``litellm.completion`` in a hand-written agent loop: spans, budgets, steps, truncation,
+repeated tool steps, all from the answers of a real LiteLLM talking to a scripted API."""
+
+from __future__ import annotations
+
+import litellm
+import pytest
+from agent_loop import MODEL, run_agent
+from conftest import TRACER
+from opentelemetry.trace import SpanKind
+from scripted_api import Turn
+
+from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.enforcement import get_guard
+
+
+def test_chat_span_follows_the_genai_conventions(make_loopguard, serve):
+    lg = make_loopguard(mode="enforce")
+    api = serve(
+        [
+            Turn(tool_calls=[("search", {"query": "pricing"})], input_tokens=12, output_tokens=7),
+            Turn(text="Pricing is at /pricing.", input_tokens=30, output_tokens=9),
+        ]
+    )
+    outcome = run_agent(api.base, TRACER, {"search": lambda query: "/pricing"}, max_tokens=64)
+
+    assert outcome.answer == "Pricing is at /pricing."
+    chats = lg.spans("chat ")
+    assert [span.name for span in chats] == ["chat gpt-test", "chat gpt-test"]
+    first = chats[0]
+    assert first.kind is SpanKind.CLIENT
+    attrs = first.attributes
+    assert attrs["gen_ai.operation.name"] == "chat"
+    assert attrs["gen_ai.provider.name"] == "openai"  # LiteLLM's resolution of openai/...
+    assert attrs["gen_ai.request.model"] == "gpt-test"
+    assert attrs["gen_ai.request.max_tokens"] == 64
+    assert attrs["gen_ai.response.model"] == "gpt-test"
+    assert attrs["gen_ai.response.id"] == "chatcmpl-1"
+    assert attrs["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (12, 7)
+    assert chats[1].attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    (agent,) = lg.spans("invoke_agent")
+    assert all(span.parent.span_id == agent.context.span_id for span in chats)
+    # privacy: nothing of the conversation is on the span
+    assert not any("pricing" in str(value).lower() for value in attrs.values())
+    lg.assert_every_span_ended_once()
+
+
+def test_token_budget_stops_before_the_request_that_would_exceed_it(make_loopguard, serve):
+    lg = make_loopguard(mode="enforce", token_budget=45)
+    turns = [
+        Turn(tool_calls=[("search", {"query": f"q{i}"})], input_tokens=15, output_tokens=5)
+        for i in range(5)
+    ]
+    api = serve(turns)
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run_agent(api.base, TRACER, {"search": lambda query: query}, max_tokens=8)
+
+    # 2 turns used 40 tokens; the third may spend 8 more (max_tokens) -> 48 > 45: never sent
+    assert len(api.requests) == 2
+    assert stopped.value.decision.detectors == ("budget",)
+    (agent,) = lg.spans("invoke_agent")
+    assert agent.attributes["loopguard.run.state"] == "budget_exceeded"
+    assert agent.attributes["gen_ai.usage.input_tokens"] == 30
+    assert agent.attributes["gen_ai.usage.output_tokens"] == 10
+    vetoed = lg.spans("chat ")[-1]
+    assert vetoed.attributes["error.type"] == "LoopGuardInterrupt"
+    assert "gen_ai.response.id" not in vetoed.attributes
+    lg.assert_every_span_ended_once()
+
+
+def test_max_steps_stops_the_model_call_past_the_limit(make_loopguard, serve):
+    lg = make_loopguard(mode="enforce", max_steps=3)
+    api = serve([Turn(tool_calls=[("search", {"query": f"q{i}"})]) for i in range(6)])
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run_agent(api.base, TRACER, {"search": lambda query: query})
+
+    assert len(api.requests) == 3
+    assert stopped.value.decision.end_state.value == "max_steps"
+    (agent,) = lg.spans("invoke_agent")
+    assert agent.attributes["loopguard.run.state"] == "max_steps"
+
+
+def test_truncation_replans_with_continuation_then_stops_after_recoveries(make_loopguard, serve):
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=2)
+    api = serve([Turn(text=f"part {i}", finish_reason="length") for i in range(6)])
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run_agent(api.base, TRACER, {})
+
+    actions = [decision.action.value for decision, _ in lg.decided]
+    assert actions == ["replan", "replan", "stop"]
+    recommendation = lg.decided[0][0].recommendation
+    assert recommendation and "continue" in recommendation.lower()
+    # the loop sent each continuation prompt back to the model through LiteLLM
+    sent = [m["content"] for m in api.requests[2]["messages"] if m["role"] == "user"]
+    assert sent[1:] == [recommendation, recommendation]
+    assert "truncation" in stopped.value.decision.detectors
+    assert len(api.requests) == 3  # no request after the STOP
+    chats = lg.spans("chat ")
+    assert [lg.decisions_on(span)[0]["loopguard.action"] for span in chats] == [
+        "replan",
+        "replan",
+        "stop",
+    ]
+
+
+def test_repeated_identical_tool_call_sets_stop_under_the_strict_policy(make_loopguard, serve):
+    lg = make_loopguard(mode="enforce", policy="strict", max_repeated_tool_steps=3)
+    # the same set of two calls each time, the model listing them in another order
+    turns = [
+        Turn(tool_calls=[("search", {"query": "pricing"}), ("fetch", {"url": "/pricing"})]),
+        Turn(tool_calls=[("fetch", {"url": "/pricing"}), ("search", {"query": "pricing"})]),
+    ] * 3
+    api = serve(turns)
+    executions = []
+
+    def search(query: str) -> str:
+        executions.append(query)
+        return f"page {len(executions)}"  # changing output: only the steps repeat
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run_agent(api.base, TRACER, {"search": search, "fetch": lambda url: f"got {url}"})
+
+    assert "repeated_tool_steps" in stopped.value.decision.detectors
+    assert len(api.requests) == 3
+    third = lg.spans("chat ")[2]
+    assert [e["loopguard.action"] for e in lg.decisions_on(third)] == ["stop"]
+
+
+def test_token_totals_on_the_agent_span_match_the_usage_sum(make_loopguard, serve):
+    lg = make_loopguard(mode="enforce")
+    usage = [(11, 3), (17, 4), (25, 6)]
+    api = serve(
+        [
+            Turn(tool_calls=[("search", {"query": "a"})], input_tokens=11, output_tokens=3),
+            Turn(tool_calls=[("search", {"query": "b"})], input_tokens=17, output_tokens=4),
+            Turn(text="answer", input_tokens=25, output_tokens=6),
+        ]
+    )
+    run_agent(api.base, TRACER, {"search": lambda query: f"result {query}"})
+
+    (agent,) = lg.spans("invoke_agent")
+    assert agent.attributes["gen_ai.usage.input_tokens"] == sum(i for i, _ in usage)
+    assert agent.attributes["gen_ai.usage.output_tokens"] == sum(o for _, o in usage)
+    assert agent.attributes["loopguard.run.state"] == "completed"
+
+
+def test_observe_mode_records_the_stop_but_never_raises(make_loopguard, serve):
+    lg = make_loopguard(mode="observe", token_budget=25)
+    api = serve([Turn(tool_calls=[("search", {"query": f"q{i}"})]) for i in range(3)])
+
+    outcome = run_agent(api.base, TRACER, {"search": lambda query: query}, max_turns=3)
+
+    assert outcome.turns == 3 and len(api.requests) == 3
+    assert any(d.action.value == "stop" for d, _ in lg.decided)
+    assert lg.decision_events("stop")
+
+
+def test_positional_model_and_a_provider_error_end_the_span_with_the_error(make_loopguard, serve):
+    lg = make_loopguard(mode="enforce")
+    api = serve([])  # script exhausted: the API answers 500
+
+    with get_guard().agent_run(TRACER, "assistant"), pytest.raises(litellm.InternalServerError):
+        litellm.completion(
+            MODEL,
+            [{"role": "user", "content": "hi"}],
+            api_base=api.base,
+            api_key="test-key",
+            num_retries=0,
+            max_retries=0,
+        )
+
+    (chat,) = lg.spans("chat ")
+    assert chat.name == "chat gpt-test"
+    assert chat.attributes["error.type"]
+    assert lg.decided == []
+    lg.assert_every_span_ended_once()
