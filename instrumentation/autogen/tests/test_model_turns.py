@@ -95,3 +95,42 @@ def test_streamed_model_client_turns_are_counted_once(make_loopguard):
     assert run.attributes["gen_ai.usage.input_tokens"] == 5 * PROMPT_TOKENS
     assert run.attributes["loopguard.run.state"] == "completed"
     harness.assert_every_span_ended_once()
+
+
+def reflecting_agent(search: CountingSearch) -> AssistantAgent:
+    """One search, then autogen's extra reflection call writes the answer."""
+
+    def script(n: int):
+        return [("search", {"query": "pricing"})] if n == 1 else ANSWER
+
+    return AssistantAgent(
+        "researcher",
+        model_client=ScriptedClient(script),
+        tools=[search.tool],
+        reflect_on_tool_use=True,
+    )
+
+
+def test_the_reflection_call_is_a_model_turn_too(make_loopguard):
+    harness = make_loopguard(mode="observe")
+    search = CountingSearch()
+
+    result = asyncio.run(reflecting_agent(search).run(task="find the pricing page"))
+
+    assert result.messages[-1].content == ANSWER
+    (run,) = harness.named("invoke_agent researcher")
+    assert run.attributes["gen_ai.usage.input_tokens"] == 2 * PROMPT_TOKENS
+    assert run.attributes["gen_ai.usage.output_tokens"] == 2 * COMPLETION_TOKENS
+
+
+def test_max_steps_vetoes_the_reflection_call(make_loopguard):
+    harness = make_loopguard(mode="enforce", max_steps=1)
+    search = CountingSearch()
+    agent = reflecting_agent(search)
+
+    with pytest.raises(LoopGuardInterrupt):
+        asyncio.run(agent.run(task="find the pricing page"))
+
+    assert len(search.executions) == 1
+    assert agent._model_client.calls == 1  # the reflection call was never sent
+    harness.assert_every_span_ended_once()

@@ -17,7 +17,8 @@ Why these hook points (autogen-agentchat 0.7.5):
   ``AssistantAgent._check_and_handle_handoff``: after each batch of tool calls, the handoff
   that really happens. See :mod:`.tools` for why a vetoed call must not raise there.
 * ``AssistantAgent._call_llm``: every model call of the agent's step and tool loop, whatever
-  the client class. See :mod:`.model_turns`.
+  the client class; ``AssistantAgent._reflect_on_tool_use_flow``: the extra call of
+  ``reflect_on_tool_use=True``. See :mod:`.model_turns`.
 
 Usage::
 
@@ -36,7 +37,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from wrapt import FunctionWrapper, wrap_function_wrapper
 
-from otel_loopguard_autogen.model_turns import call_llm_wrapper
+from otel_loopguard_autogen.model_turns import call_llm_wrapper, reflection_wrapper
 from otel_loopguard_autogen.package import _instruments
 from otel_loopguard_autogen.runs import LoopGuardTeamInterrupt, agent_run_wrapper, stream_wrapper
 from otel_loopguard_autogen.tools import handoff_wrapper, tool_wrapper
@@ -73,6 +74,9 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             _ASSISTANT_MODULE, "AssistantAgent._check_and_handle_handoff", handoff_wrapper
         )
         wrap_function_wrapper(_ASSISTANT_MODULE, "AssistantAgent._call_llm", call_llm_wrapper)
+        wrap_function_wrapper(
+            _ASSISTANT_MODULE, "AssistantAgent._reflect_on_tool_use_flow", reflection_wrapper
+        )
 
     def _uninstrument(self, **kwargs: Any) -> None:
         from autogen_agentchat.agents._assistant_agent import AssistantAgent
@@ -82,7 +86,12 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         _unwrap(BaseChatAgent, "run")
         _unwrap(BaseChatAgent, "run_stream")
         _unwrap(BaseGroupChat, "run_stream")
-        for name in ("_execute_tool_call", "_check_and_handle_handoff", "_call_llm"):
+        for name in (
+            "_execute_tool_call",
+            "_check_and_handle_handoff",
+            "_call_llm",
+            "_reflect_on_tool_use_flow",
+        ):
             _unwrap(AssistantAgent, name)
 
 

@@ -15,8 +15,10 @@ its first call and every call of its tool loop through one class method,
   ``llm_response`` with its usage, finish reason and requested function calls, before the
   agent runs those tools. A STOP there (a token budget) interrupts the run.
 
-Not covered: the extra call ``reflect_on_tool_use=True`` makes after the tools
-(``_reflect_on_tool_use_flow`` calls the client directly).
+The extra call ``reflect_on_tool_use=True`` makes after the tools does not go through
+``_call_llm``: ``AssistantAgent._reflect_on_tool_use_flow`` calls the client itself and
+yields only the final ``Response`` (its message carries the call's usage), so it is wrapped
+the same way and reported from that ``Response`` (no finish reason there).
 """
 
 from __future__ import annotations
@@ -30,15 +32,50 @@ from otel_loopguard_autogen.runs import interrupt_for_host
 from otel_loopguard_autogen.tools import decode_arguments
 
 
+class _Answer:
+    """What a model call answered, read from what the agent's generator yields."""
+
+    __slots__ = ("content", "finish_reason", "usage")
+
+    def __init__(self, content: Any, usage: Any, finish_reason: Any) -> None:
+        self.content = content
+        self.usage = usage
+        self.finish_reason = finish_reason
+
+
+def _create_result(output: Any) -> _Answer | None:
+    """``_call_llm`` yields chunk events, then the ``CreateResult``."""
+    if type(output).__name__ != "CreateResult":
+        return None
+    return _Answer(output.content, output.usage, output.finish_reason)
+
+
+def _reflection_response(output: Any) -> _Answer | None:
+    """``_reflect_on_tool_use_flow`` yields chunk and thought events, then a ``Response``."""
+    message = getattr(output, "chat_message", None)
+    if type(output).__name__ != "Response" or message is None:
+        return None
+    return _Answer(getattr(message, "content", None), getattr(message, "models_usage", None), None)
+
+
 def call_llm_wrapper(
     wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Wrap ``AssistantAgent._call_llm(*, model_client, ..., agent_name, ...)``."""
-    return _observed_call(wrapped(*args, **kwargs), kwargs)
+    return _observed_call(wrapped(*args, **kwargs), kwargs, _create_result)
+
+
+def reflection_wrapper(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Wrap ``AssistantAgent._reflect_on_tool_use_flow(*, model_client, ..., agent_name, ...)``."""
+    return _observed_call(wrapped(*args, **kwargs), kwargs, _reflection_response)
 
 
 async def _observed_call(
-    outputs: AsyncGenerator[Any, None], kwargs: dict[str, Any]
+    outputs: AsyncGenerator[Any, None],
+    kwargs: dict[str, Any],
+    answer_of: Callable[[Any], _Answer | None],
 ) -> AsyncGenerator[Any, None]:
     guard = get_guard()
     try:
@@ -55,8 +92,8 @@ async def _observed_call(
                 turn.end()
             in_run = turn.in_run
             reported = reported or turn.reported
-            if _is_create_result(output) and in_run and not reported:
-                _observe_result(guard, output, kwargs)  # raises only LoopGuardInterrupt
+            if in_run and not reported:
+                _observe_answer(guard, output, answer_of, kwargs)  # raises only our interrupt
             yield output
     except LoopGuardInterrupt as interrupt:
         raise interrupt_for_host(interrupt) from interrupt.__cause__
@@ -64,25 +101,28 @@ async def _observed_call(
         await outputs.aclose()
 
 
-def _is_create_result(output: Any) -> bool:
-    return type(output).__name__ == "CreateResult"
-
-
-def _observe_result(guard: Any, result: Any, kwargs: dict[str, Any]) -> None:
+def _observe_answer(
+    guard: Any, output: Any, answer_of: Callable[[Any], _Answer | None], kwargs: dict[str, Any]
+) -> None:
     try:
-        content = getattr(result, "content", None)
-        usage = getattr(result, "usage", None)
+        answer = answer_of(output)
+        if answer is None:  # a chunk or another event: the answer is still to come
+            return
+        content = answer.content
+        usage = answer.usage
         requested: list[tuple[str, Any]] = []
         said = False
         if isinstance(content, str):
             said = bool(content.strip())
+        elif not isinstance(content, list):  # a structured output model
+            said = content is not None
         else:
             for call in content or ():
                 name = getattr(call, "name", None)
                 if isinstance(name, str):
                     requested.append((name, decode_arguments(getattr(call, "arguments", None))))
         agent_name = kwargs.get("agent_name")
-        finish_reason = getattr(result, "finish_reason", None)
+        finish_reason = answer.finish_reason
         report: dict[str, Any] = {
             "model": _model_name(kwargs.get("model_client")),
             "finish_reason": finish_reason if isinstance(finish_reason, str) else None,
