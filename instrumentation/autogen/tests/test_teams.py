@@ -94,3 +94,33 @@ def test_a_team_member_looping_on_a_tool_stops_the_team(loopguard):
     assert all(s.context.trace_id == run.context.trace_id for s in tools)
     assert run.attributes["loopguard.run.state"] == "stopped"
     loopguard.assert_every_span_ended_once()
+
+
+def test_team_stream_closed_early_ends_the_run_as_cancelled(loopguard):
+    search = CountingSearch(lambda query, n: f"result {n}")
+
+    def script(n: int):
+        return [("search", {"query": f"page {n}"})]
+
+    researcher = AssistantAgent(
+        "researcher", model_client=ScriptedClient(script), tools=[search.tool]
+    )
+    writer = AssistantAgent("writer", model_client=ScriptedClient(always("Go on.")))
+    team = RoundRobinGroupChat([researcher, writer], termination_condition=MaxMessageTermination(6))
+    outside: list = []
+
+    async def first_messages_then_stop() -> None:
+        stream = team.run_stream(task="find the pricing page")
+        async for _message in stream:
+            outside.append(loopguard.guard.current_run_steps())  # None: not current here
+            if len(outside) == 2:
+                break
+        await stream.aclose()
+
+    asyncio.run(asyncio.wait_for(first_messages_then_stop(), timeout=60))
+
+    assert outside == [None, None]
+    (run,) = loopguard.named("invoke_agent RoundRobinGroupChat")
+    assert run.attributes["loopguard.run.state"] == "cancelled"
+    assert loopguard.open_spans() == []
+    loopguard.assert_every_span_ended_once()

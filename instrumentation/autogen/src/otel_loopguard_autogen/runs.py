@@ -37,9 +37,21 @@ logger = logging.getLogger(__name__)
 
 Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
-# True while the code runs as a participant of a team (inherited by the runtime's tasks)
-_IN_TEAM: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "otel_loopguard_autogen_in_team", default=False
+
+class _RunScope:
+    """What our wrappers share within one run: whether it is a team's, and the interrupt
+    raised in it that autogen made us hold back (see :func:`raise_if_stopped`). Mutable, so
+    the tasks autogen starts with a copy of the context share it."""
+
+    __slots__ = ("in_team", "interrupt")
+
+    def __init__(self, in_team: bool) -> None:
+        self.in_team = in_team
+        self.interrupt: LoopGuardInterrupt | None = None
+
+
+_SCOPE: contextvars.ContextVar[_RunScope | None] = contextvars.ContextVar(
+    "otel_loopguard_autogen_run_scope", default=None
 )
 
 
@@ -48,14 +60,43 @@ class LoopGuardTeamInterrupt(LoopGuardInterrupt, Exception):
     team's runtime only reports an ``Exception`` back to ``run_stream`` (see above)."""
 
 
+def hold_back(interrupt: LoopGuardInterrupt) -> None:
+    """Remember an interrupt we cannot raise where it happened (a tool call in
+    ``asyncio.gather``), or that leaves a team as its ``RuntimeError``."""
+    scope = _SCOPE.get()
+    if scope is not None:
+        scope.interrupt = interrupt
+
+
 def interrupt_for_host(interrupt: LoopGuardInterrupt) -> LoopGuardInterrupt:
     """The interrupt to raise from inside an agent: as is, or as a
     :class:`LoopGuardTeamInterrupt` when the agent runs in a team."""
-    if not _IN_TEAM.get() or isinstance(interrupt, Exception):
+    hold_back(interrupt)
+    scope = _SCOPE.get()
+    if scope is None or not scope.in_team or isinstance(interrupt, Exception):
         return interrupt
     team_interrupt = LoopGuardTeamInterrupt(interrupt.decision, str(interrupt))
     team_interrupt.__cause__ = interrupt.__cause__
     return team_interrupt
+
+
+def raise_if_stopped(guard: Any, cause: BaseException | None = None) -> None:
+    """Raise ``LoopGuardInterrupt`` (enforce mode) when the current run is stopped.
+
+    An interrupt already raised in this run and held back is raised again as a plain one,
+    without counting it a second time in ``loopguard.interrupts``; otherwise the guard's own
+    check raises (and counts) it.
+    """
+    scope = _SCOPE.get()
+    held = scope.interrupt if scope is not None else None
+    if held is not None:
+        raise LoopGuardInterrupt(held.decision, str(held)) from cause
+    try:
+        guard.check_current_run()
+    except LoopGuardInterrupt as interrupt:
+        if cause is None:
+            raise
+        raise LoopGuardInterrupt(interrupt.decision, str(interrupt)) from cause
 
 
 def run_name(runnable: Any) -> str:
@@ -74,15 +115,16 @@ def agent_run_wrapper(tracer: Tracer) -> Wrapper:
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         guard = get_guard()
-        team_token = _IN_TEAM.set(False)  # a run of its own, even when a team member calls it
+        # a run of its own, even when a team member calls it
+        scope_token = _SCOPE.set(_RunScope(in_team=False))
         try:
             with guard.agent_run(tracer, run_name(instance)):
                 result = await wrapped(*args, **kwargs)
                 # a vetoed tool call ends the agent's turn normally (see tools.py): stop here
-                guard.check_current_run()
+                raise_if_stopped(guard)
                 return result
         finally:
-            _IN_TEAM.reset(team_token)
+            _SCOPE.reset(scope_token)
 
     return wrapper
 
@@ -110,43 +152,45 @@ async def _observed_stream(
     early (``cancelled``).
     """
     guard = get_guard()
+    scope = _RunScope(in_team=team)
     run = guard.agent_run(tracer, name)
     run.__enter__()
     run.suspend()
+    outcome: BaseException | None = None
     try:
         while True:
             run.resume()
-            team_token = _IN_TEAM.set(team)
+            scope_token = _SCOPE.set(scope)
             try:
                 try:
                     message = await stream.__anext__()
                 except StopAsyncIteration:
-                    guard.check_current_run()  # a run stopped by a vetoed call ends stopped
+                    raise_if_stopped(guard)  # a run stopped by a vetoed call ends stopped
                     break
                 except Exception as error:
-                    _raise_if_stopped(guard, error)
+                    # a team fails with RuntimeError when a member raised our team interrupt
+                    raise_if_stopped(guard, cause=error)
                     raise
                 if not team:  # a team's participants raise themselves (see the module docstring)
-                    guard.check_current_run()
+                    raise_if_stopped(guard)
             finally:
-                _IN_TEAM.reset(team_token)
+                _SCOPE.reset(scope_token)
                 run.suspend()
             yield message
     except BaseException as exc:
-        run.__exit__(type(exc), exc, exc.__traceback__)
+        outcome = exc
         raise
-    else:
-        run.__exit__(None, None, None)
     finally:
-        await stream.aclose()
-
-
-def _raise_if_stopped(guard: Any, error: Exception) -> None:
-    """A team fails with ``RuntimeError`` when a participant raised our team interrupt (or
-    anything else after the run was stopped): the caller gets the ``LoopGuardInterrupt``."""
-    try:
-        guard.check_current_run()
-    except LoopGuardInterrupt as interrupt:
-        raise LoopGuardInterrupt(interrupt.decision, str(interrupt)) from error
-    if isinstance(error, LoopGuardInterrupt):  # the run is not known to the guard any more
-        raise LoopGuardInterrupt(error.decision, str(error)) from error
+        try:
+            # closed early: the team's run_stream waits here until its runtime is idle, and
+            # what its members still do belongs to the run
+            run.resume()
+            try:
+                await stream.aclose()
+            finally:
+                run.suspend()
+        finally:
+            if outcome is None:
+                run.__exit__(None, None, None)
+            else:
+                run.__exit__(type(outcome), outcome, outcome.__traceback__)

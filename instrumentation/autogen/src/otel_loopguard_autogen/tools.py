@@ -28,7 +28,7 @@ from opentelemetry.trace import Tracer
 
 from otel_loopguard.decisions import LoopGuardInterrupt
 from otel_loopguard.enforcement import get_guard
-from otel_loopguard_autogen.runs import Wrapper, interrupt_for_host
+from otel_loopguard_autogen.runs import Wrapper, hold_back, interrupt_for_host, raise_if_stopped
 
 STOPPED_RESULT = "Error: the run was stopped by otel-loopguard; this tool call did not run."
 
@@ -64,9 +64,10 @@ def tool_wrapper(tracer: Tracer) -> Wrapper:
                 outcome = await wrapped(*args, **kwargs)
                 _record_outcome(guard, gate, outcome)
             return outcome
-        except LoopGuardInterrupt:
+        except LoopGuardInterrupt as interrupt:
             # raised past asyncio.gather it would hang the agent (module docstring); the
             # run is stopped and _check_and_handle_handoff raises once the batch is done
+            hold_back(interrupt)
             return outcome if outcome is not None else _stopped_result(call)
 
     return wrapper
@@ -79,7 +80,7 @@ def handoff_wrapper(
     executed_calls_and_results, inner_messages, handoffs, agent_name)``."""
     guard = get_guard()
     try:
-        guard.check_current_run()  # a call of this batch was vetoed: stop before going on
+        raise_if_stopped(guard)  # a call of this batch was vetoed: stop before going on
         response = wrapped(*args, **kwargs)
         try:
             message = getattr(response, "chat_message", None)
