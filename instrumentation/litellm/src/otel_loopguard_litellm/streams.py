@@ -11,6 +11,12 @@ known), a dropped one does so when it is garbage-collected.
 The proxy is a ``wrapt.ObjectProxy``, so ``isinstance(stream, CustomStreamWrapper)`` and
 every other attribute (``stream_chunk_builder`` inputs, ``response_uses_responses_api``,
 ...) still work for the frameworks that inspect it.
+
+A layer below may report the same answer while the stream is read (our OpenAI package
+under ``azure/...``: its own stream ends inside one of LiteLLM's chunk reads). Each read
+of a chunk runs in a model turn of its own (``open_turn``, the guard's ``model_turn``), not
+the caller's code between chunks; if any was reported from below, the end of the stream is
+not reported again.
 """
 
 from __future__ import annotations
@@ -27,21 +33,44 @@ from otel_loopguard_litellm.answers import Answer, StreamFolder
 
 logger = logging.getLogger(__name__)
 
-# on_done(answer, error, complete): complete is False when the caller stopped early or the
-# stream failed; it may raise LoopGuardInterrupt (only when complete)
-DoneCallback = Callable[[Answer | None, BaseException | None, bool], None]
+# on_done(answer, error, complete, reported_below): complete is False when the caller
+# stopped early or the stream failed; reported_below when a layer below reported the
+# answer while a chunk was read; it may raise LoopGuardInterrupt (only when complete)
+DoneCallback = Callable[[Answer | None, BaseException | None, bool, bool], None]
 
 
 class _StreamEnd:
     """Per-stream state: the folded chunks and the once-only end."""
 
-    __slots__ = ("_done", "_lock", "folder", "on_done")
+    __slots__ = ("_done", "_lock", "folder", "on_done", "open_turn", "reported_below")
 
-    def __init__(self, on_done: DoneCallback) -> None:
+    def __init__(self, on_done: DoneCallback, open_turn: Callable[[], Any] | None) -> None:
         self.folder = StreamFolder()
         self.on_done = on_done
+        self.open_turn = open_turn
+        self.reported_below = False
         self._done = False
         self._lock = threading.Lock()
+
+    def enter_turn(self) -> Any:
+        """A model turn around one chunk read (``None`` if it cannot be opened)."""
+        if self.open_turn is None:
+            return None
+        try:
+            return self.open_turn()
+        except Exception:
+            logger.debug("otel-loopguard: could not open a model turn", exc_info=True)
+            return None
+
+    def leave_turn(self, turn: Any) -> None:
+        if turn is None:
+            return
+        try:
+            turn.end()
+            if turn.reported:
+                self.reported_below = True
+        except Exception:
+            logger.debug("otel-loopguard: could not close a model turn", exc_info=True)
 
     def add(self, chunk: Any) -> None:
         try:
@@ -66,30 +95,37 @@ class _StreamEnd:
         except Exception:
             logger.debug("otel-loopguard: could not fold a LiteLLM stream", exc_info=True)
             answer = None
-        self.on_done(answer, error, complete)
+        self.on_done(answer, error, complete, self.reported_below)
 
 
 class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
     """A ``CustomStreamWrapper`` that reports its chunks and its end (sync and async use)."""
 
-    def __init__(self, stream: Any, on_done: DoneCallback) -> None:
+    def __init__(
+        self, stream: Any, on_done: DoneCallback, open_turn: Callable[[], Any] | None = None
+    ) -> None:
         super().__init__(stream)
-        self._self_end = _StreamEnd(on_done)
+        self._self_end = _StreamEnd(on_done, open_turn)
 
     # -- sync -----------------------------------------------------------------------------
     def __iter__(self) -> ObservedStream:
         return self
 
     def __next__(self) -> Any:
+        end = self._self_end
+        turn = end.enter_turn()
         try:
             chunk = next(self.__wrapped__)
         except StopIteration:
-            self._self_end.finish()
+            end.leave_turn(turn)
+            end.finish()
             raise
         except BaseException as exc:
-            self._self_end.finish(error=exc, complete=False)
+            end.leave_turn(turn)
+            end.finish(error=exc, complete=False)
             raise
-        self._self_end.add(chunk)
+        end.leave_turn(turn)
+        end.add(chunk)
         return chunk
 
     def __enter__(self) -> ObservedStream:
@@ -109,15 +145,20 @@ class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
         return self
 
     async def __anext__(self) -> Any:
+        end = self._self_end
+        turn = end.enter_turn()
         try:
             chunk = await self.__wrapped__.__anext__()
         except StopAsyncIteration:
-            self._self_end.finish()
+            end.leave_turn(turn)
+            end.finish()
             raise
         except BaseException as exc:
-            self._self_end.finish(error=exc, complete=False)
+            end.leave_turn(turn)
+            end.finish(error=exc, complete=False)
             raise
-        self._self_end.add(chunk)
+        end.leave_turn(turn)
+        end.add(chunk)
         return chunk
 
     async def __aenter__(self) -> ObservedStream:

@@ -19,15 +19,15 @@ One call, one turn:
   the context), and ``Router`` / ``litellm.LiteLLM().chat.completions.create`` call them
   too: a context variable set for the duration of the outer call makes the inner ones
   plain pass-throughs.
-- Below us, our OpenAI package may see the same request. LiteLLM 1.110 sends ``openai/...``
-  requests with the OpenAI SDK's low-level ``client.post`` (no ``chat.completions.create``,
-  so that package never sees them), but ``azure/...`` requests through
-  ``chat.completions.create``, which it wraps and reports. So the call runs inside
-  ``guard.model_turn()``: when that turn was reported from inside, this span is marked
-  managed and the turn is not reported again. (Where a LiteLLM version does call
-  ``create`` for OpenAI models, our span, current during the call with
-  ``gen_ai.provider.name=openai``, makes the OpenAI package take it for the request's span
-  and only run its pre-flight check.)
+- Below us, our OpenAI package may see the same request: LiteLLM 1.110 sends
+  ``openai/...`` requests with the OpenAI SDK's low-level ``client.post`` (that package
+  never sees them) but ``azure/...`` ones through ``chat.completions.create``. Our span is
+  current during the call, and the OpenAI package takes a current ``chat`` span of this
+  instrumentation scope (or one naming ``openai``) for the request's span: it only runs its
+  pre-flight check. Any other layer below that reports the turn itself (a provider SDK
+  with its own GenAI spans, plugged in as a LiteLLM custom provider, say) reports inside
+  ``guard.model_turn()``, opened around the call and, for a stream, around each chunk
+  read: when it did, this span is marked managed and the turn is not reported again.
 
 Nothing here may break the caller: internal errors are caught, counted by the guard
 (``loopguard.internal_errors``) and logged; only ``LoopGuardInterrupt`` (enforce mode) and
@@ -252,20 +252,23 @@ class ModelCallRecorder:
 
     def stream(self, call: ModelCall, stream: Any) -> Any:
         """The stream the caller gets: judged at its end, its span ended once."""
-        reported_below = self.call_returned(call)
+        reported_at_call = self.call_returned(call)
         try:
-            return ObservedStream(stream, self._stream_callback(call, reported_below))
+            open_turn = self._guard_provider().model_turn
+            return ObservedStream(stream, self._stream_callback(call, reported_at_call), open_turn)
         except Exception as exc:
             self.internal_error("litellm.stream", exc)
             call.span.end()
             return stream
 
-    def _stream_callback(self, call: ModelCall, reported_below: bool) -> DoneCallback:
-        def on_done(answer: Answer | None, error: BaseException | None, complete: bool) -> None:
+    def _stream_callback(self, call: ModelCall, reported_at_call: bool) -> DoneCallback:
+        def on_done(
+            answer: Answer | None, error: BaseException | None, complete: bool, reported: bool
+        ) -> None:
             if error is not None:
                 self.fail(call, error)
             elif complete and answer is not None:
-                self.finish(call, answer, reported_below)
+                self.finish(call, answer, reported_at_call or reported)
             else:
                 # the caller stopped reading: the answer is incomplete, nothing to judge
                 try:

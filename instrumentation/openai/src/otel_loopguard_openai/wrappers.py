@@ -60,6 +60,12 @@ def _other_instrumentation_wraps(wrapped: Any) -> bool:
     return False
 
 
+# instrumentations of a model gateway above the SDK: their current ``chat`` span is this
+# request's span whatever provider it names (otel-loopguard-litellm: LiteLLM sends
+# ``azure/...`` requests through ``chat.completions.create``)
+_GATEWAY_SCOPES = ("otel_loopguard_litellm",)
+
+
 def _active_genai_client_span() -> bool:
     """True inside another instrumentation's ``chat`` span for this same request."""
     span = trace.get_current_span()
@@ -68,8 +74,11 @@ def _active_genai_client_span() -> bool:
         return False
     if getattr(span, "kind", None) is not SpanKind.CLIENT:
         return False
+    if attributes.get("gen_ai.operation.name") is None:
+        return False
+    scope = getattr(getattr(span, "instrumentation_scope", None), "name", None)
     provider = attributes.get("gen_ai.provider.name") or attributes.get("gen_ai.system")
-    return attributes.get("gen_ai.operation.name") is not None and provider == PROVIDER
+    return provider == PROVIDER or scope in _GATEWAY_SCOPES
 
 
 _OUTPUT_CAPS = ("max_completion_tokens", "max_tokens", "max_output_tokens")

@@ -1,0 +1,85 @@
+"""Our own failures never reach the program, and the ways programs get hold of
+``completion`` are all covered."""
+
+from __future__ import annotations
+
+import sys
+
+import litellm
+import pytest
+from agent_loop import MODEL
+from conftest import TRACER
+from litellm.types.utils import ModelResponse
+from scripted_api import Turn
+
+from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.enforcement import get_guard
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+class _Unreadable(ModelResponse):
+    """A ``ModelResponse`` whose ``choices`` this package cannot read (LiteLLM and the
+    program can): the stand-in for an answer shape we do not know yet."""
+
+    def __getattribute__(self, name):
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if name == "choices" and caller.startswith("otel_loopguard_litellm"):
+            raise RuntimeError("an answer shape we do not know")
+        return super().__getattribute__(name)
+
+
+def test_an_answer_we_cannot_read_is_still_returned_and_counted(make_loopguard):
+    lg = make_loopguard(mode="enforce")
+    odd = _Unreadable(model="gpt-test")
+
+    with get_guard().agent_run(TRACER, "assistant"):
+        response = litellm.completion(model=MODEL, messages=MESSAGES, mock_response=odd)
+
+    assert response is odd
+    (chat,) = lg.spans("chat ")
+    assert "error.type" not in chat.attributes
+    # counted in loopguard.internal_errors and logged once, by the guard's telemetry
+    logged = [r.getMessage() for r in lg.caplog.records]
+    assert any("internal error in litellm.parse" in message for message in logged)
+    lg.assert_every_span_ended_once()
+
+
+def test_a_name_bound_after_instrumenting_and_the_main_module_are_covered(make_loopguard, serve):
+    # Google ADK: ``from litellm import acompletion``; older code: ``litellm.main.completion``
+    from litellm import completion
+    from litellm.main import completion as main_completion
+
+    lg = make_loopguard(mode="enforce", max_steps=1)
+    api = serve([Turn(text="one"), Turn(text="two")])
+    request = {"model": MODEL, "messages": MESSAGES, "api_base": api.base, "api_key": "k"}
+
+    with get_guard().agent_run(TRACER, "assistant"):
+        assert completion(**request).choices[0].message.content == "one"
+        with pytest.raises(LoopGuardInterrupt):
+            main_completion(**request)
+
+    assert len(api.requests) == 1
+    assert [s.name for s in lg.spans("chat ")] == ["chat gpt-test", "chat gpt-test"]
+
+
+def test_mock_responses_are_judged_like_real_ones(make_loopguard):
+    # framework test suites run LiteLLM on ``mock_response``: the answers still count
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0)
+
+    with get_guard().agent_run(TRACER, "assistant"):
+        litellm.completion(model=MODEL, messages=MESSAGES, mock_response="done")
+        with pytest.raises(LoopGuardInterrupt) as stopped:
+            litellm.completion(
+                model=MODEL,
+                messages=MESSAGES,
+                mock_response=ModelResponse(
+                    model="gpt-test",
+                    choices=[{"index": 0, "finish_reason": "length", "message": {"content": "c"}}],
+                ),
+            )
+
+    assert "truncation" in stopped.value.decision.detectors
+    first = lg.spans("chat ")[0]
+    assert first.attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert first.attributes["gen_ai.usage.output_tokens"] > 0
