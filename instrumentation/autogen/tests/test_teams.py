@@ -4,6 +4,7 @@ team whose member loops on a tool, on autogen's own runtime."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 from autogen_agentchat.agents import AssistantAgent
@@ -33,8 +34,21 @@ def ping_pong_swarm() -> Swarm:
     return Swarm([alice, bob], termination_condition=MaxMessageTermination(MAX_MESSAGES))
 
 
-def run_team(team, task: str = "refund order 42"):
-    return asyncio.run(asyncio.wait_for(team.run(task=task), timeout=60))
+def run_team(team, task: str = "refund order 42", seconds: float = 30):
+    """``team.run(task)``, failing the test if the team still runs after ``seconds`` (a
+    team whose runtime swallowed an exception waits forever)."""
+
+    async def main():
+        running = asyncio.ensure_future(team.run(task=task))
+        await asyncio.wait({running}, timeout=seconds)
+        if not running.done():
+            running.cancel()
+            with contextlib.suppress(BaseException):
+                await running
+            raise AssertionError(f"the team was still running after {seconds} s")
+        return running.result()
+
+    return asyncio.run(main())
 
 
 def handoffs(messages) -> list[tuple[str, str]]:
@@ -123,4 +137,21 @@ def test_team_stream_closed_early_ends_the_run_as_cancelled(loopguard):
     (run,) = loopguard.named("invoke_agent RoundRobinGroupChat")
     assert run.attributes["loopguard.run.state"] == "cancelled"
     assert loopguard.open_spans() == []
+    loopguard.assert_every_span_ended_once()
+
+
+def test_a_team_inside_a_team_is_stopped_without_hanging_the_outer_team(loopguard):
+    """The inner Swarm is a participant of the outer team: its interrupt must leave it as
+    an Exception too, or the outer team's runtime waits forever."""
+    outer = RoundRobinGroupChat(
+        [ping_pong_swarm()], termination_condition=MaxMessageTermination(MAX_MESSAGES)
+    )
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run_team(outer)
+
+    assert type(stopped.value) is LoopGuardInterrupt
+    assert stopped.value.decision.detectors == ("handoff_cycle",)
+    (run,) = loopguard.named("invoke_agent RoundRobinGroupChat")
+    assert run.attributes["loopguard.run.state"] == "stopped"
     loopguard.assert_every_span_ended_once()

@@ -177,6 +177,11 @@ async def _observed_stream(
                 _SCOPE.reset(scope_token)
                 run.suspend()
             yield message
+    except LoopGuardInterrupt as interrupt:
+        outcome = interrupt
+        # a team that is itself a team's participant (directly, or in a SocietyOfMindAgent)
+        # must fail with an Exception too: our scope is reset here, the enclosing one decides
+        raise interrupt_for_host(interrupt) from interrupt.__cause__
     except BaseException as exc:
         outcome = exc
         raise
