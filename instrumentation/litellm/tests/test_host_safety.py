@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import litellm
@@ -83,3 +84,30 @@ def test_mock_responses_are_judged_like_real_ones(make_loopguard):
     first = lg.spans("chat ")[0]
     assert first.attributes["gen_ai.response.finish_reasons"] == ("stop",)
     assert first.attributes["gen_ai.usage.output_tokens"] > 0
+
+
+def test_router_calls_are_covered(make_loopguard, serve):
+    # LiteLLM's Router (load balancing, fallbacks) reaches the model through the same
+    # entry points, sync and async: each call is spanned and budgeted once
+    lg = make_loopguard(mode="enforce", token_budget=90)
+    api = serve([Turn(text="a", input_tokens=30, output_tokens=10)] * 3)
+    deployment = {"model": MODEL, "api_base": api.base, "api_key": "k"}
+    router = litellm.Router(model_list=[{"model_name": "main", "litellm_params": deployment}])
+
+    async def second() -> None:
+        await router.acompletion(model="main", messages=MESSAGES, max_tokens=10)
+
+    with get_guard().agent_run(TRACER, "assistant"):
+        router.completion(model="main", messages=MESSAGES, max_tokens=10)
+        asyncio.run(second())
+        with pytest.raises(LoopGuardInterrupt):  # 80 used, 11 more may come: 91 > 90
+            router.completion(model="main", messages=MESSAGES, max_tokens=11)
+
+    assert len(api.requests) == 2
+    (run,) = lg.spans("invoke_agent")
+    assert run.attributes["gen_ai.usage.input_tokens"] == 60
+    assert [s.attributes.get("error.type") for s in lg.spans("chat ")] == [
+        None,
+        None,
+        "LoopGuardInterrupt",
+    ]

@@ -1,4 +1,5 @@
-"""otel-loopguard for LiteLLM (``litellm.completion`` / ``litellm.acompletion``).
+"""otel-loopguard for LiteLLM (``litellm.completion`` / ``acompletion``, ``responses`` /
+``aresponses``).
 
 LiteLLM is the model-call layer under CrewAI (non-native providers), smolagents'
 ``LiteLLMModel``, Google ADK's ``LiteLlm``, DSPy, LiteLLM's ``Router`` and many
@@ -29,7 +30,9 @@ paths; also where ``main.acompletion`` finds ``completion``). Calls nested in an
 instrumented one pass through (see :mod:`otel_loopguard_litellm.wrappers`). A name bound
 *before* :meth:`instrument` ran keeps the original function, which is why
 ``opentelemetry-instrument`` (instrumentors run before the program imports anything) or
-an early ``instrument()`` call is the way to use it.
+an early ``instrument()`` call is the way to use it. ``litellm.responses`` /
+``aresponses`` (LiteLLM's Responses API, any provider) are dispatched the same way, from
+``litellm.responses.dispatch`` to ``litellm.responses.main``, and wrapped likewise.
 """
 
 from __future__ import annotations
@@ -44,28 +47,41 @@ from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from otel_loopguard_litellm.package import _instruments
-from otel_loopguard_litellm.wrappers import ModelCallRecorder, async_wrapper, sync_wrapper
+from otel_loopguard_litellm.wrappers import (
+    CHAT,
+    RESPONSES,
+    ApiShape,
+    ModelCallRecorder,
+    async_wrapper,
+    sync_wrapper,
+)
 
 __version__ = "0.1.0"
 __all__ = ["LiteLLMInstrumentor"]
 
-# (module, function, async?); a module or name missing in an older LiteLLM is skipped
+# (module, function, API shape, async?); a module or name missing in an older LiteLLM is
+# skipped. ``litellm.responses`` is the function, shadowing the subpackage of that name:
+# the modules are looked up by their full names, never as attributes.
 _TARGETS = tuple(
-    (module, name, name == "acompletion")
+    (module, name, CHAT, name.startswith("a"))
     for module in ("litellm", "litellm.chat_completions.dispatch", "litellm.main")
     for name in ("completion", "acompletion")
+) + tuple(
+    (module, name, RESPONSES, name.startswith("a"))
+    for module in ("litellm", "litellm.responses.dispatch", "litellm.responses.main")
+    for name in ("responses", "aresponses")
 )
 
 
-def _present_targets() -> list[tuple[Any, str, bool]]:
+def _present_targets() -> list[tuple[Any, str, ApiShape, bool]]:
     present = []
-    for module_name, name, is_async in _TARGETS:
+    for module_name, name, shape, is_async in _TARGETS:
         try:
             module = importlib.import_module(module_name)
         except ImportError:
             continue
         if callable(getattr(module, name, None)):
-            present.append((module, name, is_async))
+            present.append((module, name, shape, is_async))
     return present
 
 
@@ -76,7 +92,8 @@ def _default_guard() -> Any:
 
 
 class LiteLLMInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    """Wraps ``litellm.completion`` and ``litellm.acompletion`` (streamed or not)."""
+    """Wraps ``litellm.completion`` / ``acompletion`` and ``litellm.responses`` /
+    ``aresponses`` (streamed or not)."""
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
@@ -86,10 +103,10 @@ class LiteLLMInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
         )
         recorder = ModelCallRecorder(tracer, _default_guard)
-        for module, name, is_async in _present_targets():
+        for module, name, shape, is_async in _present_targets():
             make = async_wrapper if is_async else sync_wrapper
-            wrap_function_wrapper(module, name, make(recorder))
+            wrap_function_wrapper(module, name, make(recorder, shape))
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        for module, name, _ in _present_targets():
+        for module, name, _, _ in _present_targets():
             unwrap(module, name)

@@ -1,5 +1,9 @@
 """What one LiteLLM model call answered, read from LiteLLM's own response objects.
 
+``litellm.responses`` answers in the OpenAI Responses shape instead (``output`` items,
+``status`` + ``incomplete_details``, ``usage.input_tokens``): the second half of this
+module reads that one into the same :class:`Answer`.
+
 LiteLLM normalises every provider's answer to the OpenAI Chat Completions shape: a
 ``ModelResponse`` (``choices[].message`` with ``content`` / ``tool_calls``,
 ``choices[].finish_reason``, ``usage.prompt_tokens`` / ``completion_tokens``) and, when
@@ -135,3 +139,71 @@ class StreamFolder:
             if name
         ]
         return answer
+
+
+# Responses API: why an `incomplete` response stopped, in Chat Completions' words, so the
+# truncation detector sees `length` from either API
+_INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+def _field(item: Any, name: str) -> Any:
+    """LiteLLM's Responses objects mix pydantic models and plain dicts."""
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
+
+
+def from_responses_response(response: Any) -> Answer:
+    """A ``ResponsesAPIResponse`` (``litellm.responses``; also the one a stream's terminal
+    event carries)."""
+    answer = Answer(
+        response_id=_field(response, "id"),
+        response_model=_field(response, "model"),
+    )
+    usage = _field(response, "usage")
+    if usage is not None:
+        answer.input_tokens = _int_or_none(_field(usage, "input_tokens"))
+        answer.output_tokens = _int_or_none(_field(usage, "output_tokens"))
+    for item in _field(response, "output") or ():
+        kind = _field(item, "type")
+        if kind == "function_call" and _field(item, "name"):
+            answer.tool_calls.append((_field(item, "name"), _arguments(_field(item, "arguments"))))
+        elif kind == "message":
+            for part in _field(item, "content") or ():
+                if _field(part, "text") or _field(part, "refusal"):
+                    answer.has_text = True
+    status = _field(response, "status")
+    if status == "incomplete":
+        reason = _field(_field(response, "incomplete_details"), "reason") or "incomplete"
+        answer.finish_reasons.append(_INCOMPLETE_REASONS.get(reason, reason))
+    elif status == "failed":
+        answer.finish_reasons.append("error")
+    elif status is not None:
+        answer.finish_reasons.append("tool_calls" if answer.tool_calls else "stop")
+    return answer
+
+
+class ResponsesEventFolder:
+    """Keeps the terminal event of a Responses stream, which carries the whole response."""
+
+    __slots__ = ("_final", "_id", "_model")
+
+    _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+    def __init__(self) -> None:
+        self._final: Any = None
+        self._id: str | None = None
+        self._model: str | None = None
+
+    def add(self, event: Any) -> None:
+        response = _field(event, "response")
+        if response is None:
+            return
+        self._id = self._id or _field(response, "id")
+        self._model = self._model or _field(response, "model")
+        kind = _field(event, "type")
+        if getattr(kind, "value", kind) in self._TERMINAL:  # LiteLLM's events use an enum
+            self._final = response
+
+    def finish(self) -> Answer:
+        if self._final is not None:
+            return from_responses_response(self._final)
+        return Answer(response_id=self._id, response_model=self._model)

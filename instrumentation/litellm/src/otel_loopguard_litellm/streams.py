@@ -1,7 +1,8 @@
-"""A proxy around LiteLLM's ``CustomStreamWrapper`` that ends the call's span exactly once.
+"""A proxy around LiteLLM's streams that ends the call's span exactly once.
 
 ``litellm.completion(stream=True)`` and ``acompletion(stream=True)`` return a
-``CustomStreamWrapper`` (LiteLLM 1.110) that the caller may exhaust, break out of,
+``CustomStreamWrapper`` (LiteLLM 1.110), ``litellm.responses(stream=True)`` a Responses
+streaming iterator; the caller may exhaust either, break out of,
 close (``close`` / ``aclose``), use as a (async) context manager, or drop half-read.
 Every one of those endings funnels into :meth:`_StreamEnd.finish`, which runs once: a
 complete stream is judged (and may raise STOP from the caller's loop, in place of the end
@@ -25,11 +26,11 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import wrapt
 
-from otel_loopguard_litellm.answers import Answer, StreamFolder
+from otel_loopguard_litellm.answers import Answer
 
 logger = logging.getLogger(__name__)
 
@@ -39,13 +40,23 @@ logger = logging.getLogger(__name__)
 DoneCallback = Callable[[Answer | None, BaseException | None, bool, bool], None]
 
 
+class Folder(Protocol):
+    """Folds a stream's chunks (or events) into the :class:`Answer`, O(1) per chunk."""
+
+    def add(self, chunk: Any) -> None: ...
+
+    def finish(self) -> Answer: ...
+
+
 class _StreamEnd:
     """Per-stream state: the folded chunks and the once-only end."""
 
     __slots__ = ("_done", "_lock", "folder", "on_done", "open_turn", "reported_below")
 
-    def __init__(self, on_done: DoneCallback, open_turn: Callable[[], Any] | None) -> None:
-        self.folder = StreamFolder()
+    def __init__(
+        self, folder: Folder, on_done: DoneCallback, open_turn: Callable[[], Any] | None
+    ) -> None:
+        self.folder = folder
         self.on_done = on_done
         self.open_turn = open_turn
         self.reported_below = False
@@ -102,10 +113,14 @@ class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
     """A ``CustomStreamWrapper`` that reports its chunks and its end (sync and async use)."""
 
     def __init__(
-        self, stream: Any, on_done: DoneCallback, open_turn: Callable[[], Any] | None = None
+        self,
+        stream: Any,
+        folder: Folder,
+        on_done: DoneCallback,
+        open_turn: Callable[[], Any] | None = None,
     ) -> None:
         super().__init__(stream)
-        self._self_end = _StreamEnd(on_done, open_turn)
+        self._self_end = _StreamEnd(folder, on_done, open_turn)
 
     # -- sync -----------------------------------------------------------------------------
     def __iter__(self) -> ObservedStream:
@@ -136,7 +151,9 @@ class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
 
     def close(self) -> None:
         try:
-            self.__wrapped__.close()
+            close = getattr(self.__wrapped__, "close", None)
+            if close is not None:
+                close()
         finally:
             self._self_end.finish(complete=False)
 
@@ -169,6 +186,8 @@ class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
 
     async def aclose(self) -> None:
         try:
-            await self.__wrapped__.aclose()
+            aclose = getattr(self.__wrapped__, "aclose", None)
+            if aclose is not None:
+                await aclose()
         finally:
             self._self_end.finish(complete=False)

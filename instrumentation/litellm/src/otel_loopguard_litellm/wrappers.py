@@ -1,4 +1,5 @@
-"""wrapt wrappers around ``litellm.completion`` and ``litellm.acompletion``.
+"""wrapt wrappers around ``litellm.completion`` / ``acompletion`` and ``litellm.responses``
+/ ``aresponses``.
 
 Each call:
 
@@ -45,8 +46,14 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard_litellm.answers import Answer, from_model_response
-from otel_loopguard_litellm.streams import DoneCallback, ObservedStream
+from otel_loopguard_litellm.answers import (
+    Answer,
+    ResponsesEventFolder,
+    StreamFolder,
+    from_model_response,
+    from_responses_response,
+)
+from otel_loopguard_litellm.streams import DoneCallback, Folder, ObservedStream
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +76,21 @@ _PROVIDER_NAMES = {
     "watsonx": "ibm.watsonx.ai",
 }
 
-_OUTPUT_CAPS = ("max_completion_tokens", "max_tokens")
+_OUTPUT_CAPS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
+
+
+class ApiShape:
+    """How one LiteLLM API answers: the non-streamed parser and the stream folder."""
+
+    __slots__ = ("folder", "parse")
+
+    def __init__(self, parse: Callable[[Any], Answer], folder: Callable[[], Folder]) -> None:
+        self.parse = parse
+        self.folder = folder
+
+
+CHAT = ApiShape(from_model_response, StreamFolder)
+RESPONSES = ApiShape(from_responses_response, ResponsesEventFolder)
 
 
 def _output_token_cap(kwargs: dict[str, Any]) -> int:
@@ -129,14 +150,15 @@ def _set_answer_attributes(span: Span, answer: Answer) -> None:
 
 
 class ModelCall:
-    """One instrumented call: its span and the model-turn scope it runs in."""
+    """One instrumented call: its span, the model-turn scope it runs in, its API shape."""
 
-    __slots__ = ("model", "span", "turn")
+    __slots__ = ("model", "shape", "span", "turn")
 
-    def __init__(self, span: Span, model: str | None, turn: Any) -> None:
+    def __init__(self, span: Span, model: str | None, turn: Any, shape: ApiShape) -> None:
         self.span = span
         self.model = model
         self.turn = turn
+        self.shape = shape
 
 
 class ModelCallRecorder:
@@ -146,20 +168,22 @@ class ModelCallRecorder:
         self._tracer = tracer
         self._guard_provider = guard_provider
 
-    def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ModelCall | None:
+    def start(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], shape: ApiShape
+    ) -> ModelCall | None:
         """Pre-flight, then the span; ``None`` when the call goes on uninstrumented.
 
         Raises only ``LoopGuardInterrupt``; an internal error is counted and logged.
         """
         try:
-            return self._start(args, kwargs)
+            return self._start(args, kwargs, shape)
         except LoopGuardInterrupt:
             raise
         except Exception as exc:
             self.internal_error("litellm.start", exc)
             return None
 
-    def _start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ModelCall:
+    def _start(self, args: tuple[Any, ...], kwargs: dict[str, Any], shape: ApiShape) -> ModelCall:
         guard = self._guard_provider()
         expected_tokens = _output_token_cap(kwargs)
         model, provider = _resolve(_requested_model(args, kwargs), kwargs)
@@ -188,7 +212,7 @@ class ModelCallRecorder:
             span.set_status(Status(StatusCode.ERROR, "interrupted by otel-loopguard"))
             span.end()
             raise
-        return ModelCall(span, model, guard.model_turn())
+        return ModelCall(span, model, guard.model_turn(), shape)
 
     def internal_error(self, where: str, exc: Exception) -> None:
         """Counted in ``loopguard.internal_errors`` and logged once, by the guard's telemetry."""
@@ -217,7 +241,7 @@ class ModelCallRecorder:
         """``finish`` for a non-streamed answer; a shape we cannot read is an internal error."""
         reported_below = self.call_returned(call)
         try:
-            answer = from_model_response(result)
+            answer = call.shape.parse(result)
         except Exception as exc:
             self.internal_error("litellm.parse", exc)
             call.span.end()
@@ -255,7 +279,8 @@ class ModelCallRecorder:
         reported_at_call = self.call_returned(call)
         try:
             open_turn = self._guard_provider().model_turn
-            return ObservedStream(stream, self._stream_callback(call, reported_at_call), open_turn)
+            on_done = self._stream_callback(call, reported_at_call)
+            return ObservedStream(stream, call.shape.folder(), on_done, open_turn)
         except Exception as exc:
             self.internal_error("litellm.stream", exc)
             call.span.end()
@@ -286,13 +311,14 @@ def _is_stream(kwargs: dict[str, Any], result: Any) -> bool:
     )
 
 
-def sync_wrapper(recorder: ModelCallRecorder) -> Callable[..., Any]:
+def sync_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., Any]:
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if _IN_CALL.get() or kwargs.get("acompletion") is True:
-            # nested in a call we see, or completion(acompletion=True): it hands the call
-            # to acompletion, instrumented itself, and returns its coroutine
+        if _IN_CALL.get() or kwargs.get("acompletion") is True or kwargs.get("aresponses") is True:
+            # nested in a call we see, or completion(acompletion=True) (or responses'
+            # equivalent): it hands the call to the async function, instrumented itself,
+            # and returns its coroutine
             return wrapped(*args, **kwargs)
-        call = recorder.start(args, kwargs)
+        call = recorder.start(args, kwargs, shape)
         if call is None:
             return wrapped(*args, **kwargs)
         token = _IN_CALL.set(True)
@@ -312,13 +338,13 @@ def sync_wrapper(recorder: ModelCallRecorder) -> Callable[..., Any]:
     return wrapper
 
 
-def async_wrapper(recorder: ModelCallRecorder) -> Callable[..., Any]:
+def async_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., Any]:
     async def wrapper(
         wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         if _IN_CALL.get():
             return await wrapped(*args, **kwargs)
-        call = recorder.start(args, kwargs)
+        call = recorder.start(args, kwargs, shape)
         if call is None:
             return await wrapped(*args, **kwargs)
         token = _IN_CALL.set(True)
