@@ -507,3 +507,34 @@ def harness_fixtures(instrumentor_class: Any, testbed: Testbed | None = None) ->
         return make_loopguard(mode="observe")
 
     return instrumented, make_loopguard, loopguard, observe_loopguard
+
+
+def openai_package_fixture() -> Any:
+    """The ``with_openai_package`` fixture, for a suite that tests its framework on top of our
+    OpenAI SDK package (named in its ``install-also``)::
+
+        with_openai_package = openai_package_fixture()
+
+    ``with_openai_package(mode=..., **settings)`` is ``make_loopguard`` with the OpenAI SDK
+    package instrumented on the same provider as well, uninstrumented after the test.
+    """
+    import pytest
+
+    @pytest.fixture(name="with_openai_package")
+    def with_openai_package(make_loopguard: Callable[..., Harness]) -> Iterator[Callable[..., Any]]:
+        from otel_loopguard_openai import OpenAIInstrumentor
+
+        instrumentors: list[Any] = []
+
+        def install(**settings: Any) -> Harness:
+            harness = make_loopguard(**settings)
+            instrumentor = OpenAIInstrumentor()
+            instrumentor.instrument(tracer_provider=harness.provider)
+            instrumentors.append(instrumentor)
+            return harness
+
+        yield install
+        for instrumentor in instrumentors:
+            instrumentor.uninstrument()
+
+    return with_openai_package

@@ -36,27 +36,13 @@ from otel_loopguard.tool_decorator import agent_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
 
-from otel_loopguard_openai import OpenAIInstrumentor
+from loopguard_testing import openai_package_fixture
 from scripted_api import ScriptedAPI, Turn
 
 QUESTION = [HumanMessage("How much is the Pro plan?")]
 
 
-@pytest.fixture
-def with_openai_package(make_loopguard: Callable[..., Any]) -> Iterator[Callable[..., Any]]:
-    """``make_loopguard`` with the OpenAI SDK package instrumented as well."""
-    instrumentors: list[OpenAIInstrumentor] = []
-
-    def install(**settings: Any) -> Any:
-        harness = make_loopguard(**settings)
-        instrumentor = OpenAIInstrumentor()
-        instrumentor.instrument(tracer_provider=harness.provider)
-        instrumentors.append(instrumentor)
-        return harness
-
-    yield install
-    for instrumentor in instrumentors:
-        instrumentor.uninstrument()
+with_openai_package = openai_package_fixture()
 
 
 @pytest.fixture

@@ -16,36 +16,19 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
 from agents import Agent, OpenAIResponsesModel, Runner, function_tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
 
-from otel_loopguard_openai import OpenAIInstrumentor
+from loopguard_testing import openai_package_fixture
 from scripted_api import ScriptedAPI, Turn
 
 ANSWER = "The team plan costs 10 EUR per seat."
 
 
-@pytest.fixture
-def with_openai_package(make_loopguard: Callable[..., Any]) -> Iterator[Callable[..., Any]]:
-    """``make_loopguard`` with the OpenAI SDK package instrumented as well."""
-    instrumentors: list[OpenAIInstrumentor] = []
-
-    def install(**settings: Any) -> Any:
-        harness = make_loopguard(**settings)
-        instrumentor = OpenAIInstrumentor()
-        instrumentor.instrument(tracer_provider=harness.provider)
-        instrumentors.append(instrumentor)
-        return harness
-
-    yield install
-    for instrumentor in instrumentors:
-        instrumentor.uninstrument()
+with_openai_package = openai_package_fixture()
 
 
 def _agent(api: ScriptedAPI, executions: list[str]) -> Agent:

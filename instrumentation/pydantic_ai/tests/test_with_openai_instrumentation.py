@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from pydantic_ai.usage import RequestUsage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
 
-from otel_loopguard_openai import OpenAIInstrumentor
+from loopguard_testing import openai_package_fixture
 from scripted_api import ScriptedAPI, Turn
 
 QUESTION = "How much is the Pro plan?"
@@ -40,21 +39,7 @@ ANSWER = "The Pro plan costs 20 EUR per seat."
 EXPERT_ANSWER = "Pro: 20 EUR per seat"
 
 
-@pytest.fixture
-def with_openai_package(make_loopguard: Callable[..., Any]) -> Iterator[Callable[..., Any]]:
-    """``make_loopguard`` with the OpenAI SDK package instrumented as well."""
-    instrumentors: list[OpenAIInstrumentor] = []
-
-    def install(**settings: Any) -> Any:
-        harness = make_loopguard(**settings)
-        instrumentor = OpenAIInstrumentor()
-        instrumentor.instrument(tracer_provider=harness.provider)
-        instrumentors.append(instrumentor)
-        return harness
-
-    yield install
-    for instrumentor in instrumentors:
-        instrumentor.uninstrument()
+with_openai_package = openai_package_fixture()
 
 
 def _expert_model() -> FunctionModel:
