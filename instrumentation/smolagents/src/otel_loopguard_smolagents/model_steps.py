@@ -10,8 +10,8 @@ overriding ``generate``; the one place common to all of them is the agent's
 - After the step: one ``llm_response`` with the step's token usage and the tool calls it
   asked for (``CodeAgent``: its ``python_interpreter`` code), unless a model-call
   instrumentation (our OpenAI SDK package, for ``OpenAIServerModel``) already reported
-  this turn, which marks the ``LoopGuard.model_turn`` open until the step yields its first
-  tool call (a managed agent called as a tool reports its own turns). The report comes
+  this turn, which marks the ``LoopGuard.model_turn`` open around the step (the step's
+  tools start with no turn open, so a managed agent's turns stay its own). The report comes
   after the step's tool calls, because smolagents records the step only then; budgets and
   repeated steps do not mind.
 """
@@ -20,9 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from typing import Any
-
-# what a step yields while the model is still answering (a streamed answer's chunks)
-_MODEL_OUTPUT = frozenset({"ChatMessageStreamDelta"})
 
 
 def _requested(step: Any) -> list[tuple[str, Any]]:
@@ -56,17 +53,9 @@ def observed_step(
     guard = guard_provider()
     guard.preflight_llm()
     step = args[0] if args else kwargs.get("memory_step")
-    turn = guard.model_turn()  # never raises
-    steps = wrapped(*args, **kwargs)
-    try:
-        for item in steps:
-            if type(item).__name__ not in _MODEL_OUTPUT:
-                # the model has answered and the step's tools start: a managed agent
-                # called as a tool reports its own turns, which are not this one
-                turn.end()
-            yield item
-    finally:
-        turn.end()
-        steps.close()
+    # the step's tools run inside it too: the tool gate starts them with no turn open, so
+    # a managed agent called as a tool reports its own turns, not this one
+    with guard.model_turn() as turn:  # never raises
+        yield from wrapped(*args, **kwargs)
     if turn.needs_report:  # no model-call instrumentation below reported it
         _report_step(guard, agent, step)  # raises only LoopGuardInterrupt (enforce, STOP)
