@@ -30,5 +30,17 @@ if ! command -v cc >/dev/null 2>&1; then
   fi
 fi
 
+# ...and Python.h: a Debian python3 has it only with python3-dev
+if ! python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian's python3-dev (Python's headers, for the compiled build's suite)..."
+    apt-get update -qq >/dev/null &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-dev >/dev/null ||
+      echo "warning: could not install python3-dev; the compiled suite will fail to build"
+  else
+    echo "note: Python's headers not found; the compiled suite will fail to build"
+  fi
+fi
+
 python3 -m pip install -q uv >/dev/null 2>&1 || python3 -m pip install uv
 exec python3 scripts/run_tests.py "$@"
