@@ -13,6 +13,13 @@ can build (``compiled``); so does each framework's (``<framework>`` on the sourc
 time, so a framework handing the core a value of another type shows up there). The wheel is
 built once per run.
 
+The ``dists`` suite tests what users install instead of the source: it builds the sdist and
+the wheel of every distribution (the core and each ``instrumentation/<framework>/``), checks
+what they hold, installs all the wheels into a fresh venv and runs the command-line tools and
+``opentelemetry-instrument`` from there. Its tests are ``tests/dists/`` (their own pytest.ini;
+the core suites leave that folder out) and its venv holds only what they drive: pytest,
+packaging and uv.
+
 Every suite runs on the interpreter that runs this script (or ``LOOPGUARD_TEST_PYTHON``),
 but the package claims every Python from 3.10 on, and users run newer ones than CI's: so the
 core's tests also run, on the source, on each other supported CPython this machine has
@@ -20,9 +27,9 @@ core's tests also run, on the source, on each other supported CPython this machi
 that cannot be found makes its suite "skipped" in the table (counted as one skipped, not a
 failure), so a machine without it still passes but says what it did not test.
 
-Usage: ``python scripts/run_tests.py [SUITE ...] [--jobs N] [-- PYTEST ARGS]``
-(``SUITE`` is ``core``, ``compiled``, ``core-py3.X``, a folder name under
-``instrumentation/``, or that name with ``-compiled``).
+Usage: ``python scripts/run_tests.py [SUITE ...] [--jobs N] [--list] [-- PYTEST ARGS]``
+(``SUITE`` is ``core``, ``compiled``, ``core-py3.X``, ``dists``, a folder name under
+``instrumentation/``, or that name with ``-compiled``; ``--list`` prints them all).
 
 The last line is ``total: N passed, N failed, N skipped`` over all suites; the exit code is
 non-zero when any suite failed, did not install, or ran no test.
@@ -51,6 +58,10 @@ PYTHON = os.environ.get("LOOPGUARD_TEST_PYTHON", sys.executable)
 OTHER_PYTHONS = ("3.10", "3.12", "3.13")
 #: framework suites that also run on another CPython (``<framework>-py<version>``)
 FRAMEWORKS_ON_OTHER_PYTHONS = {"openai": ("3.13",), "langchain": ("3.13",)}
+#: the dists suite's tests: the core's suites must not collect them (tests/conftest.py)
+DISTS_TESTS = "tests/dists"
+#: all the dists suite's venv holds: its tests build and install the distributions themselves
+DISTS_REQUIREMENTS = ("pytest>=8", "packaging>=23", "uv", "tomli>=2; python_version < '3.11'")
 
 
 @dataclass
@@ -62,6 +73,10 @@ class Suite:
     compiled: bool = False
     #: run on this CPython version ("3.13") instead of PYTHON; found by find_python
     python_version: str | None = None
+    #: what pytest collects, relative to ``project``
+    tests: str = "tests"
+    #: when set, the venv gets only these requirements, not the project's [test] extra
+    requirements: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -78,6 +93,8 @@ def discover() -> list[Suite]:
     # every suite runs twice: on the source core, and on the compiled wheel users can build
     suites = [Suite("core", ROOT), Suite("compiled", ROOT, compiled=True)]
     suites += [Suite(f"core-py{v}", ROOT, python_version=v) for v in OTHER_PYTHONS]
+    # the built distributions, installed as users install them (tests/dists/)
+    suites.append(Suite("dists", ROOT, tests=DISTS_TESTS, requirements=DISTS_REQUIREMENTS))
     instrumentation = ROOT / "instrumentation"
     if instrumentation.is_dir():
         for child in sorted(instrumentation.iterdir()):
@@ -199,7 +216,9 @@ def run_suite(suite: Suite, pytest_args: list[str]) -> Outcome:
         outcome.status = "venv failed"
         return outcome
     installs = [arg for path in suite.extra_installs for arg in ("-e", path)]
-    if suite.compiled:
+    if suite.requirements is not None:
+        installs += suite.requirements
+    elif suite.compiled:
         wheel = _compiled_wheel(log)
         if wheel is None:
             outcome.status = "build failed"
@@ -233,7 +252,7 @@ def run_suite(suite: Suite, pytest_args: list[str]) -> Outcome:
             "-p",
             "no:cacheprovider",
             f"--junitxml={junit}",
-            "tests",
+            suite.tests,
             *pytest_args,
         ],
         log,
@@ -327,9 +346,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("suites", nargs="*", help="core or instrumentation folder names")
     parser.add_argument("--jobs", type=int, default=2, help="suites run at once (default 2)")
+    parser.add_argument("--list", action="store_true", help="print the suites' names and exit")
     args = parser.parse_args(argv)
 
     suites = discover()
+    if args.list:
+        print("\n".join(suite.name for suite in suites))
+        return 0
     if args.suites:
         unknown = set(args.suites) - {s.name for s in suites}
         if unknown:

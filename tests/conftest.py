@@ -12,6 +12,10 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+# tests/dists/ is the `dists` suite (scripts/run_tests.py): it builds and installs every
+# distribution in venvs of its own, so the core's suites leave it out
+collect_ignore = ["dists"]
+
 
 class _OTLPHandler(BaseHTTPRequestHandler):
     """OTLP/HTTP trace receiver: keeps each body as sent, and decodes it with the official

@@ -1,0 +1,126 @@
+"""Each wheel holds what its source package has, and says what it is.
+
+A module left out of a wheel, a missing ``py.typed`` (type checkers then ignore every hint),
+a file that belongs to no package (a stray compiled module), or metadata without the
+license or ``Requires-Python`` reach users only through the built wheel: the editable
+installs every other suite uses cannot show them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from archives import wheel_files, wheel_metadata, wheel_text
+from conftest import Built
+from distributions import CORE, INSTRUMENTATIONS, PROJECTS, Project
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+#: what a build never ships (.gitignore leaves them out of every build)
+_NOT_SHIPPED = ("__pycache__",)
+_NOT_SHIPPED_SUFFIXES = (".pyc", ".pyo")
+
+by_name = pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
+instrumentations = pytest.mark.parametrize("project", INSTRUMENTATIONS, ids=lambda p: p.name)
+
+
+def source_files(package_dir: Path) -> set[str]:
+    """The package's files as wheel paths (``pkg/sub/mod.py``)."""
+    return {
+        path.relative_to(package_dir.parent).as_posix()
+        for path in package_dir.rglob("*")
+        if path.is_file()
+        and not any(part in _NOT_SHIPPED for part in path.parts)
+        and path.suffix not in _NOT_SHIPPED_SUFFIXES
+    }
+
+
+@by_name
+def test_the_wheel_holds_every_file_of_its_packages_and_nothing_else(
+    project: Project, built: dict[str, Built]
+) -> None:
+    shipped = wheel_files(built[project.name].require().wheel)
+    outside_metadata = {n for n in shipped if not n.split("/", 1)[0].endswith(".dist-info")}
+    expected: set[str] = set()
+    for package_dir in project.package_dirs:
+        expected |= source_files(package_dir)
+    assert expected, f"{project.name}: no source files found under {project.package_dirs}"
+    assert sorted(expected - outside_metadata) == [], "source files missing from the wheel"
+    assert sorted(outside_metadata - expected) == [], "wheel files that are not in the source"
+
+
+@by_name
+def test_every_package_in_the_wheel_is_marked_typed(
+    project: Project, built: dict[str, Built]
+) -> None:
+    shipped = wheel_files(built[project.name].require().wheel)
+    for package_dir in project.package_dirs:
+        assert f"{package_dir.name}/py.typed" in shipped
+        assert f"{package_dir.name}/__init__.py" in shipped
+
+
+@by_name
+def test_metadata_names_version_license_and_python(
+    project: Project, built: dict[str, Built]
+) -> None:
+    wheel = built[project.name].require().wheel
+    metadata = wheel_metadata(wheel)
+    assert metadata["Name"] == project.name
+    assert metadata["Version"] == project.version
+    assert wheel.name.startswith(f"{project.wheel_filename_prefix()}-{project.version}-")
+    # PEP 639: an SPDX expression (License-Expression), or the older License field
+    assert (metadata["License-Expression"] or metadata["License"]) == project.license
+    assert SpecifierSet(metadata["Requires-Python"]) == SpecifierSet(project.requires_python)
+    assert metadata["Summary"]
+
+
+@instrumentations
+def test_an_instrumentation_supports_no_python_its_core_does_not(
+    project: Project, built: dict[str, Built]
+) -> None:
+    """pip would install the framework package on a Python where its core refuses to."""
+    core = SpecifierSet(wheel_metadata(built[CORE.name].require().wheel)["Requires-Python"])
+    own = SpecifierSet(wheel_metadata(built[project.name].require().wheel)["Requires-Python"])
+    # the oldest Python (major.minor) each allows, from 3.0 on
+    candidates = [Version(f"3.{minor}") for minor in range(0, 40)]
+    assert min(v for v in candidates if v in own) >= min(v for v in candidates if v in core)
+
+
+@instrumentations
+def test_an_instrumentation_declares_its_instruments_extra_and_its_core(
+    project: Project, built: dict[str, Built]
+) -> None:
+    """`opentelemetry-instrument` skips an instrumentor whose `instruments` extra is not
+    installed; without the extra it would load it anyway, with no framework to patch."""
+    metadata = wheel_metadata(built[project.name].require().wheel)
+    assert "instruments" in metadata.get_all("Provides-Extra", [])
+    requirements = [Requirement(text) for text in metadata.get_all("Requires-Dist", [])]
+    instruments = [
+        req for req in requirements if req.marker and req.marker.evaluate({"extra": "instruments"})
+    ]
+    assert instruments, "the instruments extra names no framework"
+    declared = {Requirement(text).name for text in project.instruments}
+    assert {req.name for req in instruments} == declared
+    assert CORE.name in {req.name for req in requirements if not req.marker}
+
+
+@by_name
+def test_entry_points_txt_matches_the_pyproject(project: Project, built: dict[str, Built]) -> None:
+    declared = project.entry_points()
+    assert declared, f"{project.name} declares no entry point"
+    text = wheel_text(built[project.name].require().wheel, "entry_points.txt")
+    shipped: dict[str, dict[str, str]] = {}
+    group = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"):
+            group = line[1:-1]
+            shipped[group] = {}
+        elif "=" in line:
+            name, value = (part.strip() for part in line.split("=", 1))
+            shipped[group][name] = value
+    assert shipped == declared
+    if not project.is_core:
+        assert list(shipped) == ["opentelemetry_instrumentor"]
