@@ -70,14 +70,19 @@ def main(names):
             if entry_point.group == "opentelemetry_instrumentor":
                 record.update(instrumentor_facts(entry_point))
             out["entry_points"].append(record)
-    import otel_loopguard
-
-    for module in pkgutil.walk_packages(otel_loopguard.__path__, "otel_loopguard."):
+    try:
+        core = importlib.import_module("otel_loopguard")
+        out["core_modules"]["otel_loopguard"] = "ok"
+        modules = [m.name for m in pkgutil.walk_packages(core.__path__, "otel_loopguard.")]
+    except BaseException:
+        out["core_modules"]["otel_loopguard"] = traceback.format_exc()
+        modules = []
+    for name in modules:
         try:
-            importlib.import_module(module.name)
-            out["core_modules"][module.name] = "ok"
+            importlib.import_module(name)
+            out["core_modules"][name] = "ok"
         except BaseException:
-            out["core_modules"][module.name] = traceback.format_exc()
+            out["core_modules"][name] = traceback.format_exc()
     out["site_packages"] = [p for p in sys.path if p.endswith("site-packages")]
     print(json.dumps(out))
 

@@ -68,6 +68,7 @@ def test_the_core_provides_the_loopguard_instrumentor_and_its_variables(
 ) -> None:
     points = {(p["group"], p["name"]): p for p in seen["entry_points"] if p["dist"] == CORE.name}
     loopguard = points["opentelemetry_instrumentor", "loopguard"]
+    assert "error" not in loopguard, loopguard["error"]
     assert loopguard["is_instrumentor"] and loopguard["loaded"] == "LoopGuardInstrumentor"
     # no framework to wait for: opentelemetry-instrument always loads the core's processor
     assert loopguard["conflict"] is None
