@@ -9,6 +9,7 @@ subprocess of that venv, from a scratch directory, so the source tree is never o
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -18,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from archives import wheel_metadata
 from distributions import PROJECTS, Project
+from packaging.specifiers import SpecifierSet
 
 
 def uv() -> list[str]:
@@ -102,6 +105,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Built]:
 class Venv:
     path: Path
     scratch: Path  # the working directory of every program run in it
+    #: the distributions installed: those whose Requires-Python admits this Python
+    projects: tuple[Project, ...]
+
+    def require(self, project: Project) -> None:
+        if project not in self.projects:
+            pytest.skip(f"{project.name} does not support Python {platform.python_version()}")
 
     @property
     def python(self) -> Path:
@@ -118,11 +127,18 @@ class Venv:
 
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory: pytest.TempPathFactory, built: dict[str, Built]) -> Venv:
-    """A fresh venv with every wheel, and opentelemetry-distro (what `opentelemetry-instrument`
-    needs to set up an SDK), and nothing else: no agent framework."""
-    wheels = [result.require().wheel for result in built.values()]
+    """A fresh venv with every wheel that supports this Python (pydantic-ai's needs 3.11),
+    and opentelemetry-distro (what `opentelemetry-instrument` needs to set up an SDK), and
+    nothing else: no agent framework."""
+    python = platform.python_version()
+    supported = [
+        result.require()
+        for result in built.values()
+        if python in SpecifierSet(wheel_metadata(result.require().wheel)["Requires-Python"])
+    ]
+    wheels = [result.wheel for result in supported]
     home = tmp_path_factory.mktemp("installed")
-    venv = Venv(home / "venv", home / "work")
+    venv = Venv(home / "venv", home / "work", tuple(result.project for result in supported))
     venv.scratch.mkdir()
     done = run([*uv(), "venv", "--python", sys.executable, venv.path], home)
     assert done.returncode == 0, explain(done)

@@ -26,8 +26,8 @@ def seen(installed: Venv) -> dict[str, Any]:
 def test_every_distribution_is_installed_from_its_wheel(
     seen: dict[str, Any], installed: Venv
 ) -> None:
-    assert sorted(seen["distributions"]) == sorted(project.name for project in PROJECTS)
-    for project in PROJECTS:
+    assert sorted(seen["distributions"]) == sorted(p.name for p in installed.projects)
+    for project in installed.projects:
         packages = seen["distributions"][project.name]["packages"]
         assert sorted(packages) == sorted(path.name for path in project.package_dirs)
         for package in packages.values():
@@ -36,23 +36,27 @@ def test_every_distribution_is_installed_from_its_wheel(
             assert Path(package["file"]).resolve().is_relative_to(installed.path.resolve())
 
 
-def test_the_package_version_is_the_distribution_version(seen: dict[str, Any]) -> None:
+def test_the_package_version_is_the_distribution_version(
+    seen: dict[str, Any], installed: Venv
+) -> None:
     """``__version__`` (what the instrumentors report as their scope version) agrees with
     the metadata pip shows: two places to bump, one test that notices."""
-    for project in PROJECTS:
+    for project in installed.projects:
         info = seen["distributions"][project.name]
         assert info["version"] == project.version
         for name, package in info["packages"].items():
             assert package["version"] == info["version"], f"{name}.__version__"
 
 
-def test_every_declared_entry_point_is_installed_and_loads(seen: dict[str, Any]) -> None:
+def test_every_declared_entry_point_is_installed_and_loads(
+    seen: dict[str, Any], installed: Venv
+) -> None:
     installed_points = {
         (point["dist"], point["group"], point["name"]): point for point in seen["entry_points"]
     }
     declared = {
         (project.name, group, name): value
-        for project in PROJECTS
+        for project in installed.projects
         for group, names in project.entry_points().items()
         for name, value in names.items()
     }
@@ -80,8 +84,9 @@ def test_the_core_provides_the_loopguard_instrumentor_and_its_variables(
 
 @pytest.mark.parametrize("project", INSTRUMENTATIONS, ids=lambda p: p.name)
 def test_an_instrumentor_without_its_framework_is_skipped_not_loaded(
-    project: Any, seen: dict[str, Any]
+    project: Any, seen: dict[str, Any], installed: Venv
 ) -> None:
+    installed.require(project)
     (point,) = [
         p
         for p in seen["entry_points"]
