@@ -35,13 +35,14 @@ if os.environ.get("DISTS_SHOW_INSTRUMENTOR_LOADING"):
 '''
 
 
-@pytest.fixture(scope="module")
-def instrumented_run(installed: Venv) -> subprocess.CompletedProcess[str]:
+def run_program(installed: Venv, *flags: str) -> subprocess.CompletedProcess[str]:
     site_packages = next((installed.path / "lib").glob("python3*/site-packages"))
-    (site_packages / "dists_loading_log.py").write_text(_LOADING_LOG)
-    (site_packages / "dists_loading_log.pth").write_text("import dists_loading_log\n")
+    if not (site_packages / "dists_loading_log.pth").exists():
+        (site_packages / "dists_loading_log.py").write_text(_LOADING_LOG)
+        (site_packages / "dists_loading_log.pth").write_text("import dists_loading_log\n")
     return installed.run(
         installed.bin("opentelemetry-instrument"),
+        *flags,
         installed.python,
         PROGRAM,
         OTEL_TRACES_EXPORTER="console",
@@ -50,6 +51,20 @@ def instrumented_run(installed: Venv) -> subprocess.CompletedProcess[str]:
         OTEL_SERVICE_NAME="users-program",
         DISTS_SHOW_INSTRUMENTOR_LOADING="1",
     )
+
+
+@pytest.fixture(scope="module")
+def instrumented_run(installed: Venv) -> subprocess.CompletedProcess[str]:
+    return run_program(installed)
+
+
+def decision_events(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        event["attributes"]
+        for span in spans
+        for event in span.get("events", [])
+        if event["name"] == "loopguard.decision"
+    ]
 
 
 def split_stdout(stdout: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -76,12 +91,7 @@ def test_the_loopguard_processor_is_loaded_and_decides(
     assert instrumented_run.returncode == 0, explain(instrumented_run)
     _, spans = split_stdout(instrumented_run.stdout)
     assert [s for s in spans if s["name"] == "execute_tool search"], "no span was exported"
-    decisions = [
-        event["attributes"]
-        for span in spans
-        for event in span.get("events", [])
-        if event["name"] == "loopguard.decision"
-    ]
+    decisions = decision_events(spans)
     # the same search eight times: only the processor can have said so
     assert decisions, "no loopguard.decision event: the processor was not loaded"
     assert any("repetition" in d.get("loopguard.detectors", ()) for d in decisions), decisions
@@ -109,3 +119,20 @@ def test_no_instrumentor_raises_and_each_is_skipped_for_its_missing_framework(
         ]
         assert skipped, f"{name} was not skipped for its missing framework:\n{stderr}"
         assert f"Instrumented {name}\n" not in stderr
+
+
+def test_the_loopguard_flags_come_from_the_installed_variables_entry_point(
+    installed: Venv,
+) -> None:
+    """The core's `opentelemetry_environment_variables` entry point makes each
+    OTEL_LOOPGUARD_* variable a flag; `--loopguard_enabled false` must reach the processor."""
+    done = installed.run(installed.bin("opentelemetry-instrument"), "--help")
+    assert done.returncode == 0, explain(done)
+    for flag in ("--loopguard_enabled", "--loopguard_mode", "--loopguard_capture_content"):
+        assert flag in done.stdout
+    done = run_program(installed, "--loopguard_enabled", "false")
+    assert done.returncode == 0, explain(done)
+    program, spans = split_stdout(done.stdout)
+    assert program and program[0]["program"] == "finished"
+    assert [s for s in spans if s["name"] == "execute_tool search"], "no span was exported"
+    assert decision_events(spans) == []
