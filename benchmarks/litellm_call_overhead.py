@@ -28,26 +28,12 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import (
-    SimpleSpanProcessor,
-    SpanExporter,
-    SpanExportResult,
-)
+from guarded_pipeline import observe_mode_pipeline
 from otel_loopguard_litellm import LiteLLMInstrumentor
-
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.enforcement import LoopGuard, set_guard
-from otel_loopguard.processor import LoopGuardSpanProcessor
 
 CLOCK = getattr(time, "thread_time", time.process_time)
 # LiteLLM's mock stream sends the answer in chunks of a few characters
 ANSWER = " ".join(f"word{i}" for i in range(60))
-
-
-class _Discard(SpanExporter):
-    def export(self, spans: Any) -> SpanExportResult:
-        return SpanExportResult.SUCCESS
 
 
 def _whole(step: int) -> int:
@@ -107,11 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=7, help="blocks per side")
     args = parser.parse_args(argv)
 
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(_Discard()))
-    guard = LoopGuard(LoopGuardConfig(mode="observe"), tracer_provider=provider)
-    provider.add_span_processor(LoopGuardSpanProcessor(guard, tracer_provider=provider))
-    set_guard(guard)
+    provider, guard = observe_mode_pipeline()
     setup = (LiteLLMInstrumentor(), provider)
     with guard.agent_run(provider.get_tracer("benchmark"), "benchmark"):
         _compare("whole   ", _whole, args, setup)

@@ -24,27 +24,16 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import openai
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # installed package first
 
+from guarded_pipeline import observe_mode_pipeline
 from otel_loopguard_openai import OpenAIInstrumentor
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.enforcement import LoopGuard, set_guard
-from otel_loopguard.processor import LoopGuardSpanProcessor
-
 CLOCK = getattr(time, "thread_time", time.process_time)
-
-
-class _Discard(SpanExporter):
-    def export(self, spans: Any) -> SpanExportResult:
-        return SpanExportResult.SUCCESS
 
 
 def _client() -> openai.OpenAI:
@@ -104,11 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=9, help="blocks per side")
     args = parser.parse_args(argv)
 
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(_Discard()))
-    guard = LoopGuard(LoopGuardConfig(mode="observe"), tracer_provider=provider)
-    provider.add_span_processor(LoopGuardSpanProcessor(guard, tracer_provider=provider))
-    set_guard(guard)
+    provider, guard = observe_mode_pipeline()
     instrumentor = OpenAIInstrumentor()
     client = _client()
     tracer = provider.get_tracer("benchmark")

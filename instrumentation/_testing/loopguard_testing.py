@@ -538,3 +538,89 @@ def openai_package_fixture() -> Any:
             instrumentor.uninstrument()
 
     return with_openai_package
+
+
+# -- a hand-written agent loop over an OpenAI-shaped chat API ---------------------------------
+
+#: the two tools the hand-written loop offers the model (free-form arguments)
+CHAT_TOOL_SCHEMAS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": name,
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": True},
+        },
+    }
+    for name in ("search", "fetch")
+]
+
+
+@dataclass
+class ChatLoopOutcome:
+    answer: str | None = None
+    turns: int = 0
+    injected: list[str] = field(default_factory=list)
+
+
+def run_chat_tool_loop(
+    complete: Callable[[list[dict[str, Any]]], Any],
+    tracer: Any,
+    tools: dict[str, Callable[..., Any]],
+    *,
+    max_turns: int = 8,
+) -> ChatLoopOutcome:
+    """The agent loop an application writes over any OpenAI-shaped chat API (the OpenAI SDK,
+    ``litellm.completion``): ``complete(messages)`` sends the conversation (with
+    :data:`CHAT_TOOL_SCHEMAS`) and returns the chat completion.
+
+    It marks its run with ``guard.agent_run`` and each tool execution with
+    ``guard.tool_call`` (reporting the tool's result); the model calls are seen by the
+    instrumentation under test alone. It follows replan recommendations the way the README
+    tells users to: ``guard.on_decision`` hands the decision to the loop, which sends
+    ``decision.recommendation`` as the next user message.
+    """
+    from otel_loopguard.decisions import Action, Decision
+    from otel_loopguard.enforcement import get_guard
+
+    guard = get_guard()
+    outcome = ChatLoopOutcome()
+    pending: list[Decision] = []
+    guard.on_decision(lambda decision, _event: pending.append(decision))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Find the pricing page."}]
+    with guard.agent_run(tracer, "assistant"):
+        while outcome.turns < max_turns:
+            outcome.turns += 1
+            pending.clear()
+            message = complete(messages).choices[0].message
+            messages.append(message.model_dump(exclude_none=True))
+            replans = [d for d in pending if d.action is Action.REPLAN and d.recommendation]
+            if replans:
+                outcome.injected.append(replans[-1].recommendation or "")
+                messages.append({"role": "user", "content": replans[-1].recommendation})
+                continue
+            if not message.tool_calls:
+                outcome.answer = message.content
+                return outcome
+            for call in message.tool_calls:
+                arguments = json.loads(call.function.arguments or "{}")
+                output = _execute_tool(guard, tracer, tools, call.function.name, arguments, call.id)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+    return outcome
+
+
+def _execute_tool(
+    guard: Any,
+    tracer: Any,
+    tools: dict[str, Callable[..., Any]],
+    name: str,
+    arguments: dict[str, Any],
+    call_id: str,
+) -> str:
+    try:
+        with guard.tool_call(tracer, name, arguments, call_id=call_id) as call:
+            result = tools[name](**arguments)
+            call.set_result(result)
+        return str(result)
+    except Exception as exc:  # the model sees the error, as in most agent loops
+        return f"error: {exc}"

@@ -1,43 +1,23 @@
-"""A hand-written agent loop over ``litellm.completion``, as an application writes one.
-
-It marks its run with ``guard.agent_run`` and its tool executions with ``guard.tool_call``;
-the model calls are seen by the LiteLLM instrumentation alone. It follows replan
-recommendations the way the README tells users to (``guard.on_decision`` hands the
-decision to the loop, which sends ``decision.recommendation`` as the next user message).
-It calls ``litellm.completion`` through the module attribute, as CrewAI and smolagents do.
-"""
+"""A hand-written agent loop over ``litellm.completion``, as an application writes one: the
+shared loop of the suites' test support (``run_chat_tool_loop``) calling
+``litellm.completion`` through the module attribute, as CrewAI and smolagents do."""
 
 from __future__ import annotations
 
-import json
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import litellm
 
-from otel_loopguard.decisions import Action, Decision
-from otel_loopguard.enforcement import get_guard
+# the shared test support; put on the path here too, for the apps that import this module
+# under ``opentelemetry-instrument`` (with only this folder on PYTHONPATH)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_testing"))
+
+from loopguard_testing import CHAT_TOOL_SCHEMAS, ChatLoopOutcome, run_chat_tool_loop
 
 MODEL = "openai/gpt-test"
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": name,
-            "parameters": {"type": "object", "properties": {}, "additionalProperties": True},
-        },
-    }
-    for name in ("search", "fetch")
-]
-
-
-@dataclass
-class Outcome:
-    answer: str | None = None
-    turns: int = 0
-    injected: list[str] = field(default_factory=list)
 
 
 def run_agent(
@@ -47,41 +27,17 @@ def run_agent(
     *,
     max_turns: int = 8,
     max_tokens: int | None = None,
-) -> Outcome:
-    guard = get_guard()
-    outcome = Outcome()
-    pending: list[Decision] = []
-    guard.on_decision(lambda decision, _event: pending.append(decision))
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Find the pricing page."}]
+) -> ChatLoopOutcome:
     extra: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens else {}
-    with guard.agent_run(tracer, "assistant"):
-        while outcome.turns < max_turns:
-            outcome.turns += 1
-            pending.clear()
-            response = litellm.completion(
-                model=MODEL,
-                messages=messages,
-                tools=TOOLS,
-                api_base=api_base,
-                api_key="test-key",
-                **extra,
-            )
-            message = response.choices[0].message
-            messages.append(message.model_dump(exclude_none=True))
-            replans = [d for d in pending if d.action is Action.REPLAN and d.recommendation]
-            if replans:
-                outcome.injected.append(replans[-1].recommendation or "")
-                messages.append({"role": "user", "content": replans[-1].recommendation})
-                continue
-            if not message.tool_calls:
-                outcome.answer = message.content
-                return outcome
-            for call in message.tool_calls:
-                arguments = json.loads(call.function.arguments or "{}")
-                try:
-                    with guard.tool_call(tracer, call.function.name, arguments, call_id=call.id):
-                        result = str(tools[call.function.name](**arguments))
-                except Exception as exc:  # the model sees the error, as in most agent loops
-                    result = f"error: {exc}"
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-    return outcome
+
+    def complete(messages: list[dict[str, Any]]) -> Any:
+        return litellm.completion(
+            model=MODEL,
+            messages=messages,
+            tools=CHAT_TOOL_SCHEMAS,
+            api_base=api_base,
+            api_key="test-key",
+            **extra,
+        )
+
+    return run_chat_tool_loop(complete, tracer, tools, max_turns=max_turns)

@@ -17,15 +17,17 @@ from otel_loopguard.decisions import LoopGuardInterrupt
 from otel_loopguard.enforcement import get_guard
 
 MESSAGES = [{"role": "user", "content": "hi"}]
+_OUR_READERS = ("otel_loopguard_litellm", "otel_loopguard.openai_format")
 
 
 class _Unreadable(ModelResponse):
     """A ``ModelResponse`` whose ``choices`` this package cannot read (LiteLLM and the
-    program can): the stand-in for an answer shape we do not know yet."""
+    program can): the stand-in for an answer shape we do not know yet. Our reader of the
+    OpenAI shape is the core's ``openai_format``, shared with the OpenAI package."""
 
     def __getattribute__(self, name):
         caller = sys._getframe(1).f_globals.get("__name__", "")
-        if name == "choices" and caller.startswith("otel_loopguard_litellm"):
+        if name == "choices" and caller.startswith(_OUR_READERS):
             raise RuntimeError("an answer shape we do not know")
         return super().__getattribute__(name)
 

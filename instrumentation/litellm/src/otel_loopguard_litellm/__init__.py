@@ -46,15 +46,9 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
+from otel_loopguard.openai_format import CHAT, RESPONSES, ApiShape
 from otel_loopguard_litellm.package import _instruments
-from otel_loopguard_litellm.wrappers import (
-    CHAT,
-    RESPONSES,
-    ApiShape,
-    ModelCallRecorder,
-    async_wrapper,
-    sync_wrapper,
-)
+from otel_loopguard_litellm.wrappers import ModelCallRecorder, async_wrapper, sync_wrapper
 
 __version__ = "0.1.0"
 __all__ = ["LiteLLMInstrumentor"]

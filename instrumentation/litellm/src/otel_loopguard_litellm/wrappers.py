@@ -42,18 +42,21 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard_litellm.answers import (
-    Answer,
-    ResponsesEventFolder,
-    StreamFolder,
-    from_model_response,
-    from_responses_response,
+from otel_loopguard.openai_format import (
+    ApiShape,
+    ModelAnswer,
+    chat_span_attributes,
+    chat_span_name,
+    current,
+    output_token_cap,
+    report_answer,
+    set_answer_attributes,
 )
-from otel_loopguard_litellm.streams import DoneCallback, Folder, ObservedStream
+from otel_loopguard.streamed_answer import DoneCallback
+from otel_loopguard_litellm.streams import ObservedStream
 
 logger = logging.getLogger(__name__)
 
@@ -75,35 +78,6 @@ _PROVIDER_NAMES = {
     "xai": "x_ai",
     "watsonx": "ibm.watsonx.ai",
 }
-
-_OUTPUT_CAPS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
-
-
-class ApiShape:
-    """How one LiteLLM API answers: the non-streamed parser and the stream folder."""
-
-    __slots__ = ("folder", "parse")
-
-    def __init__(self, parse: Callable[[Any], Answer], folder: Callable[[], Folder]) -> None:
-        self.parse = parse
-        self.folder = folder
-
-
-CHAT = ApiShape(from_model_response, StreamFolder)
-RESPONSES = ApiShape(from_responses_response, ResponsesEventFolder)
-
-
-def _output_token_cap(kwargs: dict[str, Any]) -> int:
-    """The most output tokens the request allows (0 when unbounded).
-
-    Passed to the pre-flight check as the tokens the call may still spend, so a token
-    budget stops the request that *would* pass it, not only the one after.
-    """
-    for key in _OUTPUT_CAPS:
-        value = kwargs.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return max(value, 0)
-    return 0
 
 
 def _requested_model(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
@@ -127,26 +101,6 @@ def _resolve(model: str | None, kwargs: dict[str, Any]) -> tuple[str | None, str
         return model, "litellm"
     name = provider if isinstance(provider, str) and provider else "litellm"
     return resolved or model, _PROVIDER_NAMES.get(name, name)
-
-
-def _current(span: Span) -> Any:
-    """Make ``span`` current without letting ``use_span`` record or judge exceptions."""
-    return trace.use_span(
-        span, end_on_exit=False, record_exception=False, set_status_on_exception=False
-    )
-
-
-def _set_answer_attributes(span: Span, answer: Answer) -> None:
-    if answer.response_model:
-        span.set_attribute("gen_ai.response.model", answer.response_model)
-    if answer.response_id:
-        span.set_attribute("gen_ai.response.id", answer.response_id)
-    if answer.finish_reasons:
-        span.set_attribute("gen_ai.response.finish_reasons", answer.finish_reasons)
-    if answer.input_tokens is not None:
-        span.set_attribute("gen_ai.usage.input_tokens", answer.input_tokens)
-    if answer.output_tokens is not None:
-        span.set_attribute("gen_ai.usage.output_tokens", answer.output_tokens)
 
 
 class ModelCall:
@@ -185,27 +139,14 @@ class ModelCallRecorder:
 
     def _start(self, args: tuple[Any, ...], kwargs: dict[str, Any], shape: ApiShape) -> ModelCall:
         guard = self._guard_provider()
-        expected_tokens = _output_token_cap(kwargs)
+        expected_tokens = output_token_cap(kwargs)
         model, provider = _resolve(_requested_model(args, kwargs), kwargs)
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": provider,
-        }
-        if model:
-            attributes["gen_ai.request.model"] = model
-        if expected_tokens:
-            attributes["gen_ai.request.max_tokens"] = expected_tokens
-        for key, attribute in (
-            ("temperature", "gen_ai.request.temperature"),
-            ("top_p", "gen_ai.request.top_p"),
-        ):
-            value = kwargs.get(key)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                attributes[attribute] = value
-        name = f"chat {model}" if model else "chat"
-        span = self._tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+        attributes = chat_span_attributes(provider, model, kwargs, expected_tokens)
+        span = self._tracer.start_span(
+            chat_span_name(model), kind=SpanKind.CLIENT, attributes=attributes
+        )
         try:
-            with _current(span):
+            with current(span):
                 guard.preflight_llm(expected_tokens=expected_tokens, span=span)
         except LoopGuardInterrupt:
             span.set_attribute("error.type", LoopGuardInterrupt.__name__)
@@ -241,32 +182,23 @@ class ModelCallRecorder:
         """``finish`` for a non-streamed answer; a shape we cannot read is an internal error."""
         reported_below = self.call_returned(call)
         try:
-            answer = call.shape.parse(result)
+            answer = call.shape.read(result)
         except Exception as exc:
             self.internal_error("litellm.parse", exc)
             call.span.end()
             return
         self.finish(call, answer, reported_below)
 
-    def finish(self, call: ModelCall, answer: Answer, reported_below: bool = False) -> None:
+    def finish(self, call: ModelCall, answer: ModelAnswer, reported_below: bool = False) -> None:
         """Record the answer on the span, tell the guard, end the span; may raise STOP."""
         span = call.span
         try:
-            _set_answer_attributes(span, answer)
+            set_answer_attributes(span, answer)
             guard = self._guard_provider()
             if reported_below:
                 guard.mark_managed(span)  # the layer below fed this turn already
                 return
-            with _current(span):
-                guard.observe_llm_response(
-                    span=span,
-                    model=answer.response_model or call.model,
-                    finish_reason=answer.finish_reason,
-                    input_tokens=answer.input_tokens,
-                    output_tokens=answer.output_tokens,
-                    requested_tool_calls=answer.tool_calls,
-                    empty=answer.empty,
-                )
+            report_answer(guard, span, answer, call.model)
         except LoopGuardInterrupt:
             raise
         except Exception as exc:
@@ -288,7 +220,7 @@ class ModelCallRecorder:
 
     def _stream_callback(self, call: ModelCall, reported_at_call: bool) -> DoneCallback:
         def on_done(
-            answer: Answer | None, error: BaseException | None, complete: bool, reported: bool
+            answer: ModelAnswer | None, error: BaseException | None, complete: bool, reported: bool
         ) -> None:
             if error is not None:
                 self.fail(call, error)
@@ -298,7 +230,7 @@ class ModelCallRecorder:
                 # the caller stopped reading: the answer is incomplete, nothing to judge
                 try:
                     if answer is not None:
-                        _set_answer_attributes(call.span, answer)
+                        set_answer_attributes(call.span, answer)
                 finally:
                     call.span.end()
 
@@ -323,7 +255,7 @@ def sync_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., 
             return wrapped(*args, **kwargs)
         token = _IN_CALL.set(True)
         try:
-            with _current(call.span):
+            with current(call.span):
                 result = wrapped(*args, **kwargs)
         except BaseException as exc:
             recorder.fail(call, exc)
@@ -349,7 +281,7 @@ def async_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[...,
             return await wrapped(*args, **kwargs)
         token = _IN_CALL.set(True)
         try:
-            with _current(call.span):
+            with current(call.span):
                 result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             recorder.fail(call, exc)

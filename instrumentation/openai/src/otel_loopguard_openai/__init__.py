@@ -24,14 +24,9 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
+from otel_loopguard.openai_format import CHAT, RESPONSES
 from otel_loopguard_openai.package import _instruments
-from otel_loopguard_openai.wrappers import (
-    CHAT,
-    RESPONSES,
-    ModelCallRecorder,
-    async_wrapper,
-    sync_wrapper,
-)
+from otel_loopguard_openai.wrappers import ModelCallRecorder, async_wrapper, sync_wrapper
 
 __version__ = "0.1.0"
 __all__ = ["OpenAIInstrumentor"]

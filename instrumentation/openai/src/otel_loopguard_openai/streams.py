@@ -4,7 +4,8 @@ The SDK hands back ``Stream`` / ``AsyncStream`` objects that the caller may exha
 out of, close, use as a context manager, or hand to the SDK's own helpers
 (``ChatCompletionStream`` / ``ResponseStream``), which iterate the raw stream and later
 close only its ``response``. Every one of those endings must end the ``chat`` span once, so
-each path funnels into :meth:`_StreamObserver.finish`, which runs its callback at most once
+each path funnels into the core's :meth:`StreamedAnswer.finish
+<otel_loopguard.streamed_answer.StreamedAnswer.finish>`, which runs its callback at most once
 (a stream dropped half-read ends its span when it is garbage-collected).
 
 At the end of a complete stream the callback may raise ``LoopGuardInterrupt`` (enforce
@@ -14,71 +15,17 @@ its ``for`` loop instead of the end of the stream.
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import threading
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import wrapt
 
-from otel_loopguard_openai.model_turns import ModelTurn
-
-logger = logging.getLogger(__name__)
-
-
-class Accumulator(Protocol):
-    def add(self, item: Any) -> None: ...
-
-    def finish(self) -> ModelTurn: ...
-
-
-# on_done(turn, error, complete): turn is None when nothing could be read; complete is False
-# when the caller stopped early. It may raise LoopGuardInterrupt (only when complete).
-DoneCallback = Callable[[ModelTurn | None, BaseException | None, bool], None]
-
-
-class _StreamObserver:
-    """Per-stream state shared by the stream proxy and its response proxy."""
-
-    __slots__ = ("_done", "_lock", "accumulator", "on_done")
-
-    def __init__(self, accumulator: Accumulator, on_done: DoneCallback) -> None:
-        self.accumulator = accumulator
-        self.on_done = on_done
-        self._done = False
-        self._lock = threading.Lock()
-
-    def add(self, item: Any) -> None:
-        try:
-            self.accumulator.add(item)
-        except Exception:  # an unexpected chunk shape must not break the caller's stream
-            logger.debug("otel-loopguard: could not read a stream chunk", exc_info=True)
-
-    def __del__(self) -> None:
-        # a stream dropped half-read, neither exhausted nor closed: still end its span once;
-        # nothing may escape a finalizer
-        with contextlib.suppress(Exception):
-            self.finish(complete=False)
-
-    def finish(self, error: BaseException | None = None, complete: bool = True) -> None:
-        with self._lock:
-            if self._done:
-                return
-            self._done = True
-        turn: ModelTurn | None
-        try:
-            turn = self.accumulator.finish()
-        except Exception:
-            logger.debug("otel-loopguard: could not fold the stream", exc_info=True)
-            turn = None
-        self.on_done(turn, error, complete)
+from otel_loopguard.streamed_answer import DoneCallback, Folder, StreamedAnswer
 
 
 class _ClosingResponse(wrapt.ObjectProxy):  # type: ignore[misc]
     """The stream's HTTP response; closing it (what the SDK's stream helpers do) ends the span."""
 
-    def __init__(self, response: Any, observer: _StreamObserver) -> None:
+    def __init__(self, response: Any, observer: StreamedAnswer) -> None:
         super().__init__(response)
         self._self_observer = observer
 
@@ -98,9 +45,9 @@ class _ClosingResponse(wrapt.ObjectProxy):  # type: ignore[misc]
 class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
     """A synchronous ``openai.Stream`` that reports its chunks and its end."""
 
-    def __init__(self, stream: Any, accumulator: Accumulator, on_done: DoneCallback) -> None:
+    def __init__(self, stream: Any, folder: Folder, on_done: DoneCallback) -> None:
         super().__init__(stream)
-        self._self_observer = _StreamObserver(accumulator, on_done)
+        self._self_observer = StreamedAnswer(folder, on_done)
         self._self_response: Any = None
 
     @property
@@ -140,9 +87,9 @@ class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
 class ObservedAsyncStream(wrapt.ObjectProxy):  # type: ignore[misc]
     """An ``openai.AsyncStream`` that reports its chunks and its end."""
 
-    def __init__(self, stream: Any, accumulator: Accumulator, on_done: DoneCallback) -> None:
+    def __init__(self, stream: Any, folder: Folder, on_done: DoneCallback) -> None:
         super().__init__(stream)
-        self._self_observer = _StreamObserver(accumulator, on_done)
+        self._self_observer = StreamedAnswer(folder, on_done)
         self._self_response: Any = None
 
     @property

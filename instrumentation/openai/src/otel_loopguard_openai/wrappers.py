@@ -26,20 +26,24 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard_openai import model_turns
-from otel_loopguard_openai.model_turns import ModelTurn
-from otel_loopguard_openai.streams import Accumulator, ObservedAsyncStream, ObservedStream
+from otel_loopguard.openai_format import (
+    ApiShape,
+    ModelAnswer,
+    chat_span_attributes,
+    chat_span_name,
+    current,
+    output_token_cap,
+    report_answer,
+    set_answer_attributes,
+)
+from otel_loopguard.streamed_answer import DoneCallback
+from otel_loopguard_openai.streams import ObservedAsyncStream, ObservedStream
 
 logger = logging.getLogger(__name__)
 
 PROVIDER = "openai"
 # wrapper modules of other instrumentations that already make a GenAI span per request
 _OTHER_OPENAI_INSTRUMENTATIONS = ("opentelemetry.instrumentation.openai",)
-
-
-def _is_given(value: Any) -> bool:
-    """The SDK marks absent optional arguments with `omit` / `NOT_GIVEN` sentinels."""
-    return value is not None and type(value).__name__ not in ("Omit", "NotGiven")
 
 
 def _other_instrumentation_wraps(wrapped: Any) -> bool:
@@ -81,22 +85,6 @@ def _active_genai_client_span() -> bool:
     return provider == PROVIDER or scope in _GATEWAY_SCOPES
 
 
-_OUTPUT_CAPS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
-
-
-def _output_token_cap(request: dict[str, Any]) -> int:
-    """The most output tokens the request allows (0 when unbounded).
-
-    Passed to the pre-flight check as the tokens the call may still spend, so a token
-    budget stops the request that *would* pass it, not only the one after.
-    """
-    for key in _OUTPUT_CAPS:
-        value = request.get(key)
-        if _is_given(value) and isinstance(value, int) and not isinstance(value, bool):
-            return max(value, 0)
-    return 0
-
-
 def _server_attributes(instance: Any) -> dict[str, Any]:
     try:
         url = instance._client.base_url
@@ -135,30 +123,17 @@ class ModelCallRecorder:
         self, wrapped: Any, instance: Any, request_model: str | None, request: dict[str, Any]
     ) -> Span | None:
         guard = self._guard_provider()
-        expected_tokens = _output_token_cap(request)
+        expected_tokens = output_token_cap(request)
         if _other_instrumentation_wraps(wrapped) or _active_genai_client_span():
             guard.preflight_llm(expected_tokens=expected_tokens)
             return None
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": PROVIDER,
-        }
-        if request_model:
-            attributes["gen_ai.request.model"] = request_model
-        if expected_tokens:
-            attributes["gen_ai.request.max_tokens"] = expected_tokens
-        for key, attribute in (
-            ("temperature", "gen_ai.request.temperature"),
-            ("top_p", "gen_ai.request.top_p"),
-        ):
-            value = request.get(key)
-            if _is_given(value) and isinstance(value, int | float):
-                attributes[attribute] = value
+        attributes = chat_span_attributes(PROVIDER, request_model, request, expected_tokens)
         attributes.update(_server_attributes(instance))
-        name = f"chat {request_model}" if request_model else "chat"
-        span = self._tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+        span = self._tracer.start_span(
+            chat_span_name(request_model), kind=SpanKind.CLIENT, attributes=attributes
+        )
         try:
-            with _current(span):
+            with current(span):
                 guard.preflight_llm(expected_tokens=expected_tokens, span=span)
         except LoopGuardInterrupt:
             span.set_attribute("error.type", LoopGuardInterrupt.__name__)
@@ -188,33 +163,25 @@ class ModelCallRecorder:
         if span is None:
             return
         try:
-            turn = _parse_result(shape, result)
+            answer = _parse_result(shape, result)
         except Exception as exc:
             self._internal_error("openai.parse", exc)
             span.end()
             return
-        self.finish(span, request_model, turn)
+        self.finish(span, request_model, answer)
 
-    def finish(self, span: Span | None, request_model: str | None, turn: ModelTurn | None) -> None:
+    def finish(
+        self, span: Span | None, request_model: str | None, answer: ModelAnswer | None
+    ) -> None:
         """Record the answer on the span, tell the guard, end the span; may raise STOP."""
         if span is None:
             return
-        if turn is None:
+        if answer is None:
             span.end()
             return
         try:
-            _set_turn_attributes(span, turn)
-            guard = self._guard_provider()
-            with _current(span):
-                guard.observe_llm_response(
-                    span=span,
-                    model=turn.response_model or request_model,
-                    finish_reason=turn.finish_reason,
-                    input_tokens=turn.input_tokens,
-                    output_tokens=turn.output_tokens,
-                    requested_tool_calls=[(call.name, call.arguments) for call in turn.tool_calls],
-                    empty=turn.empty,
-                )
+            set_answer_attributes(span, answer)
+            report_answer(self._guard_provider(), span, answer, request_model)
         except LoopGuardInterrupt:
             raise
         except Exception as exc:
@@ -222,60 +189,26 @@ class ModelCallRecorder:
         finally:
             span.end()
 
-    def stream_callback(
-        self, span: Span | None, request_model: str | None
-    ) -> Callable[[ModelTurn | None, BaseException | None, bool], None]:
-        def on_done(turn: ModelTurn | None, error: BaseException | None, complete: bool) -> None:
+    def stream_callback(self, span: Span | None, request_model: str | None) -> DoneCallback:
+        def on_done(
+            answer: ModelAnswer | None, error: BaseException | None, complete: bool, _below: bool
+        ) -> None:
             if error is not None:
                 self.fail(span, error)
-            elif complete and turn is not None:
-                self.finish(span, request_model, turn)
+            elif complete and answer is not None:
+                self.finish(span, request_model, answer)
             elif span is not None:
                 # the caller stopped reading: the answer is incomplete, nothing to judge
                 try:
-                    if turn is not None:
-                        _set_turn_attributes(span, turn)
+                    if answer is not None:
+                        set_answer_attributes(span, answer)
                 finally:
                     span.end()
 
         return on_done
 
 
-def _current(span: Span) -> Any:
-    """Make ``span`` current without letting ``use_span`` record or judge exceptions."""
-    return trace.use_span(
-        span, end_on_exit=False, record_exception=False, set_status_on_exception=False
-    )
-
-
-def _set_turn_attributes(span: Span, turn: ModelTurn) -> None:
-    if turn.response_model:
-        span.set_attribute("gen_ai.response.model", turn.response_model)
-    if turn.response_id:
-        span.set_attribute("gen_ai.response.id", turn.response_id)
-    if turn.finish_reasons:
-        span.set_attribute("gen_ai.response.finish_reasons", turn.finish_reasons)
-    if turn.input_tokens is not None:
-        span.set_attribute("gen_ai.usage.input_tokens", turn.input_tokens)
-    if turn.output_tokens is not None:
-        span.set_attribute("gen_ai.usage.output_tokens", turn.output_tokens)
-
-
-class ApiShape:
-    """How one API reports its answer: non-streamed parser and stream accumulator."""
-
-    def __init__(
-        self, parse: Callable[[Any], ModelTurn], accumulator: Callable[[], Accumulator]
-    ) -> None:
-        self.parse = parse
-        self.accumulator = accumulator
-
-
-CHAT = ApiShape(model_turns.from_chat_completion, model_turns.ChatChunkAccumulator)
-RESPONSES = ApiShape(model_turns.from_response, model_turns.ResponseEventAccumulator)
-
-
-def _parse_result(shape: ApiShape, result: Any) -> ModelTurn | None:
+def _parse_result(shape: ApiShape, result: Any) -> ModelAnswer | None:
     """The answer; for a ``with_raw_response`` call, the one its ``parse()`` gives.
 
     A raw response of a call that does not stream has its body read already, and the SDK
@@ -290,7 +223,7 @@ def _parse_result(shape: ApiShape, result: Any) -> ModelTurn | None:
         result = _parsed_raw_response(result)
         if result is None:
             return None
-    return shape.parse(result)
+    return shape.read(result)
 
 
 def _parsed_raw_response(result: Any) -> Any:
@@ -309,14 +242,14 @@ def sync_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., 
         if span is None:
             return wrapped(*args, **kwargs)
         try:
-            with _current(span):
+            with current(span):
                 result = wrapped(*args, **kwargs)
         except BaseException as exc:
             recorder.fail(span, exc)
             raise
         if kwargs.get("stream") is True and hasattr(result, "__next__"):
             return ObservedStream(
-                result, shape.accumulator(), recorder.stream_callback(span, request_model)
+                result, shape.folder(), recorder.stream_callback(span, request_model)
             )
         recorder.finish_result(span, request_model, shape, result)
         return result
@@ -333,14 +266,14 @@ def async_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[...,
         if span is None:
             return await wrapped(*args, **kwargs)
         try:
-            with _current(span):
+            with current(span):
                 result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             recorder.fail(span, exc)
             raise
         if kwargs.get("stream") is True and hasattr(result, "__anext__"):
             return ObservedAsyncStream(
-                result, shape.accumulator(), recorder.stream_callback(span, request_model)
+                result, shape.folder(), recorder.stream_callback(span, request_model)
             )
         recorder.finish_result(span, request_model, shape, result)
         return result
