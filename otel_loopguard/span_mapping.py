@@ -79,6 +79,7 @@ _TRACELOOP_KINDS = {
     "llm": SpanClass.LLM,
 }
 _HANDOFF_TOOL = re.compile(r"^(?:transfer|handoff)_to_(.+)$")
+_ADK_TRANSFER_TOOL = "transfer_to_agent"
 # agent-SDK handoff spans: "Handoff: a → b" (Logfire), "handoff from a to b" (Sentry),
 # "handoff to b"; a bare "Handoff" span (MLflow) carries from_agent / to_agent attributes
 _HANDOFF_SPAN = re.compile(
@@ -511,8 +512,13 @@ _NEAR_KEYS = {
 
 
 def handoff_target(name: str | None) -> str | None:
-    """The agent a ``transfer_to_<agent>`` / ``handoff_to_<agent>`` tool hands off to."""
+    """The agent a ``transfer_to_<agent>`` / ``handoff_to_<agent>`` tool hands off to.
+
+    Google ADK's one transfer tool, ``transfer_to_agent``, names no agent (the target is its
+    ``agent_name`` argument): it is a plain tool call here, not a handoff to "agent"."""
     if not name or not name.startswith(("transfer_to_", "handoff_to_")):
+        return None
+    if name == _ADK_TRANSFER_TOOL:
         return None
     match = _HANDOFF_TOOL.match(name)
     return match.group(1) if match else None

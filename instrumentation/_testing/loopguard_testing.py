@@ -264,6 +264,20 @@ def run_console_program(
     return program_outcome(completed), console_spans(completed.stdout)
 
 
+def run_suite_app(
+    tests: Path, *script_args: str, mode: str, app: str = "looping_agent.py", timeout: float = 180
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A suite's test program ``tests/apps/<app>`` under ``opentelemetry-instrument`` in
+    ``mode`` (``OTEL_LOOPGUARD_MODE``), with ``tests`` on ``PYTHONPATH`` (for its scripted
+    models): :func:`run_console_program`'s outcome and spans."""
+    return run_console_program(
+        tests / "apps" / app,
+        *script_args,
+        env={"PYTHONPATH": str(tests), "OTEL_LOOPGUARD_MODE": mode},
+        timeout=timeout,
+    )
+
+
 def console_spans(text: str) -> list[dict[str, Any]]:
     """The JSON objects the SDK's console exporter printed, one per span, back to back."""
     decoder = json.JSONDecoder()

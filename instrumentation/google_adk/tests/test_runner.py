@@ -1,0 +1,242 @@
+"""Runner invocations end to end: a real ADK agent's tool loop driven by a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from google.adk.agents import LlmAgent
+from google.adk.runners import Runner
+from scripted_models import (
+    CountingSearch,
+    ScriptedModel,
+    always,
+    final_text,
+    looping_agent,
+    message,
+    new_runner,
+    productive_agent,
+    run,
+    run_events,
+)
+
+from otel_loopguard.decisions import LoopGuardInterrupt
+
+
+def test_looping_agent_is_stopped_once_the_calls_make_no_progress(loopguard):
+    search = CountingSearch()
+    runner = new_runner(looping_agent(search))
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run(runner)
+
+    assert {"repetition", "no_progress"} <= set(stopped.value.decision.detectors)
+    # default policy: the third identical call runs, its identical result stops the run
+    # before the model is asked again
+    assert len(search.executions) == 3
+    assert runner.agent.model.calls == 3
+    tools = loopguard.executed_tool_spans("search")
+    assert len(tools) == 3
+    assert [s.attributes["gen_ai.tool.call.id"] for s in tools] == [
+        "call_1_0",
+        "call_2_0",
+        "call_3_0",
+    ]
+    assert loopguard.decisions_on(tools[-1], "stop")
+    assert loopguard.run_state("researcher") == "stopped"
+    loopguard.assert_every_span_ended_once()
+
+
+def test_strict_policy_vetoes_the_third_identical_call_before_it_runs(make_loopguard):
+    loopguard = make_loopguard(mode="enforce", policy="strict")
+    search = CountingSearch()
+    runner = new_runner(looping_agent(search))
+
+    with pytest.raises(LoopGuardInterrupt):
+        run(runner)
+
+    assert len(search.executions) == 2  # the third identical call never ran
+    assert runner.agent.model.calls == 3
+    assert loopguard.vetoed_calls(loopguard.tool_spans("search")) <= 1
+    assert len(loopguard.executed_tool_spans("search")) == 2
+    assert loopguard.run_state("researcher") == "stopped"
+    loopguard.assert_every_span_ended_once()
+
+
+def test_a_vetoed_call_among_parallel_calls_neither_runs_nor_hangs_the_agent(make_loopguard):
+    """One model turn asks for the same search three times: ADK runs the calls as gathered
+    tasks, and the vetoed third must neither run nor leave the agent waiting on it."""
+    loopguard = make_loopguard(mode="enforce", policy="strict")
+    search = CountingSearch()
+    agent = LlmAgent(
+        name="researcher",
+        model=ScriptedModel(script=always([("search", {"query": "pricing"})] * 3)),
+        tools=[search.tool],
+    )
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run(new_runner(agent))  # bounded: a hang fails here
+
+    assert stopped.value.decision.detectors == ("repetition",)
+    assert len(search.executions) == 2
+    assert agent.model.calls == 1
+    assert loopguard.vetoed_calls(loopguard.tool_spans("search")) == 1
+    assert loopguard.run_state("researcher") == "stopped"
+    loopguard.assert_every_span_ended_once()
+
+
+def test_looping_agent_in_observe_mode_is_recorded_and_never_interrupted(observe_loopguard):
+    search = CountingSearch()
+
+    def script(n: int):
+        return [("search", {"query": "pricing"})] if n <= 6 else "gave up"
+
+    agent = LlmAgent(name="researcher", model=ScriptedModel(script=script), tools=[search.tool])
+
+    events = run(new_runner(agent))
+
+    assert final_text(events) == "gave up"
+    assert len(search.executions) == 6  # untouched: the model itself gave up
+    stops = observe_loopguard.decision_events("stop")
+    assert stops and "repetition" in stops[0][1]["loopguard.detectors"]
+    assert observe_loopguard.run_state("researcher") == "stopped"  # recorded, not enforced
+    observe_loopguard.assert_every_span_ended_once()
+
+
+def test_productive_agent_answers_as_without_the_plugin(loopguard):
+    loopguard.uninstrument()
+    try:
+        plain = CountingSearch(lambda query, n: f"result {n} for {query}")
+        expected = final_text(run(new_runner(productive_agent(plain))))
+        assert loopguard.spans() == []  # uninstrumented: no span of ours
+    finally:
+        loopguard.reinstrument()
+
+    search = CountingSearch(lambda query, n: f"result {n} for {query}")
+    events = run(new_runner(productive_agent(search)))
+
+    assert final_text(events) == expected == "found after 3 searches"
+    assert [d for d, _ in loopguard.decided if d.action.value == "stop"] == []
+    tools = loopguard.tool_spans()
+    assert [s.name for s in tools] == ["execute_tool search"] * 3
+    (agent,) = loopguard.agent_spans()
+    assert agent.name == "invoke_agent researcher"
+    assert agent.attributes["loopguard.run.state"] == "completed"
+    assert agent.attributes["gen_ai.conversation.id"] == "session-1"
+    assert all(s.parent.span_id == agent.context.span_id for s in tools)
+    assert tools[0].attributes["gen_ai.agent.name"] == "researcher"
+    assert "pricing" not in str(dict(tools[0].attributes))  # no content without opt-in
+    loopguard.assert_every_span_ended_once()
+
+
+def test_sync_run_raises_the_interrupt_itself(loopguard):
+    """``Runner.run`` drives ``run_async`` on a thread and reports any ``BaseException`` as a
+    ``RuntimeError``: the caller gets the interrupt back, not a crash."""
+    search = CountingSearch()
+    runner = new_runner(looping_agent(search))
+    asyncio.run(
+        runner.session_service.create_session(app_name="tests", user_id="user", session_id="s")
+    )
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        for _event in runner.run(user_id="user", session_id="s", new_message=message()):
+            pass
+
+    assert "repetition" in stopped.value.decision.detectors
+    assert len(search.executions) == 3
+    assert loopguard.run_state("researcher") == "stopped"
+    loopguard.assert_every_span_ended_once()
+
+
+def test_a_stopped_session_stays_stopped_and_a_new_session_runs(loopguard):
+    """The run is the session (ADK's own ``gen_ai.conversation.id``): the next message in a
+    stopped session is interrupted before its model is called; a new session starts clean."""
+    search = CountingSearch()
+    runner = new_runner(looping_agent(search))
+    with pytest.raises(LoopGuardInterrupt):
+        run(runner, "session-1")
+    calls = runner.agent.model.calls
+
+    with pytest.raises(LoopGuardInterrupt):
+        run(runner, "session-1", text="try again")
+
+    assert runner.agent.model.calls == calls
+    assert len(search.executions) == 3
+    with pytest.raises(LoopGuardInterrupt):
+        run(runner, "session-2")
+    assert len(search.executions) == 6  # a fresh run: three more before its stop
+
+
+def test_failing_tool_answered_by_an_error_callback_reports_its_error(loopguard):
+    """An ``on_tool_error_callback`` turns a tool's exception into an ``{"error": ...}``
+    response the model reads: the gate reports it as the call's error."""
+
+    def failing(query: str, n: int) -> str:
+        raise PermissionError("403 Forbidden: /docs/pricing")
+
+    search = CountingSearch(failing)
+    agent = looping_agent(search)
+    agent.on_tool_error_callback = lambda tool, args, tool_context, error: {"error": str(error)}
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run(new_runner(agent))
+
+    assert len(search.executions) <= 2
+    assert "permanent_failure" in stopped.value.decision.detectors
+    errors = [s for s in loopguard.tool_spans("search") if s.attributes.get("error.type")]
+    assert errors[0].attributes["error.type"] == "ToolError"
+
+
+def test_stream_closed_early_ends_the_run_as_cancelled(loopguard):
+    search = CountingSearch(lambda query, n: f"result {n}")
+    runner = new_runner(productive_agent(search))
+    outside: list = []
+
+    async def first_tool_result_then_stop() -> None:
+        await runner.session_service.create_session(
+            app_name="tests", user_id="user", session_id="s"
+        )
+        events = runner.run_async(user_id="user", session_id="s", new_message=message())
+        async for event in events:
+            if event.get_function_responses():
+                break
+        outside.append(loopguard.guard.current_run_steps())  # the run is not current here
+        await events.aclose()
+
+    asyncio.run(asyncio.wait_for(first_tool_result_then_stop(), timeout=60))
+
+    assert outside == [None]
+    assert len(search.executions) == 1
+    assert loopguard.run_state("researcher") == "cancelled"
+    assert loopguard.open_spans() == []
+    loopguard.assert_every_span_ended_once()
+
+
+def _wrapped(function: object) -> bool:
+    """A wrapt wrapper (of ours) stands where ADK's function was."""
+    return getattr(function, "__wrapped__", None) is not None
+
+
+def test_uninstrument_restores_adk(loopguard):
+    from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
+    from google.adk.flows.llm_flows.tools import _caller
+
+    assert _wrapped(Runner.__dict__["run_async"])
+    loopguard.uninstrument()
+    try:
+        assert not _wrapped(Runner.__dict__["run_async"])
+        assert not _wrapped(Runner.__dict__["run"])
+        assert not _wrapped(BaseLlmFlow.__dict__["_call_llm_async"])
+        assert not _wrapped(_caller._execute_single_prepared_call)
+        search = CountingSearch()
+
+        def script(n: int):
+            return [("search", {"query": "pricing"})] if n <= 5 else "gave up"
+
+        agent = LlmAgent(name="researcher", model=ScriptedModel(script=script), tools=[search.tool])
+        events = asyncio.run(run_events(new_runner(agent)))
+        assert final_text(events) == "gave up"
+        assert len(search.executions) == 5  # nothing stopped it
+        assert loopguard.spans() == []
+    finally:
+        loopguard.reinstrument()
