@@ -130,9 +130,14 @@ class Telemetry:
             unit="{run}",
             description="Runs currently tracked",
         )
-        # a zero series from the start: "0 errors / 0 interrupts" on a dashboard, not "no data"
+        # a zero series from the start: "0 errors / 0 interrupts" on a dashboard, not "no data".
+        # Also one per run end state (a fixed handful): Prometheus' increase() cannot count
+        # a series' first value, so without it the first stopped run of a process would be
+        # missing from "Runs by end state" and from the stop-rate alert
         self.internal_errors.add(0)
         self.interrupts.add(0)
+        for state in RunEndState:
+            self.runs.add(0, {"state": state.value})
         self._logged: set[str] = set()
         self._logged_lock = threading.Lock()
         self._processing_attributes: dict[str, dict[str, str]] = {}

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from prometheus_client import CollectorRegistry, generate_latest
 
 from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.decisions import LoopGuardInterrupt, RunEndState
 from otel_loopguard.enforcement import LoopGuard
 from otel_loopguard.processor import LoopGuardSpanProcessor
 from otel_loopguard.tool_decorator import agent_run, loopguard_tool
@@ -173,7 +173,16 @@ def test_prometheus_exporter_text_output() -> None:
     assert list(buckets)[:2] == ["0.0", "0.1"] and buckets["+Inf"] == 1.0
     assert buckets["0.0"] == 0.0  # a stop is never a zero-risk decision
     assert "loopguard_processing_duration_seconds_bucket" in text
-    assert "loopguard_runs_total{" in text and 'state="stopped"' in text
+    runs = {
+        line.split('state="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("loopguard_runs_total{")
+    }
+    assert runs["stopped"] == 1.0
+    # every end state has a series from the start, so Prometheus' increase() counts a
+    # state's first run (a series that appears at 1 counts as no increase)
+    assert {state.value for state in RunEndState} <= set(runs)
+    assert runs["budget_exceeded"] == 0.0
     assert "run_id" not in text and "pricing" not in text  # no run id, no argument value
 
 

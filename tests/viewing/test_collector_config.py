@@ -100,3 +100,16 @@ def test_readme_view_steps_name_the_real_ports() -> None:
         assert f"localhost:{port}" in section
     assert "OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318" in section
     assert "loopguard.decision" in section
+
+
+def test_prometheus_loads_the_alerting_rules_that_ship() -> None:
+    """The rule file Prometheus is told to load is mounted beside its config and exists."""
+    config_path = "/etc/prometheus/prometheus.yml"
+    volumes = COMPOSE["services"]["prometheus"]["volumes"]
+    mounted = {v.split(":")[1]: v.split(":")[0] for v in volumes}
+    assert mounted[config_path] == "./prometheus.yml"
+    assert PROMETHEUS["rule_files"], "no rule_files in collector/prometheus.yml"
+    for rule_file in PROMETHEUS["rule_files"]:
+        in_container = str(Path(config_path).parent / rule_file)  # relative to the config
+        assert in_container in mounted, f"{rule_file} is not mounted into the container"
+        assert (ROOT / "collector" / mounted[in_container]).is_file()

@@ -30,6 +30,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+RULES = Path(__file__).resolve().parents[2] / "collector" / "loopguard-alerts.yml"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -44,6 +47,13 @@ def query(base: str, expr: str) -> list[dict]:
     return body["data"]["result"]
 
 
+def api(base: str, path: str) -> dict:
+    with urllib.request.urlopen(f"{base}/api/v1/{path}", timeout=10) as response:
+        body = json.load(response)
+    assert body["status"] == "success", body
+    return body["data"]
+
+
 def finite_values(result: list[dict]) -> list[float]:
     values = [float(sample["value"][1]) for sample in result]
     return [v for v in values if math.isfinite(v)]
@@ -55,6 +65,7 @@ def prometheus(tmp_path: Path):
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        f"rule_files:\n  - {RULES}\n"
         "scrape_configs:\n  - job_name: loopguard-demo\n"
         f"    static_configs:\n      - targets: ['127.0.0.1:{metrics_port}']\n"
     )
@@ -142,6 +153,30 @@ def test_every_panel_returns_data_from_real_prometheus(prometheus, tmp_path: Pat
         assert not failures, "panels without data:\n" + "\n".join(failures)
         stops = query(base, 'sum(loopguard_decisions_total{action="stop"})')
         assert finite_values(stops) and finite_values(stops)[0] >= 1
+        # our alerting rules, loaded by this Prometheus: each evaluates without error on
+        # the plugin's real series, and three stopped runs of four raise the stop-rate
+        # alert (pending: it fires after 10 minutes, which promtool's tests cover) with the
+        # true share of stopped runs: every run counted, also the first of each end state
+        # (a counter series born at 1 would count as no increase). The alert's value
+        # trails the scrapes by an evaluation, so poll until they agree
+        true_share = 'sum(loopguard_runs_total{state="stopped"}) / sum(loopguard_runs_total)'
+        deadline = time.monotonic() + 30
+        while True:
+            rules = api(base, "rules")["groups"][0]["rules"]
+            alerts = {a["labels"]["alertname"]: a for a in api(base, "alerts")["alerts"]}
+            share = finite_values(query(base, true_share))
+            alert = alerts.get("LoopGuardStopRateHigh")
+            if alert and share and float(alert["value"]) == pytest.approx(share[0]):
+                break
+            if time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert {rule["name"] for rule in rules} >= {"LoopGuardStopRateHigh"}
+        assert all(rule["health"] == "ok" for rule in rules), rules
+        assert alert is not None and alert["state"] in ("pending", "firing"), alerts
+        assert alert["labels"]["job"] == "loopguard-demo"
+        assert share and float(alert["value"]) == pytest.approx(share[0]), (alert, share)
+        assert "LoopGuardInternalErrors" not in alerts
     finally:
         demo.terminate()
         demo.wait(timeout=20)
