@@ -26,6 +26,7 @@ def test_the_sdist_holds_pyproject_readme_and_every_package_file(
     readme = project.pyproject["project"].get("readme")
     assert readme, f"{project.name}: pyproject.toml names no readme (PyPI shows an empty page)"
     assert readme in files
+    assert "LICENSE" in files, f"{project.name}: the sdist lacks the license text"
     for package_dir in project.package_dirs:
         source = package_dir.relative_to(project.directory).as_posix()
         assert f"{source}/__init__.py" in files

@@ -77,6 +77,17 @@ def test_metadata_names_version_license_and_python(
     assert metadata["Summary"]
 
 
+@by_name
+def test_the_wheel_carries_the_license_text(project: Project, built: dict[str, Built]) -> None:
+    """Apache-2.0 asks that every copy carries the license: the name in the metadata is
+    not enough, the text must be in the wheel (PEP 639: ``.dist-info/licenses/``)."""
+    wheel = built[project.name].require().wheel
+    assert wheel_metadata(wheel).get_all("License-File") == ["LICENSE"]
+    text = wheel_text(wheel, "licenses/LICENSE")
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert text == (project.directory / "LICENSE").read_text("utf-8")
+
+
 @instrumentations
 def test_an_instrumentation_supports_no_python_its_core_does_not(
     project: Project, built: dict[str, Built]
