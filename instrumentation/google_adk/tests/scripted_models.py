@@ -35,6 +35,9 @@ class ScriptedModel(BaseLlm):
     script: Callable[[int], Answer]
     calls: int = 0
     thoughts_tokens: int | None = None
+    #: when set, each call also makes the ``chat`` span a provider SDK's instrumentation
+    #: makes (GenAI conventions, with usage), ended when the SDK's answer is complete
+    sdk_tracer: Any = None
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
@@ -58,6 +61,14 @@ class ScriptedModel(BaseLlm):
                 )
                 for index, (name, args) in enumerate(answer)
             ]
+        if self.sdk_tracer is not None:
+            attributes = {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": self.model,
+                "gen_ai.usage.input_tokens": PROMPT_TOKENS,
+                "gen_ai.usage.output_tokens": CANDIDATE_TOKENS,
+            }
+            self.sdk_tracer.start_span(f"chat {self.model}", attributes=attributes).end()
         yield LlmResponse(
             content=types.Content(role="model", parts=parts),
             finish_reason=types.FinishReason.STOP,

@@ -79,6 +79,8 @@ def test_one_way_transfers_are_no_cycle(loopguard):
     events = run(new_runner(coordinator))
 
     assert final_text(events) == "the answer"
-    handoffs = [e for _d, e in loopguard.decided if e.kind.value == "handoff"]
-    assert handoffs == []  # no decision other than continue was taken on them
+    transfers = loopguard.tool_spans("transfer_to_agent")
+    assert [s.attributes["gen_ai.agent.name"] for s in transfers] == ["coordinator", "alice"]
+    assert loopguard.decided == []  # no decision other than continue was taken
     assert loopguard.run_state("coordinator") == "completed"
+    loopguard.assert_every_span_ended_once()

@@ -63,6 +63,23 @@ def test_a_streamed_answer_counts_once(loopguard):
     assert run_usage(loopguard) == (2 * PROMPT_TOKENS, 2 * CANDIDATE_TOKENS)
 
 
+@pytest.mark.parametrize("streaming", [StreamingMode.NONE, StreamingMode.SSE])
+def test_a_turn_a_layer_below_reported_counts_once(loopguard, streaming):
+    """A provider SDK's instrumentation below the model (google-genai's, LiteLLM's) makes
+    a ``chat`` span that the span processor reports: our report stands back. ADK drives a
+    streamed answer in a context it copied at the first chunk, where that span ends."""
+    search = CountingSearch()
+    agent = productive_agent(search, searches=2)
+    agent.model.sdk_tracer = loopguard.app_tracer()
+
+    events = run(new_runner(agent), run_config=RunConfig(streaming_mode=streaming))
+
+    assert final_text(events) == "found after 2 searches"
+    assert len(loopguard.named("chat scripted-gemini")) == 3
+    assert run_usage(loopguard) == (3 * PROMPT_TOKENS, 3 * CANDIDATE_TOKENS)
+    assert loopguard.guard.monitor.run_snapshot("session-1").counters.steps == 3
+
+
 def test_token_budget_stops_the_turn_that_goes_over_before_its_tool_runs(make_loopguard):
     loopguard = make_loopguard(mode="enforce", token_budget=120)
     search = CountingSearch(lambda query, n: f"result {n}")

@@ -129,6 +129,32 @@ def test_productive_agent_answers_as_without_the_plugin(loopguard):
     loopguard.assert_every_span_ended_once()
 
 
+def test_concurrent_invocations_are_runs_of_their_own(loopguard):
+    """Two sessions in one event loop: the looping one is stopped, the other is untouched."""
+    looping_search = CountingSearch()
+    search = CountingSearch(lambda query, n: f"result {n} for {query}")
+    looping = new_runner(looping_agent(looping_search, name="looper"))
+    productive = new_runner(productive_agent(search))
+
+    async def both() -> list:
+        return await asyncio.gather(
+            run_events(looping, "session-a"),
+            run_events(productive, "session-b"),
+            return_exceptions=True,
+        )
+
+    stopped, events = asyncio.run(asyncio.wait_for(both(), timeout=60))
+
+    assert isinstance(stopped, LoopGuardInterrupt)
+    assert final_text(events) == "found after 3 searches"
+    assert len(looping_search.executions) == 3
+    assert loopguard.run_state("looper") == "stopped"
+    assert loopguard.run_state("researcher") == "completed"
+    by_agent = {s.attributes["gen_ai.agent.name"] for s in loopguard.tool_spans("search")}
+    assert by_agent == {"looper", "researcher"}
+    loopguard.assert_every_span_ended_once()
+
+
 def test_sync_run_raises_the_interrupt_itself(loopguard):
     """``Runner.run`` drives ``run_async`` on a thread and reports any ``BaseException`` as a
     ``RuntimeError``: the caller gets the interrupt back, not a crash."""
@@ -185,6 +211,27 @@ def test_failing_tool_answered_by_an_error_callback_reports_its_error(loopguard)
     assert "permanent_failure" in stopped.value.decision.detectors
     errors = [s for s in loopguard.tool_spans("search") if s.attributes.get("error.type")]
     assert errors[0].attributes["error.type"] == "ToolError"
+
+
+def test_a_tool_call_we_cannot_read_still_runs_as_without_the_plugin(loopguard, monkeypatch):
+    """An error in our own code (here: reading the call) is counted and logged; the call
+    runs untouched and the agent answers as it would without us."""
+    from otel_loopguard_google_adk import tools
+
+    def unreadable(*args: object) -> object:
+        raise RuntimeError("a call shape we do not know")
+
+    monkeypatch.setattr(tools, "_argument", unreadable)
+    search = CountingSearch(lambda query, n: f"result {n} for {query}")
+
+    events = run(new_runner(productive_agent(search)))
+
+    assert final_text(events) == "found after 3 searches"
+    assert len(search.executions) == 3
+    assert loopguard.tool_spans() == []  # not gated, never broken
+    logged = [r.getMessage() for r in loopguard.caplog.records]
+    assert any("google_adk.tool_call" in message for message in logged)
+    assert loopguard.run_state("researcher") == "completed"
 
 
 def test_stream_closed_early_ends_the_run_as_cancelled(loopguard):
