@@ -287,3 +287,30 @@ def test_uninstrument_restores_adk(loopguard):
         assert loopguard.spans() == []
     finally:
         loopguard.reinstrument()
+
+
+def test_an_agent_tool_whose_agent_loops_stops_the_enclosing_run(loopguard):
+    """``AgentTool`` runs its agent in a runner of its own, in a throwaway session: that
+    runner is part of the caller's run, and its loop stops the whole invocation."""
+    from google.adk.tools.agent_tool import AgentTool
+
+    search = CountingSearch()
+    helper = looping_agent(search, name="helper")
+    caller = LlmAgent(
+        name="researcher",
+        model=ScriptedModel(script=always([("helper", {"request": "find the pricing page"})])),
+        tools=[AgentTool(agent=helper)],
+    )
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run(new_runner(caller))
+
+    assert "repetition" in stopped.value.decision.detectors
+    assert len(search.executions) == 3
+    assert caller.model.calls == 1
+    (outer,) = loopguard.named("invoke_agent researcher")
+    (inner,) = loopguard.named("invoke_agent helper")
+    assert inner.attributes["loopguard.run.id"] == outer.attributes["loopguard.run.id"]
+    assert inner.parent.span_id == loopguard.named("execute_tool helper")[0].context.span_id
+    assert outer.attributes["loopguard.run.state"] == "stopped"
+    loopguard.assert_every_span_ended_once()

@@ -10,7 +10,9 @@ The run is keyed by the invocation's ``session_id``: ADK itself stamps it on its
 conversation. A run keyed otherwise would lose those turns to a run of its own. As DESIGN's
 run identity says, a conversation's counters outlive one invocation: a session stopped in
 ``enforce`` mode stays stopped (until idle past ``run_ttl``), so the next message in it is
-interrupted before its first model call; start a new session to go on.
+interrupted before its first model call; start a new session to go on. A runner invoked
+inside a run (``AgentTool`` runs its agent in a runner of its own, with a throwaway session)
+is part of the enclosing run.
 
 How a :class:`~otel_loopguard.LoopGuardInterrupt` (a ``BaseException``) leaves ADK 2.13:
 
@@ -31,7 +33,7 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.enforcement import current_run, get_guard
 
 Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -53,6 +55,10 @@ def run_async_wrapper(tracer: Tracer) -> Wrapper:
     ) -> Any:
         session_id = kwargs.get("session_id")
         conversation = session_id if isinstance(session_id, str) and session_id else None
+        if current_run() is not None:
+            # a runner inside a run (``AgentTool`` runs its agent in a runner of its own,
+            # in a throwaway session): part of the enclosing run, as nested agents are
+            conversation = None
         return _observed_events(
             tracer, _root_agent_name(instance), conversation, wrapped(*args, **kwargs)
         )
