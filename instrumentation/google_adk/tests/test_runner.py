@@ -314,3 +314,21 @@ def test_an_agent_tool_whose_agent_loops_stops_the_enclosing_run(loopguard):
     assert inner.parent.span_id == loopguard.named("execute_tool helper")[0].context.span_id
     assert outer.attributes["loopguard.run.state"] == "stopped"
     loopguard.assert_every_span_ended_once()
+
+
+def test_a_looping_agent_in_a_workflow_is_stopped(loopguard):
+    """A ``Workflow`` root runs its ``LlmAgent`` nodes through ADK's node runtime: the same
+    flow, the same gate, one run named after the workflow."""
+    from google.adk.workflow import START, Workflow
+
+    search = CountingSearch()
+    pipeline = Workflow(name="pipeline", edges=[(START, looping_agent(search))])
+
+    with pytest.raises(LoopGuardInterrupt):
+        run(new_runner(pipeline))
+
+    assert len(search.executions) == 3
+    assert loopguard.run_state("pipeline") == "stopped"
+    tools = loopguard.tool_spans("search")
+    assert {s.attributes["gen_ai.agent.name"] for s in tools} == {"researcher"}
+    loopguard.assert_every_span_ended_once()
