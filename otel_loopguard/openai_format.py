@@ -15,7 +15,8 @@ finish_reason`` vs ``status`` + ``incomplete_details``; ``prompt_tokens`` vs
 need one, :class:`ModelAnswer`, so this module is the only place that knows both. Streams
 are folded chunk by chunk into the same shape (:class:`ChatChunkFolder`,
 :class:`ResponsesEventFolder`) in O(1) per chunk apart from the tool-call argument text the
-model streams.
+model streams. What the answer then does to the call's span and the guard is
+:mod:`otel_loopguard.model_call_span`'s.
 
 Not compiled by mypyc: it reads objects of third-party SDKs whose field types it does not
 control (a compiled declared type would reject an odd value at run time), and its cost is
@@ -25,11 +26,8 @@ a few attribute reads per answer or chunk beside the SDK's own parsing of it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
-
-from opentelemetry import trace
-from opentelemetry.trace import Span
 
 #: request arguments that cap the answer's length, in the order the APIs prefer them
 _OUTPUT_CAPS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
@@ -314,43 +312,3 @@ def chat_span_attributes(
         if isinstance(value, int | float) and not isinstance(value, bool):
             attributes[attribute] = value
     return attributes
-
-
-# -- the answer on the span and to the guard --------------------------------------------------
-
-
-def set_answer_attributes(span: Span, answer: ModelAnswer) -> None:
-    """The answer's GenAI attributes (response id and model, finish reasons, usage)."""
-    if answer.response_model:
-        span.set_attribute("gen_ai.response.model", answer.response_model)
-    if answer.response_id:
-        span.set_attribute("gen_ai.response.id", answer.response_id)
-    if answer.finish_reasons:
-        span.set_attribute("gen_ai.response.finish_reasons", answer.finish_reasons)
-    if answer.input_tokens is not None:
-        span.set_attribute("gen_ai.usage.input_tokens", answer.input_tokens)
-    if answer.output_tokens is not None:
-        span.set_attribute("gen_ai.usage.output_tokens", answer.output_tokens)
-
-
-def current(span: Span) -> Any:
-    """Make ``span`` current without letting ``use_span`` record or judge exceptions."""
-    return trace.use_span(
-        span, end_on_exit=False, record_exception=False, set_status_on_exception=False
-    )
-
-
-def report_answer(guard: Any, span: Span, answer: ModelAnswer, request_model: str | None) -> None:
-    """Hand one answer to the guard (``LoopGuard.observe_llm_response``) with its span
-    current, so the decision lands on the span before it ends; may raise STOP."""
-    requested: Iterable[tuple[str, Any]] = answer.tool_calls
-    with current(span):
-        guard.observe_llm_response(
-            span=span,
-            model=answer.response_model or request_model,
-            finish_reason=answer.finish_reason,
-            input_tokens=answer.input_tokens,
-            output_tokens=answer.output_tokens,
-            requested_tool_calls=requested,
-            empty=answer.empty,
-        )

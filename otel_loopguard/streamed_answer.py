@@ -48,7 +48,7 @@ class Folder(Protocol):
 class StreamedAnswer:
     """Per-stream state: the folded chunks and the once-only end."""
 
-    __slots__ = ("_done", "_lock", "folder", "on_done", "open_turn", "reported_below")
+    __slots__ = ("_done", "_lock", "_read_turn", "folder", "on_done", "open_turn", "reported_below")
 
     def __init__(
         self, folder: Folder, on_done: DoneCallback, open_turn: Callable[[], Any] | None = None
@@ -59,6 +59,25 @@ class StreamedAnswer:
         self.reported_below = False
         self._done = False
         self._lock = threading.Lock()
+        self._read_turn: Any = None
+
+    def __enter__(self) -> None:
+        """``with answer:`` around one read of the wrapped stream (``next`` / ``__anext__``,
+        sync or async alike): the read runs in its own model turn, and the stream's end
+        (``StopIteration`` / ``StopAsyncIteration``) or failure ends the answer. The
+        exception goes on to the caller, after a STOP raised at the end of a complete
+        stream in its place."""
+        self._read_turn = self.enter_turn()
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        turn, self._read_turn = self._read_turn, None
+        self.leave_turn(turn)
+        if exc_type is None:
+            return
+        if exc_type is StopIteration or exc_type is StopAsyncIteration:
+            self.finish()
+        else:
+            self.finish(error=exc, complete=False)
 
     def enter_turn(self) -> Any:
         """A model turn around one chunk read (``None`` without ``open_turn``, or if it

@@ -47,20 +47,9 @@ class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
         return self
 
     def __next__(self) -> Any:
-        end = self._self_end
-        turn = end.enter_turn()
-        try:
+        with self._self_end:  # in a model turn of its own; the end or failure ends the answer
             chunk = next(self.__wrapped__)
-        except StopIteration:
-            end.leave_turn(turn)
-            end.finish()
-            raise
-        except BaseException as exc:
-            end.leave_turn(turn)
-            end.finish(error=exc, complete=False)
-            raise
-        end.leave_turn(turn)
-        end.add(chunk)
+        self._self_end.add(chunk)
         return chunk
 
     def __enter__(self) -> ObservedStream:
@@ -82,20 +71,9 @@ class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
         return self
 
     async def __anext__(self) -> Any:
-        end = self._self_end
-        turn = end.enter_turn()
-        try:
+        with self._self_end:
             chunk = await self.__wrapped__.__anext__()
-        except StopAsyncIteration:
-            end.leave_turn(turn)
-            end.finish()
-            raise
-        except BaseException as exc:
-            end.leave_turn(turn)
-            end.finish(error=exc, complete=False)
-            raise
-        end.leave_turn(turn)
-        end.add(chunk)
+        self._self_end.add(chunk)
         return chunk
 
     async def __aenter__(self) -> ObservedStream:

@@ -38,27 +38,22 @@ LiteLLM's own exceptions reach the caller.
 from __future__ import annotations
 
 import contextvars
-import logging
 from collections.abc import Callable
 from typing import Any
 
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import Span, SpanKind, Tracer
 
+from otel_loopguard import model_call_span as call_span
 from otel_loopguard.decisions import LoopGuardInterrupt
 from otel_loopguard.openai_format import (
     ApiShape,
     ModelAnswer,
     chat_span_attributes,
     chat_span_name,
-    current,
     output_token_cap,
-    report_answer,
-    set_answer_attributes,
 )
 from otel_loopguard.streamed_answer import DoneCallback
 from otel_loopguard_litellm.streams import ObservedStream
-
-logger = logging.getLogger(__name__)
 
 # True while a completion / acompletion call we instrument runs (also in the executor
 # thread acompletion hands the call to: it copies the context)
@@ -145,22 +140,11 @@ class ModelCallRecorder:
         span = self._tracer.start_span(
             chat_span_name(model), kind=SpanKind.CLIENT, attributes=attributes
         )
-        try:
-            with current(span):
-                guard.preflight_llm(expected_tokens=expected_tokens, span=span)
-        except LoopGuardInterrupt:
-            span.set_attribute("error.type", LoopGuardInterrupt.__name__)
-            span.set_status(Status(StatusCode.ERROR, "interrupted by otel-loopguard"))
-            span.end()
-            raise
+        call_span.preflight_in_span(guard, span, expected_tokens)
         return ModelCall(span, model, guard.model_turn(), shape)
 
     def internal_error(self, where: str, exc: Exception) -> None:
-        """Counted in ``loopguard.internal_errors`` and logged once, by the guard's telemetry."""
-        try:
-            self._guard_provider().telemetry.internal_error(where, exc)
-        except Exception:
-            logger.debug("otel-loopguard: internal error in %s", where, exc_info=True)
+        call_span.count_internal_error(self._guard_provider, where, exc)
 
     def call_returned(self, call: ModelCall) -> bool:
         """Close the call's model-turn scope; True when a layer below reported the turn."""
@@ -173,10 +157,7 @@ class ModelCallRecorder:
 
     def fail(self, call: ModelCall, error: BaseException) -> None:
         self.call_returned(call)
-        span = call.span
-        span.set_attribute("error.type", type(error).__qualname__)
-        span.set_status(Status(StatusCode.ERROR, str(error)[:200] or type(error).__name__))
-        span.end()
+        call_span.end_failed(call.span, error)
 
     def finish_result(self, call: ModelCall, result: Any) -> None:
         """``finish`` for a non-streamed answer; a shape we cannot read is an internal error."""
@@ -193,12 +174,12 @@ class ModelCallRecorder:
         """Record the answer on the span, tell the guard, end the span; may raise STOP."""
         span = call.span
         try:
-            set_answer_attributes(span, answer)
+            call_span.set_answer_attributes(span, answer)
             guard = self._guard_provider()
             if reported_below:
                 guard.mark_managed(span)  # the layer below fed this turn already
                 return
-            report_answer(guard, span, answer, call.model)
+            call_span.report_answer(guard, span, answer, call.model)
         except LoopGuardInterrupt:
             raise
         except Exception as exc:
@@ -230,7 +211,7 @@ class ModelCallRecorder:
                 # the caller stopped reading: the answer is incomplete, nothing to judge
                 try:
                     if answer is not None:
-                        set_answer_attributes(call.span, answer)
+                        call_span.set_answer_attributes(call.span, answer)
                 finally:
                     call.span.end()
 
@@ -255,7 +236,7 @@ def sync_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., 
             return wrapped(*args, **kwargs)
         token = _IN_CALL.set(True)
         try:
-            with current(call.span):
+            with call_span.current(call.span):
                 result = wrapped(*args, **kwargs)
         except BaseException as exc:
             recorder.fail(call, exc)
@@ -281,7 +262,7 @@ def async_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[...,
             return await wrapped(*args, **kwargs)
         token = _IN_CALL.set(True)
         try:
-            with current(call.span):
+            with call_span.current(call.span):
                 result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             recorder.fail(call, exc)

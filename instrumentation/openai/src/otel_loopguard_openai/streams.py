@@ -25,51 +25,52 @@ from otel_loopguard.streamed_answer import DoneCallback, Folder, StreamedAnswer
 class _ClosingResponse(wrapt.ObjectProxy):  # type: ignore[misc]
     """The stream's HTTP response; closing it (what the SDK's stream helpers do) ends the span."""
 
-    def __init__(self, response: Any, observer: StreamedAnswer) -> None:
+    def __init__(self, response: Any, answer: StreamedAnswer) -> None:
         super().__init__(response)
-        self._self_observer = observer
+        self._self_answer = answer
 
     def close(self) -> None:
         try:
             self.__wrapped__.close()
         finally:
-            self._self_observer.finish(complete=False)
+            self._self_answer.finish(complete=False)
 
     async def aclose(self) -> None:
         try:
             await self.__wrapped__.aclose()
         finally:
-            self._self_observer.finish(complete=False)
+            self._self_answer.finish(complete=False)
 
 
-class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
-    """A synchronous ``openai.Stream`` that reports its chunks and its end."""
+class _ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
+    """What the sync and async proxies share: the answer being folded, the closing response."""
 
     def __init__(self, stream: Any, folder: Folder, on_done: DoneCallback) -> None:
         super().__init__(stream)
-        self._self_observer = StreamedAnswer(folder, on_done)
+        self._self_answer = StreamedAnswer(folder, on_done)
         self._self_response: Any = None
 
     @property
     def response(self) -> Any:
         if self._self_response is None:
-            self._self_response = _ClosingResponse(self.__wrapped__.response, self._self_observer)
+            self._self_response = _ClosingResponse(self.__wrapped__.response, self._self_answer)
         return self._self_response
+
+    def _chunk(self, item: Any) -> Any:
+        self._self_answer.add(item)
+        return item
+
+
+class ObservedStream(_ObservedStream):
+    """A synchronous ``openai.Stream`` that reports its chunks and its end."""
 
     def __iter__(self) -> ObservedStream:
         return self
 
     def __next__(self) -> Any:
-        try:
+        with self._self_answer:
             item = next(self.__wrapped__)
-        except StopIteration:
-            self._self_observer.finish()
-            raise
-        except BaseException as exc:
-            self._self_observer.finish(error=exc, complete=False)
-            raise
-        self._self_observer.add(item)
-        return item
+        return self._chunk(item)
 
     def __enter__(self) -> ObservedStream:
         return self
@@ -81,37 +82,19 @@ class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
         try:
             self.__wrapped__.close()
         finally:
-            self._self_observer.finish(complete=False)
+            self._self_answer.finish(complete=False)
 
 
-class ObservedAsyncStream(wrapt.ObjectProxy):  # type: ignore[misc]
+class ObservedAsyncStream(_ObservedStream):
     """An ``openai.AsyncStream`` that reports its chunks and its end."""
-
-    def __init__(self, stream: Any, folder: Folder, on_done: DoneCallback) -> None:
-        super().__init__(stream)
-        self._self_observer = StreamedAnswer(folder, on_done)
-        self._self_response: Any = None
-
-    @property
-    def response(self) -> Any:
-        if self._self_response is None:
-            self._self_response = _ClosingResponse(self.__wrapped__.response, self._self_observer)
-        return self._self_response
 
     def __aiter__(self) -> ObservedAsyncStream:
         return self
 
     async def __anext__(self) -> Any:
-        try:
+        with self._self_answer:
             item = await self.__wrapped__.__anext__()
-        except StopAsyncIteration:
-            self._self_observer.finish()
-            raise
-        except BaseException as exc:
-            self._self_observer.finish(error=exc, complete=False)
-            raise
-        self._self_observer.add(item)
-        return item
+        return self._chunk(item)
 
     async def __aenter__(self) -> ObservedAsyncStream:
         return self
@@ -123,4 +106,4 @@ class ObservedAsyncStream(wrapt.ObjectProxy):  # type: ignore[misc]
         try:
             await self.__wrapped__.close()
         finally:
-            self._self_observer.finish(complete=False)
+            self._self_answer.finish(complete=False)

@@ -18,28 +18,23 @@ only ``LoopGuardInterrupt`` (enforce mode) and the SDK's own exceptions reach th
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import Span, SpanKind, Tracer
 
+from otel_loopguard import model_call_span as call_span
 from otel_loopguard.decisions import LoopGuardInterrupt
 from otel_loopguard.openai_format import (
     ApiShape,
     ModelAnswer,
     chat_span_attributes,
     chat_span_name,
-    current,
     output_token_cap,
-    report_answer,
-    set_answer_attributes,
 )
 from otel_loopguard.streamed_answer import DoneCallback
 from otel_loopguard_openai.streams import ObservedAsyncStream, ObservedStream
-
-logger = logging.getLogger(__name__)
 
 PROVIDER = "openai"
 # wrapper modules of other instrumentations that already make a GenAI span per request
@@ -132,29 +127,15 @@ class ModelCallRecorder:
         span = self._tracer.start_span(
             chat_span_name(request_model), kind=SpanKind.CLIENT, attributes=attributes
         )
-        try:
-            with current(span):
-                guard.preflight_llm(expected_tokens=expected_tokens, span=span)
-        except LoopGuardInterrupt:
-            span.set_attribute("error.type", LoopGuardInterrupt.__name__)
-            span.set_status(Status(StatusCode.ERROR, "interrupted by otel-loopguard"))
-            span.end()
-            raise
+        call_span.preflight_in_span(guard, span, expected_tokens)
         return span
 
     def _internal_error(self, where: str, exc: Exception) -> None:
-        """Counted in ``loopguard.internal_errors`` and logged once, by the guard's telemetry."""
-        try:
-            self._guard_provider().telemetry.internal_error(where, exc)
-        except Exception:
-            logger.debug("otel-loopguard: internal error in %s", where, exc_info=True)
+        call_span.count_internal_error(self._guard_provider, where, exc)
 
     def fail(self, span: Span | None, error: BaseException) -> None:
-        if span is None:
-            return
-        span.set_attribute("error.type", type(error).__qualname__)
-        span.set_status(Status(StatusCode.ERROR, str(error)[:200] or type(error).__name__))
-        span.end()
+        if span is not None:
+            call_span.end_failed(span, error)
 
     def finish_result(
         self, span: Span | None, request_model: str | None, shape: ApiShape, result: Any
@@ -180,8 +161,8 @@ class ModelCallRecorder:
             span.end()
             return
         try:
-            set_answer_attributes(span, answer)
-            report_answer(self._guard_provider(), span, answer, request_model)
+            call_span.set_answer_attributes(span, answer)
+            call_span.report_answer(self._guard_provider(), span, answer, request_model)
         except LoopGuardInterrupt:
             raise
         except Exception as exc:
@@ -201,7 +182,7 @@ class ModelCallRecorder:
                 # the caller stopped reading: the answer is incomplete, nothing to judge
                 try:
                     if answer is not None:
-                        set_answer_attributes(span, answer)
+                        call_span.set_answer_attributes(span, answer)
                 finally:
                     span.end()
 
@@ -242,7 +223,7 @@ def sync_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., 
         if span is None:
             return wrapped(*args, **kwargs)
         try:
-            with current(span):
+            with call_span.current(span):
                 result = wrapped(*args, **kwargs)
         except BaseException as exc:
             recorder.fail(span, exc)
@@ -266,7 +247,7 @@ def async_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[...,
         if span is None:
             return await wrapped(*args, **kwargs)
         try:
-            with current(span):
+            with call_span.current(span):
                 result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             recorder.fail(span, exc)

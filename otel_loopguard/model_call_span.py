@@ -1,0 +1,89 @@
+"""The span side of one instrumented model call, shared by the model SDK packages.
+
+A package that wraps a model SDK's request method (``openai``, ``litellm``) makes a
+``chat`` CLIENT span per call and does the same few things with it: run the pre-flight
+check with the span current (a STOP ends the span as interrupted before anything is sent),
+end it with the error of a failed call, put the answer's GenAI attributes on it, hand the
+answer to the guard with the span current (so the decision lands on the span before it
+ends), and count its own internal errors without letting them reach the caller. Written
+once here, so every package's spans and reports agree.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, Status, StatusCode
+
+from otel_loopguard.interrupt import LoopGuardInterrupt
+from otel_loopguard.openai_format import ModelAnswer
+
+logger = logging.getLogger(__name__)
+
+
+def current(span: Span) -> Any:
+    """Make ``span`` current without letting ``use_span`` record or judge exceptions."""
+    return trace.use_span(
+        span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+    )
+
+
+def preflight_in_span(guard: Any, span: Span, expected_tokens: int) -> None:
+    """``guard.preflight_llm`` with ``span`` current; a STOP (enforce mode) ends the span as
+    interrupted and raises ``LoopGuardInterrupt``: the request is never sent."""
+    try:
+        with current(span):
+            guard.preflight_llm(expected_tokens=expected_tokens, span=span)
+    except LoopGuardInterrupt:
+        span.set_attribute("error.type", LoopGuardInterrupt.__name__)
+        span.set_status(Status(StatusCode.ERROR, "interrupted by otel-loopguard"))
+        span.end()
+        raise
+
+
+def end_failed(span: Span, error: BaseException) -> None:
+    """End the span of a call that raised, with the error's type (``error.type``)."""
+    span.set_attribute("error.type", type(error).__qualname__)
+    span.set_status(Status(StatusCode.ERROR, str(error)[:200] or type(error).__name__))
+    span.end()
+
+
+def set_answer_attributes(span: Span, answer: ModelAnswer) -> None:
+    """The answer's GenAI attributes (response id and model, finish reasons, usage)."""
+    if answer.response_model:
+        span.set_attribute("gen_ai.response.model", answer.response_model)
+    if answer.response_id:
+        span.set_attribute("gen_ai.response.id", answer.response_id)
+    if answer.finish_reasons:
+        span.set_attribute("gen_ai.response.finish_reasons", answer.finish_reasons)
+    if answer.input_tokens is not None:
+        span.set_attribute("gen_ai.usage.input_tokens", answer.input_tokens)
+    if answer.output_tokens is not None:
+        span.set_attribute("gen_ai.usage.output_tokens", answer.output_tokens)
+
+
+def report_answer(guard: Any, span: Span, answer: ModelAnswer, request_model: str | None) -> None:
+    """Hand one answer to the guard (``LoopGuard.observe_llm_response``) with its span
+    current, so the decision lands on the span before it ends; may raise STOP."""
+    with current(span):
+        guard.observe_llm_response(
+            span=span,
+            model=answer.response_model or request_model,
+            finish_reason=answer.finish_reason,
+            input_tokens=answer.input_tokens,
+            output_tokens=answer.output_tokens,
+            requested_tool_calls=answer.tool_calls,
+            empty=answer.empty,
+        )
+
+
+def count_internal_error(guard_provider: Callable[[], Any], where: str, exc: Exception) -> None:
+    """Counted in ``loopguard.internal_errors`` and logged once, by the guard's telemetry
+    (only logged when even the guard cannot be reached)."""
+    try:
+        guard_provider().telemetry.internal_error(where, exc)
+    except Exception:
+        logger.debug("otel-loopguard: internal error in %s", where, exc_info=True)
