@@ -1,0 +1,149 @@
+"""LiteLLM's own OpenTelemetry callback (``litellm.callbacks = ["otel"]``) beside ours.
+
+LiteLLM's ``OpenTelemetry`` integration makes a span of its own per call after the answer
+came back: in its logging worker thread (``completion``) or an asyncio task
+(``acompletion``), so it ends after our ``chat`` span has ended and its model turn is
+closed. With ``USE_OTEL_LITELLM_REQUEST_SPAN=true`` (LiteLLM's setting for a
+``litellm_request`` span even under a current span) that span carries the answer's usage
+and ``gen_ai.response.id``, and the span processor reads it as a model turn: counted once
+by our wrapper and once more from LiteLLM's span, a token budget trips at half the real
+usage. Each answer must count once whichever of the two reports it first, and with
+LiteLLM's callback alone its spans must still count.
+
+The callback is LiteLLM's real class, given the test pipeline's provider (its constructor's
+``tracer_provider``, instead of the global provider it would look up for ``"otel"``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import litellm
+import pytest
+from agent_loop import MODEL
+from conftest import TRACER
+from litellm.integrations.opentelemetry import OpenTelemetry
+from scripted_api import Turn
+
+from otel_loopguard.enforcement import get_guard
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+USAGE = (100, 10)  # per answer
+CALLS = 3
+
+
+@pytest.fixture
+def litellm_otel(make_loopguard, monkeypatch):
+    """``install(**settings)``: a fresh guard (``make_loopguard``) and LiteLLM's own
+    OpenTelemetry callback on the same provider, making a ``litellm_request`` span per call."""
+    monkeypatch.setenv("USE_OTEL_LITELLM_REQUEST_SPAN", "true")
+    callbacks: list[OpenTelemetry] = []
+
+    def install(**settings):
+        harness = make_loopguard(**settings)
+        callback = OpenTelemetry(tracer_provider=harness.provider)
+        callbacks.append(callback)
+        litellm.callbacks = [callback]
+        return harness
+
+    yield install
+    litellm.callbacks = []
+    for callback in callbacks:
+        litellm.logging_callback_manager.remove_callback_from_all_lists(callback)
+
+
+def _litellm_spans(harness):
+    return [s for s in harness.spans() if s.instrumentation_scope.name == "litellm"]
+
+
+def _litellm_answer_spans(harness):
+    """LiteLLM's spans that carry an answer (its ``litellm_request`` spans)."""
+    return [s for s in _litellm_spans(harness) if "gen_ai.usage.input_tokens" in s.attributes]
+
+
+def _request(api, stream: bool) -> dict:
+    request = {"model": MODEL, "messages": MESSAGES, "api_base": api.base, "api_key": "k"}
+    if stream:
+        request.update(stream=True, stream_options={"include_usage": True})
+    return request
+
+
+def _run_sync(harness, api, stream: bool) -> None:
+    """CALLS calls in one agent run, each followed by LiteLLM's span for it (its logging
+    thread ends it after the call returned), so the next pre-flight check sees both."""
+    with get_guard().agent_run(TRACER, "assistant"):
+        for done in range(1, CALLS + 1):
+            result = litellm.completion(**_request(api, stream))
+            if stream:
+                for _chunk in result:
+                    pass
+            _wait(lambda done=done: len(_litellm_answer_spans(harness)) >= done)
+
+
+def _run_async(harness, api, stream: bool) -> None:
+    async def calls() -> None:
+        for done in range(1, CALLS + 1):
+            result = await litellm.acompletion(**_request(api, stream))
+            if stream:
+                async for _chunk in result:
+                    pass
+            deadline = time.monotonic() + 10
+            while len(_litellm_answer_spans(harness)) < done and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)  # LiteLLM's callback task runs on this loop
+
+    with get_guard().agent_run(TRACER, "assistant"):
+        asyncio.run(calls())
+
+
+def _wait(condition, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+RUNS = {
+    "completion": lambda harness, api: _run_sync(harness, api, stream=False),
+    "acompletion": lambda harness, api: _run_async(harness, api, stream=False),
+    "acompletion-streamed": lambda harness, api: _run_async(harness, api, stream=True),
+}
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_an_answer_reported_by_litellm_and_by_us_counts_once(litellm_otel, serve, run):
+    # 3 answers of 110 tokens: 330 under a 400 budget; counted twice, the run stops after 2
+    harness = litellm_otel(mode="enforce", token_budget=400)
+    api = serve([Turn(text="ok", input_tokens=USAGE[0], output_tokens=USAGE[1])] * CALLS)
+
+    RUNS[run](harness, api)
+
+    assert len(api.requests) == CALLS
+    litellm_answers = _litellm_answer_spans(harness)
+    assert len(litellm_answers) == CALLS  # LiteLLM's callback did report every answer
+    assert all(s.attributes["gen_ai.usage.input_tokens"] == USAGE[0] for s in litellm_answers)
+    ours = harness.spans("chat ")
+    assert len(ours) == CALLS
+    (agent,) = harness.spans("invoke_agent")
+    assert agent.attributes["gen_ai.usage.input_tokens"] == CALLS * USAGE[0]
+    assert agent.attributes["gen_ai.usage.output_tokens"] == CALLS * USAGE[1]
+    assert agent.attributes["loopguard.run.state"] == "completed"
+    assert harness.decided == []
+
+
+@pytest.mark.parametrize("run", ["completion", "acompletion"])
+def test_with_litellm_callback_alone_its_answers_still_count(litellm_otel, serve, run):
+    # nothing of ours wraps the call: the span processor alone reads LiteLLM's spans
+    harness = litellm_otel(mode="observe", token_budget=250)
+    harness.uninstrument()
+    api = serve([Turn(text="ok", input_tokens=USAGE[0], output_tokens=USAGE[1])] * CALLS)
+
+    RUNS[run](harness, api)
+
+    assert harness.spans("chat ") == []
+    assert len(_litellm_answer_spans(harness)) == CALLS
+    (agent,) = harness.spans("invoke_agent")
+    assert agent.attributes["gen_ai.usage.input_tokens"] == CALLS * USAGE[0]
+    assert agent.attributes["gen_ai.usage.output_tokens"] == CALLS * USAGE[1]
+    # 220 tokens after two answers, 330 after the third: over the budget once
+    stops = [decision for decision, _ in harness.decided if decision.action.value == "stop"]
+    assert [decision.detectors for decision in stops] == [("budget",)]
