@@ -52,6 +52,7 @@ from otel_loopguard.events import (
 )
 from otel_loopguard.model_turn import (
     ModelTurn,
+    ReportedAnswers,
     enter_run_scope,
     leave_run_scope,
     mark_reported,
@@ -305,6 +306,8 @@ class LoopGuard:
         # open tool spans of other instrumentations nested (through tool spans only) inside
         # a gate tool span: the same execution, which the gate reports
         self._gate_nested: set[int] = set()
+        # answers reported by a wrapper and by another instrumentation's span, counted once
+        self.reported_answers = ReportedAnswers()
         self._fresh = threading.local()
         self.monitor.add_decision_listener(self._remember_fresh)
         if hasattr(self.monitor, "add_error_listener"):  # a user's own monitor may lack it
@@ -476,12 +479,17 @@ class LoopGuard:
         agent_name: str | None = None,
         span: Span | None = None,
         raise_on_stop: bool = True,
+        response_id: str | None = None,
     ) -> Decision:
         """Feed one model turn (usage, finish reason, emptiness, requested tool calls).
 
         ``span`` is the model-call span when the wrapper made one: the decision event is
         added to it (before it ends) and the processor will not feed it again. A
         :meth:`model_turn` open around this call learns that its turn was reported.
+        ``response_id`` (the answer's ``gen_ai.response.id``) lets the turn count once when
+        another instrumentation's span reports the same answer outside the turn (see
+        :class:`~otel_loopguard.model_turn.ReportedAnswers`): the later of the two reports
+        is dropped (then this returns ``continue``).
         """
         mark_reported()
         try:
@@ -491,6 +499,12 @@ class LoopGuard:
 
             target = span if span is not None else trace.get_current_span()
             identity = self.resolve_run(target)
+            if not self.reported_answers.first_report(
+                identity.run_id, response_id, by_wrapper=True
+            ):
+                if span is not None:
+                    self.mark_managed(span)  # nor may the processor read it as a turn
+                return Decision(Action.CONTINUE)
             requested = None
             if requested_tool_calls is not None:
                 max_chars = self.config.signature_max_chars

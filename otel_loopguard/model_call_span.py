@@ -67,7 +67,9 @@ def set_answer_attributes(span: Span, answer: ModelAnswer) -> None:
 
 def report_answer(guard: Any, span: Span, answer: ModelAnswer, request_model: str | None) -> None:
     """Hand one answer to the guard (``LoopGuard.observe_llm_response``) with its span
-    current, so the decision lands on the span before it ends; may raise STOP."""
+    current, so the decision lands on the span before it ends; may raise STOP. Its response
+    id makes it count once when another instrumentation's span reports the same answer
+    (LiteLLM's own OpenTelemetry callback, say)."""
     with current(span):
         guard.observe_llm_response(
             span=span,
@@ -77,6 +79,7 @@ def report_answer(guard: Any, span: Span, answer: ModelAnswer, request_model: st
             output_tokens=answer.output_tokens,
             requested_tool_calls=answer.tool_calls,
             empty=answer.empty,
+            response_id=answer.response_id,
         )
 
 

@@ -25,11 +25,20 @@ that copied the context still reaches it. Two model calls running in parallel in
 (LangGraph branches, ``asyncio.gather``) each have their own turn; a run-wide counter
 compared before and after, which this replaces, took the other call's report for its own
 and lost a turn's tokens.
+
+A turn can also be reported twice with no nesting in time to tell: a library's own
+telemetry that makes its model span *after* the call returned, in a worker thread or a
+task (LiteLLM's ``OpenTelemetry`` callback, ``litellm.callbacks = ["otel"]``), ends it
+when the wrapper that reported the answer has closed its turn. Both reports name the same
+answer, though: its response id (``gen_ai.response.id``). :class:`ReportedAnswers` pairs
+a wrapper's report with a span's report of the same answer in the same run, and the
+second of the two, whichever it is, is not counted.
 """
 
 from __future__ import annotations
 
 import contextvars
+import threading
 from typing import Any
 
 # a turn nested deeper than this in open turns is not linked to its parents: keeps the
@@ -109,3 +118,41 @@ def mark_reported() -> None:
     while turn is not None:
         turn.reported = True
         turn = turn._parent
+
+
+class ReportedAnswers:
+    """Answers reported by one of two sources, a wrapper (``observe_llm_response``) or a
+    model span read by the span processor, waiting for the other source's report of the
+    same answer (same run, same response id). See the module docstring.
+
+    Bounded: each side keeps its most recent ``max_waiting`` unpaired answers (a paired one
+    is forgotten at once); an answer without a response id is never paired. Thread-safe:
+    the two reports of one answer come from different threads.
+    """
+
+    __slots__ = ("_by_span", "_by_wrapper", "_lock", "_max_waiting")
+
+    def __init__(self, max_waiting: int = 4096) -> None:
+        self._by_wrapper: dict[tuple[str, str], None] = {}
+        self._by_span: dict[tuple[str, str], None] = {}
+        self._lock = threading.Lock()
+        self._max_waiting = max(1, max_waiting)
+
+    def first_report(self, run_id: str, response_id: Any, *, by_wrapper: bool) -> bool:
+        """True when this report counts: no report of this answer came from the other
+        source. False when it did: this one is the same answer again (the pair is then
+        forgotten, so a third report would count)."""
+        if not response_id or not isinstance(response_id, str):
+            return True
+        key = (run_id, response_id)
+        with self._lock:
+            waiting, other = self._by_wrapper, self._by_span
+            if not by_wrapper:
+                waiting, other = other, waiting
+            if key in other:
+                del other[key]
+                return False
+            waiting[key] = None
+            if len(waiting) > self._max_waiting:
+                del waiting[next(iter(waiting))]  # the oldest unpaired answer
+        return True

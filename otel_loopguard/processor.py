@@ -62,6 +62,7 @@ _OTHER = SpanClass.OTHER
 _TOOL = SpanClass.TOOL
 _HANDOFF = SpanClass.HANDOFF
 _LLM = SpanClass.LLM
+_RESPONSE_ID = "gen_ai.response.id"
 _CONTINUE = Action.CONTINUE
 _START_CLASSES = {
     "execute_tool": _TOOL,
@@ -309,6 +310,11 @@ class LoopGuardSpanProcessor(SpanProcessor):
             # a model span of another instrumentation ended inside a framework wrapper's
             # model turn (this runs in the thread and context that ended the span)
             mark_reported()
+            # or after a wrapper reported this very answer and closed its turn (LiteLLM's
+            # own OpenTelemetry callback makes its span later, in a worker thread or task)
+            duplicate = not guard.reported_answers.first_report(
+                identity.run_id, attributes.get(_RESPONSE_ID), by_wrapper=False
+            )
         view: SpanView | None = None
         if not (managed or duplicate or run_root):
             if plain:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from otel_loopguard.enforcement import LoopGuard
+from otel_loopguard.model_turn import ReportedAnswers
 
 from .helpers import Stack, make_stack
 
@@ -178,3 +179,64 @@ def test_a_model_call_inside_a_tool_is_not_the_open_turns_report() -> None:
     with guard.agent_run(stack.tracer, "writer"):
         _framework_turn(guard, answer_whose_tool_runs_meanwhile, 100, 10)
     assert _usage(stack) == (107, 17)
+
+
+def _late_span(stack: Stack, response_id: str, tokens: tuple[int, int]) -> None:
+    """A model span another instrumentation makes after the call returned (LiteLLM's own
+    OpenTelemetry callback, in its worker thread): no turn of the wrapper is open then."""
+    with stack.tracer.start_as_current_span(
+        "litellm_request",
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.response.id": response_id,
+            "gen_ai.usage.input_tokens": tokens[0],
+            "gen_ai.usage.output_tokens": tokens[1],
+        },
+    ):
+        pass
+
+
+def _wrapper_call(stack: Stack, response_id: str, tokens: tuple[int, int]) -> None:
+    """An SDK package's wrapper: its own ``chat`` span, the answer reported with its id."""
+    guard = stack.guard
+    span = stack.tracer.start_span("chat gpt-x", attributes={"gen_ai.operation.name": "chat"})
+    guard.preflight_llm(span=span)
+    with guard.model_turn():
+        pass  # the request
+    guard.observe_llm_response(
+        span=span, input_tokens=tokens[0], output_tokens=tokens[1], response_id=response_id
+    )
+    span.end()
+
+
+def test_an_answer_a_late_span_reports_again_counts_once_whichever_comes_first() -> None:
+    stack = make_stack()
+    with stack.guard.agent_run(stack.tracer, "writer"):
+        _wrapper_call(stack, "resp-1", (100, 10))
+        _late_span(stack, "resp-1", (100, 10))  # after the wrapper's report
+        _late_span(stack, "resp-2", (50, 5))  # before the wrapper's report
+        _wrapper_call(stack, "resp-2", (50, 5))
+        _late_span(stack, "resp-3", (7, 1))  # reported by one source only: counts
+        _wrapper_call(stack, "resp-4", (3, 1))
+    assert _usage(stack) == (160, 17)
+
+
+def test_answers_without_a_response_id_or_in_other_runs_are_not_paired() -> None:
+    stack = make_stack()
+    with stack.guard.agent_run(stack.tracer, "writer"):
+        _wrapper_call(stack, "resp-1", (100, 10))
+    with stack.guard.agent_run(stack.tracer, "reader"):
+        _late_span(stack, "resp-1", (40, 4))  # same id, another run: its own answer
+        _wrapper_call(stack, "", (1, 1))
+        _wrapper_call(stack, "", (1, 1))
+    assert _usage(stack, "writer") == (100, 10)
+    assert _usage(stack, "reader") == (42, 6)
+
+
+def test_waiting_answers_are_bounded_and_a_pair_is_forgotten_once_matched() -> None:
+    answers = ReportedAnswers(max_waiting=2)
+    for response_id in ("a", "b", "c"):
+        assert answers.first_report("run", response_id, by_wrapper=True)
+    assert answers.first_report("run", "a", by_wrapper=False)  # "a" was dropped: counts
+    assert not answers.first_report("run", "c", by_wrapper=False)  # the same answer again
+    assert answers.first_report("run", "c", by_wrapper=False)  # a third report counts

@@ -127,7 +127,7 @@ def test_an_answer_reported_by_litellm_and_by_us_counts_once(litellm_otel, serve
     assert agent.attributes["gen_ai.usage.input_tokens"] == CALLS * USAGE[0]
     assert agent.attributes["gen_ai.usage.output_tokens"] == CALLS * USAGE[1]
     assert agent.attributes["loopguard.run.state"] == "completed"
-    assert harness.decided == []
+    assert [d.action.value for d, _ in harness.decided if d.action.value != "warn"] == []
 
 
 @pytest.mark.parametrize("run", ["completion", "acompletion"])
