@@ -24,6 +24,7 @@ import pytest
 from agent_loop import MODEL
 from conftest import TRACER
 from litellm.integrations.opentelemetry import OpenTelemetry
+from opentelemetry import trace
 from scripted_api import Turn
 
 from otel_loopguard.enforcement import get_guard
@@ -53,13 +54,24 @@ def litellm_otel(make_loopguard, monkeypatch):
         litellm.logging_callback_manager.remove_callback_from_all_lists(callback)
 
 
-def _litellm_spans(harness):
-    return [s for s in harness.spans() if s.instrumentation_scope.name == "litellm"]
+def _litellm_answer_spans(harness, trace_id=None):
+    """LiteLLM's spans that carry an answer (its ``litellm_request`` spans), in the run's
+    trace (LiteLLM's logging worker may still log a call of an earlier test, with the
+    callback of this one)."""
+    if trace_id is None:
+        (agent,) = harness.spans("invoke_agent")
+        trace_id = agent.context.trace_id
+    return [
+        s
+        for s in harness.spans()
+        if s.instrumentation_scope.name == "litellm"
+        and "gen_ai.usage.input_tokens" in s.attributes
+        and s.context.trace_id == trace_id
+    ]
 
 
-def _litellm_answer_spans(harness):
-    """LiteLLM's spans that carry an answer (its ``litellm_request`` spans)."""
-    return [s for s in _litellm_spans(harness) if "gen_ai.usage.input_tokens" in s.attributes]
+def _run_trace_id() -> int:
+    return trace.get_current_span().get_span_context().trace_id
 
 
 def _request(api, stream: bool) -> dict:
@@ -73,27 +85,30 @@ def _run_sync(harness, api, stream: bool) -> None:
     """CALLS calls in one agent run, each followed by LiteLLM's span for it (its logging
     thread ends it after the call returned), so the next pre-flight check sees both."""
     with get_guard().agent_run(TRACER, "assistant"):
+        trace_id = _run_trace_id()
         for done in range(1, CALLS + 1):
             result = litellm.completion(**_request(api, stream))
             if stream:
                 for _chunk in result:
                     pass
-            _wait(lambda done=done: len(_litellm_answer_spans(harness)) >= done)
+            _wait(lambda done=done: len(_litellm_answer_spans(harness, trace_id)) >= done)
 
 
 def _run_async(harness, api, stream: bool) -> None:
-    async def calls() -> None:
+    async def calls(trace_id: int) -> None:
         for done in range(1, CALLS + 1):
             result = await litellm.acompletion(**_request(api, stream))
             if stream:
                 async for _chunk in result:
                     pass
             deadline = time.monotonic() + 10
-            while len(_litellm_answer_spans(harness)) < done and time.monotonic() < deadline:
+            while (
+                len(_litellm_answer_spans(harness, trace_id)) < done and time.monotonic() < deadline
+            ):
                 await asyncio.sleep(0.01)  # LiteLLM's callback task runs on this loop
 
     with get_guard().agent_run(TRACER, "assistant"):
-        asyncio.run(calls())
+        asyncio.run(calls(_run_trace_id()))
 
 
 def _wait(condition, timeout: float = 10) -> None:
