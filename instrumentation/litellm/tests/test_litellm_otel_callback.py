@@ -162,3 +162,32 @@ def test_with_litellm_callback_alone_its_answers_still_count(litellm_otel, serve
     # 220 tokens after two answers, 330 after the third: over the budget once
     stops = [decision for decision, _ in harness.decided if decision.action.value == "stop"]
     assert [decision.detectors for decision in stops] == [("budget",)]
+
+
+@pytest.mark.parametrize("run", ["completion", "acompletion"])
+def test_a_failed_call_reported_by_litellm_and_by_us_is_one_step(litellm_otel, serve, run):
+    # LiteLLM's failure span ends inside our call (no answer, no response id to pair):
+    # counted twice, the third call would pass max_steps=4 and never be sent
+    harness = litellm_otel(mode="enforce", max_steps=4)
+    api = serve([])  # script exhausted: the API answers 500
+    request = {**_request(api, stream=False), "num_retries": 0, "max_retries": 0}
+
+    async def acall() -> None:
+        await litellm.acompletion(**request)
+
+    call = {"completion": lambda: litellm.completion(**request), "acompletion": acall}[run]
+    with get_guard().agent_run(TRACER, "assistant"):
+        for _ in range(CALLS):
+            with pytest.raises(litellm.InternalServerError):
+                result = call()
+                if asyncio.iscoroutine(result):
+                    asyncio.run(result)
+
+    assert len(api.requests) == CALLS
+    failures = [s for s in harness.spans() if s.instrumentation_scope.name == "litellm"]
+    assert len([s for s in failures if s.attributes.get("error.type")]) == CALLS
+    assert [s.attributes["error.type"] for s in harness.spans("chat ")] == [
+        "InternalServerError"
+    ] * CALLS
+    (agent,) = harness.spans("invoke_agent")
+    assert agent.attributes["loopguard.run.state"] == "completed"  # not max_steps

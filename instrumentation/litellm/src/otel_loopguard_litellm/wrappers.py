@@ -156,7 +156,13 @@ class ModelCallRecorder:
             return False
 
     def fail(self, call: ModelCall, error: BaseException) -> None:
-        self.call_returned(call)
+        if self.call_returned(call):
+            # a layer below counted this failed call (LiteLLM's own OpenTelemetry callback
+            # ends its failure span inside the call): the processor must not count ours too
+            try:
+                self._guard_provider().mark_managed(call.span)
+            except Exception as exc:
+                self.internal_error("litellm.fail", exc)
         call_span.end_failed(call.span, error)
 
     def finish_result(self, call: ModelCall, result: Any) -> None:
