@@ -79,7 +79,9 @@ _TRACELOOP_KINDS = {
     "llm": SpanClass.LLM,
 }
 _HANDOFF_TOOL = re.compile(r"^(?:transfer|handoff)_to_(.+)$")
-_ADK_TRANSFER_TOOL = "transfer_to_agent"
+# tools that name no agent (the target is an argument): Google ADK's one transfer tool,
+# Strands' swarm handoff tool
+_GENERIC_HANDOFF_TOOLS = frozenset({"transfer_to_agent", "handoff_to_agent"})
 # agent-SDK handoff spans: "Handoff: a → b" (Logfire), "handoff from a to b" (Sentry),
 # "handoff to b"; a bare "Handoff" span (MLflow) carries from_agent / to_agent attributes
 _HANDOFF_SPAN = re.compile(
@@ -514,11 +516,12 @@ _NEAR_KEYS = {
 def handoff_target(name: str | None) -> str | None:
     """The agent a ``transfer_to_<agent>`` / ``handoff_to_<agent>`` tool hands off to.
 
-    Google ADK's one transfer tool, ``transfer_to_agent``, names no agent (the target is its
-    ``agent_name`` argument): it is a plain tool call here, not a handoff to "agent"."""
+    Google ADK's one transfer tool, ``transfer_to_agent``, and a Strands swarm's
+    ``handoff_to_agent`` name no agent (the target is their ``agent_name`` argument): each is
+    a plain tool call here, not a handoff to "agent"."""
     if not name or not name.startswith(("transfer_to_", "handoff_to_")):
         return None
-    if name == _ADK_TRANSFER_TOOL:
+    if name in _GENERIC_HANDOFF_TOOLS:
         return None
     match = _HANDOFF_TOOL.match(name)
     return match.group(1) if match else None

@@ -287,12 +287,14 @@ def test_empty_end_turn_is_empty_only_when_content_was_recorded() -> None:
     assert span_to_events(truncated, "r", CONFIG)[0].finish_reason == "length"
 
 
-def test_adk_transfer_to_agent_tool_is_a_tool_call_not_a_handoff_to_agent() -> None:
-    """Google ADK's ``transfer_to_agent`` carries its target in its arguments: reading
-    "agent" from the name would report every transfer as a handoff to an agent "agent"."""
+@pytest.mark.parametrize("name", ["transfer_to_agent", "handoff_to_agent"])
+def test_adk_transfer_to_agent_tool_is_a_tool_call_not_a_handoff_to_agent(name: str) -> None:
+    """Google ADK's ``transfer_to_agent`` and a Strands swarm's ``handoff_to_agent`` carry
+    their target in their arguments: reading "agent" from the name would report every
+    transfer as a handoff to an agent "agent"."""
     tool = view(
-        "execute_tool transfer_to_agent",
-        {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "transfer_to_agent"},
+        f"execute_tool {name}",
+        {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name},
     )
     assert classify(tool) is SpanClass.TOOL
     kinds = [event.kind for event in span_to_events(tool, "r", CONFIG, actor="alice")]

@@ -1,0 +1,89 @@
+"""``invoke_agent {name}`` spans around Strands invocations: one otel-loopguard run each.
+
+``Agent.stream_async`` is an invocation's one entry point: ``invoke_async`` drains it and
+``Agent.__call__`` runs ``invoke_async`` on a thread of its own (``strands._async.run_async``,
+in a copy of the caller's context, re-raising whatever it raised, our interrupt included).
+A multi-agent ``Swarm`` or ``Graph`` runs its nodes through their agents' ``stream_async``;
+their own ``stream_async`` is wrapped too, so the whole swarm is one run and a handoff
+ping-pong between its agents is seen as one (each node's agent joins the enclosing run, as
+does an agent called as a tool). Strands' own ``invoke_agent`` span, opened inside
+``stream_async`` under the current span, nests in ours.
+
+Strands lets a ``BaseException`` through on every level of an agent invocation (its event
+loop, its tool executor's per-tool ``_stream``, the swarm's node loop catch ``Exception``),
+except the concurrent tool executor's tasks: see :mod:`.tools`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+from opentelemetry.trace import Tracer
+
+from otel_loopguard.enforcement import get_guard
+
+Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
+
+
+def _name(instance: Any, attribute: str) -> str:
+    try:
+        name = getattr(instance, attribute, None)
+    except Exception as exc:  # a name property that fails: never our caller's problem
+        get_guard().telemetry.internal_error("strands.run_name", exc)
+        name = None
+    return name if isinstance(name, str) and name else type(instance).__name__
+
+
+def stream_async_wrapper(tracer: Tracer, name_attribute: str) -> Wrapper:
+    """Wrap ``Agent.stream_async`` (``name_attribute`` ``"name"``) or a multi-agent
+    ``stream_async`` (``"id"``), async generators of events."""
+
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        return _observed_events(tracer, _name(instance, name_attribute), wrapped(*args, **kwargs))
+
+    return wrapper
+
+
+async def _observed_events(
+    tracer: Tracer, name: str, events: AsyncGenerator[Any, None]
+) -> AsyncGenerator[Any, None]:
+    """Yield the invocation's events inside its ``invoke_agent`` span.
+
+    The run is current only while Strands computes its next event, never while the caller
+    holds one: a caller that drops the stream halfway must not make its next invocation look
+    nested in this one. The span ends exactly once, also when the caller closes the stream
+    early.
+    """
+    guard = get_guard()
+    run = guard.agent_run(tracer, name)
+    run.__enter__()
+    run.suspend()
+    outcome: BaseException | None = None
+    try:
+        while True:
+            run.resume()
+            try:
+                event = await events.__anext__()
+            except StopAsyncIteration:
+                break
+            finally:
+                run.suspend()
+            yield event
+    except BaseException as exc:
+        outcome = exc
+        raise
+    finally:
+        try:
+            run.resume()
+            try:
+                await events.aclose()
+            finally:
+                run.suspend()
+        finally:
+            if outcome is None:
+                run.__exit__(None, None, None)
+            else:
+                run.__exit__(type(outcome), outcome, outcome.__traceback__)
