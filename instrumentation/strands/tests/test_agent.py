@@ -236,3 +236,49 @@ def test_uninstrument_restores_strands(loopguard):
         assert loopguard.spans() == []
     finally:
         loopguard.reinstrument()
+
+
+def test_polling_with_changing_results_is_left_alone(loopguard):
+    """The same call again and again is progress while its result changes (a job's status):
+    the gate records each result, so only repeats with unchanged results look stuck."""
+    statuses = ["queued", "running", "running 50%", "running 90%", "done"]
+    poll = CountingSearch(lambda query, n: statuses[n - 1])
+
+    def script(n: int):
+        return [("search", {"query": "status of job 7"})] if n <= 5 else "the job is done"
+
+    agent = Agent(
+        name="researcher", model=ScriptedModel(script), tools=[poll.tool], callback_handler=None
+    )
+
+    result = agent("wait for job 7")
+
+    assert answer_text(result) == "the job is done"
+    assert len(poll.executions) == 5
+    assert loopguard.run_state("researcher") == "completed"
+
+
+def test_a_failing_tool_is_recorded_as_its_error(loopguard):
+    from strands import tool
+
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch a page.
+
+        Args:
+            url: the page
+        """
+        raise ConnectionError("connection refused")
+
+    def script(n: int):
+        return [("fetch", {"url": f"https://example.invalid/{n}"})] if n <= 2 else "offline"
+
+    agent = Agent(
+        name="researcher", model=ScriptedModel(script), tools=[fetch], callback_handler=None
+    )
+
+    assert answer_text(agent("read it")) == "offline"
+    spans = loopguard.tool_spans("fetch")
+    assert len(spans) == 2
+    assert {s.attributes["error.type"] for s in spans} == {"ConnectionError"}
+    assert all(s.status.status_code.name == "ERROR" for s in spans)
