@@ -638,3 +638,51 @@ def _execute_tool(
         return str(result)
     except Exception as exc:  # the model sees the error, as in most agent loops
         return f"error: {exc}"
+
+
+# -- what the chat-loop suites (openai, litellm) check alike, each on its own package's spans
+
+
+def assert_genai_chat_span(
+    span: ReadableSpan,
+    *,
+    provider: str,
+    response_id: str = "chatcmpl-1",
+    finish_reasons: tuple[str, ...] = ("tool_calls",),
+    usage: tuple[int, int] = (12, 7),
+) -> None:
+    """A ``chat`` CLIENT span of the scripted API's model ``gpt-test`` per the GenAI
+    semantic conventions: request and response model, response id, finish reasons, usage."""
+    from opentelemetry.trace import SpanKind
+
+    assert span.kind is SpanKind.CLIENT
+    attrs = span.attributes or {}
+    assert attrs["gen_ai.operation.name"] == "chat"
+    assert attrs["gen_ai.provider.name"] == provider
+    assert attrs["gen_ai.request.model"] == "gpt-test"
+    assert attrs["gen_ai.response.model"] == "gpt-test"
+    assert attrs["gen_ai.response.id"] == response_id
+    assert attrs["gen_ai.response.finish_reasons"] == finish_reasons
+    assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == usage
+
+
+def assert_run_totals(harness: Harness, usage: list[tuple[int, int]], state: str) -> None:
+    """The run's ``invoke_agent`` span: the sum of the answers' usage, and how it ended."""
+    (agent,) = harness.spans("invoke_agent")
+    attrs = agent.attributes or {}
+    assert attrs["gen_ai.usage.input_tokens"] == sum(i for i, _ in usage)
+    assert attrs["gen_ai.usage.output_tokens"] == sum(o for _, o in usage)
+    assert attrs["loopguard.run.state"] == state
+
+
+def assert_vetoed_by_the_token_budget(
+    harness: Harness, stopped: Any, usage: list[tuple[int, int]]
+) -> None:
+    """A token budget stopped the run before a request was sent: the interrupt names the
+    budget, the run ended ``budget_exceeded`` with the usage of the answers it got, and the
+    last ``chat`` span is the vetoed request's (``error.type``, no answer)."""
+    assert stopped.value.decision.detectors == ("budget",)
+    assert_run_totals(harness, usage, "budget_exceeded")
+    vetoed = harness.spans("chat ")[-1]
+    assert (vetoed.attributes or {})["error.type"] == "LoopGuardInterrupt"
+    assert "gen_ai.response.id" not in (vetoed.attributes or {})

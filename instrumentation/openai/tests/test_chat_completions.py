@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 from agent_loop import run_chat_agent
 from conftest import TRACER
-from opentelemetry.trace import SpanKind
+from loopguard_testing import (
+    assert_genai_chat_span,
+    assert_run_totals,
+    assert_vetoed_by_the_token_budget,
+)
 from scripted_api import ScriptedAPI, Turn
 
 from otel_loopguard.decisions import LoopGuardInterrupt
@@ -24,16 +28,8 @@ def test_chat_span_follows_the_genai_conventions(make_loopguard):
     assert outcome.answer == "Pricing is at /pricing."
     chats = lg.spans("chat ")
     assert [span.name for span in chats] == ["chat gpt-test", "chat gpt-test"]
-    first = chats[0]
-    assert first.kind is SpanKind.CLIENT
-    attrs = first.attributes
-    assert attrs["gen_ai.operation.name"] == "chat"
-    assert attrs["gen_ai.provider.name"] == "openai"
-    assert attrs["gen_ai.request.model"] == "gpt-test"
-    assert attrs["gen_ai.response.model"] == "gpt-test"
-    assert attrs["gen_ai.response.id"] == "chatcmpl-1"
-    assert attrs["gen_ai.response.finish_reasons"] == ("tool_calls",)
-    assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (12, 7)
+    assert_genai_chat_span(chats[0], provider="openai")
+    attrs = chats[0].attributes
     assert attrs["server.address"] == "llm.test"
     (agent,) = lg.spans("invoke_agent")
     assert all(span.parent.span_id == agent.context.span_id for span in chats)
@@ -119,14 +115,7 @@ def test_token_budget_stops_before_the_request_that_would_exceed_it(make_loopgua
 
     # 2 turns used 40 tokens; the third may spend 8 more (max_tokens) -> 48 > 45: never sent
     assert len(api.requests) == 2
-    assert stopped.value.decision.detectors == ("budget",)
-    (agent,) = lg.spans("invoke_agent")
-    assert agent.attributes["loopguard.run.state"] == "budget_exceeded"
-    assert agent.attributes["gen_ai.usage.input_tokens"] == 30
-    assert agent.attributes["gen_ai.usage.output_tokens"] == 10
-    vetoed = lg.spans("chat ")[-1]
-    assert vetoed.attributes["error.type"] == "LoopGuardInterrupt"
-    assert "gen_ai.response.id" not in vetoed.attributes
+    assert_vetoed_by_the_token_budget(lg, stopped, usage=[(15, 5), (15, 5)])
 
 
 def test_token_totals_on_the_agent_span_match_the_usage_sum(make_loopguard):
@@ -141,10 +130,7 @@ def test_token_totals_on_the_agent_span_match_the_usage_sum(make_loopguard):
     )
     run_chat_agent(api.client(), TRACER, {"search": lambda query: f"result {query}"})
 
-    (agent,) = lg.spans("invoke_agent")
-    assert agent.attributes["gen_ai.usage.input_tokens"] == sum(i for i, _ in usage)
-    assert agent.attributes["gen_ai.usage.output_tokens"] == sum(o for _, o in usage)
-    assert agent.attributes["loopguard.run.state"] == "completed"
+    assert_run_totals(lg, usage, "completed")
 
 
 def test_repeated_identical_tool_steps_are_seen_from_the_model_answers(make_loopguard):
