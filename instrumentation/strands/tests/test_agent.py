@@ -282,3 +282,55 @@ def test_a_failing_tool_is_recorded_as_its_error(loopguard):
     assert len(spans) == 2
     assert {s.attributes["error.type"] for s in spans} == {"ConnectionError"}
     assert all(s.status.status_code.name == "ERROR" for s in spans)
+
+
+def test_a_looping_agent_called_as_a_tool_stops_the_invocation_that_called_it(loopguard):
+    """``Agent.as_tool()``: the inner agent's invocation joins the caller's run (its tool
+    span's run), and our interrupt passes the adapter's ``except Exception``."""
+    search = CountingSearch()
+    inner = looping_agent(search)
+
+    def script(n: int):
+        return [("researcher", {"input": "the weather in Paris"})] if n == 1 else "no idea"
+
+    outer = Agent(
+        name="assistant",
+        model=ScriptedModel(script),
+        tools=[inner.as_tool()],
+        callback_handler=None,
+    )
+
+    with pytest.raises(LoopGuardInterrupt):
+        outer("What is the weather in Paris?")
+
+    assert len(search.executions) == 3
+    assert outer.model.calls == 1  # the caller was not asked to carry on
+    spans = {s.name: s for s in loopguard.agent_spans()}
+    assert set(spans) == {"invoke_agent assistant", "invoke_agent researcher"}
+    run_ids = {s.attributes["loopguard.run.id"] for s in spans.values()}
+    assert len(run_ids) == 1
+    assert spans["invoke_agent assistant"].attributes["loopguard.run.state"] == "stopped"
+    loopguard.assert_every_span_ended_once()
+
+
+def test_two_agents_running_at_once_are_runs_of_their_own(loopguard):
+    """Two invocations in one event loop: the looping one is stopped, the other finishes."""
+    looping_search = CountingSearch()
+    search = CountingSearch(lambda query, n: f"result {n} for {query}")
+    looper = looping_agent(looping_search, name="looper")
+    productive = productive_agent(search)
+
+    async def both() -> list:
+        return await asyncio.gather(
+            looper.invoke_async("weather?"),
+            productive.invoke_async("find it"),
+            return_exceptions=True,
+        )
+
+    stopped, answered = asyncio.run(both())
+
+    assert isinstance(stopped, LoopGuardInterrupt)
+    assert answer_text(answered) == "found after 3 searches"
+    assert len(looping_search.executions) == 3
+    assert loopguard.run_state("looper") == "stopped"
+    assert loopguard.run_state("researcher") == "completed"

@@ -12,7 +12,9 @@ Why these hook points (strands-agents 1.62):
 
 * ``Agent.stream_async``: the one path of every invocation (``invoke_async`` drains it,
   ``__call__`` runs ``invoke_async``); ``Swarm.stream_async`` and ``Graph.stream_async`` for
-  multi-agent runs. See :mod:`.runs`.
+  multi-agent runs. See :mod:`.runs`. ``Graph``'s ``_stream_node_to_queue`` and
+  ``_execute_nodes_parallel`` to carry our interrupt out of its node tasks. See
+  :mod:`.graphs`.
 * ``ToolExecutor._stream_with_trace``: each tool use once, whatever the executor, around
   Strands' hooks, tool middleware and ``execute_tool`` span; ``ConcurrentToolExecutor``'s
   ``_task`` and ``_execute`` to carry our interrupt out of its tasks. See :mod:`.tools`.
@@ -22,8 +24,8 @@ Why these hook points (strands-agents 1.62):
 
 Not covered: bidirectional streaming agents (``strands.bidi``, ``strands.experimental``),
 direct tool calls (``agent.tool.name(...)``), tools run in the background
-(``background_tasks``), ``Agent.structured_output`` paths that do not go through the event
-loop.
+(``background_tasks``), the deprecated ``Agent.structured_output`` (it calls the model
+directly, outside the event loop).
 
 Usage::
 
@@ -44,6 +46,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
+from otel_loopguard_strands.graphs import node_task_wrapper, parallel_nodes_wrapper
 from otel_loopguard_strands.model_turns import invoke_model_terminal_wrapper
 from otel_loopguard_strands.package import _instruments
 from otel_loopguard_strands.runs import stream_async_wrapper
@@ -83,6 +86,10 @@ class StrandsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         wrap_function_wrapper(
             _GRAPH_MODULE, "Graph.stream_async", stream_async_wrapper(tracer, "id")
         )
+        wrap_function_wrapper(_GRAPH_MODULE, "Graph._stream_node_to_queue", node_task_wrapper)
+        wrap_function_wrapper(
+            _GRAPH_MODULE, "Graph._execute_nodes_parallel", parallel_nodes_wrapper
+        )
         wrap_function_wrapper(
             _EVENT_LOOP_MODULE, "_make_invoke_model_terminal", invoke_model_terminal_wrapper
         )
@@ -107,6 +114,8 @@ class StrandsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         unwrap(Agent, "stream_async")
         unwrap(Swarm, "stream_async")
         unwrap(Graph, "stream_async")
+        unwrap(Graph, "_stream_node_to_queue")
+        unwrap(Graph, "_execute_nodes_parallel")
         unwrap(event_loop, "_make_invoke_model_terminal")
         # a static method: wrapt wrapped the staticmethod object itself, and ``unwrap``
         # (which reads the attribute through the class) would put back the bare function

@@ -23,9 +23,10 @@ How a :class:`~otel_loopguard.LoopGuardInterrupt` (a ``BaseException``) leaves a
   executor to re-raise; a ``BaseException`` just ends the task, the executor sees the task's
   "done" marker and goes on as if the call had returned nothing: the loop asks the model
   again, and only that call's pre-flight check stops the run. So, in such a task, the gate's
-  interrupt leaves as a :class:`_CarriedInterrupt` (an ``Exception``): the executor re-raises
-  it at once, cancels the calls of the same turn still running, and our wrapper of its
-  ``_execute`` raises the interrupt itself again.
+  interrupt leaves as a :class:`~otel_loopguard_strands.carried.CarriedInterrupt` (an
+  ``Exception``, see :mod:`.carried`): the executor re-raises it at once, cancels the calls
+  of the same turn still running, and our wrapper of its ``_execute`` raises the interrupt
+  itself again.
 
 Handoffs: a ``Swarm``'s agents hand off with its ``handoff_to_agent(agent_name, message)``
 tool. The gate spans the call like any other (a stopped run hands off nowhere); after a
@@ -44,6 +45,7 @@ from opentelemetry.trace import Tracer
 
 from otel_loopguard.decisions import LoopGuardInterrupt
 from otel_loopguard.enforcement import get_guard
+from otel_loopguard_strands.carried import CarriedInterrupt, uncarried
 from otel_loopguard_strands.cycles import end_cycle_span
 from otel_loopguard_strands.runs import Wrapper
 
@@ -54,15 +56,6 @@ _CYCLE_SPAN_INDEX = 4  # _stream_with_trace(agent, tool_use, tool_results, cycle
 _TASK_TOOL_USE: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "otel_loopguard_strands_task_tool_use", default=None
 )
-
-
-class _CarriedInterrupt(Exception):
-    """Our interrupt on its way out of a concurrent executor's task (see the module
-    docstring); never seen outside the executor we wrap."""
-
-    def __init__(self, interrupt: LoopGuardInterrupt) -> None:
-        super().__init__(str(interrupt))
-        self.interrupt = interrupt
 
 
 def tool_stream_wrapper(tracer: Tracer) -> Wrapper:
@@ -120,7 +113,7 @@ async def _gated_call(
     except LoopGuardInterrupt as interrupt:
         end_cycle_span(cycle_span, interrupt)
         if in_task:
-            raise _CarriedInterrupt(interrupt) from None
+            raise CarriedInterrupt(interrupt) from None
         raise
 
 
@@ -204,15 +197,4 @@ def concurrent_execute_wrapper(
     wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Wrap ``ConcurrentToolExecutor._execute``: a carried interrupt leaves as itself."""
-    return _uncarried(wrapped(*args, **kwargs))
-
-
-async def _uncarried(events: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:
-    try:
-        async for event in events:
-            yield event
-    except _CarriedInterrupt as carried:
-        interrupt = carried.interrupt
-        raise interrupt from interrupt.__cause__
-    finally:
-        await events.aclose()
+    return uncarried(wrapped(*args, **kwargs))
