@@ -1,0 +1,253 @@
+"""``invoke_agent {name}`` spans around Agno agent and team runs, one otel-loopguard run each.
+
+Why these hook points (agno 3.1): ``Agent.run`` / ``Agent.arun`` (and ``Team``'s) only
+dispatch; the run itself is one of four module functions of ``agno.agent._run`` (and of
+``agno.team._run``): ``_run``, ``_run_stream`` (a generator), ``_arun`` and ``_arun_stream``
+(an async generator). The dispatchers, ``print_response`` and the background runs of
+``arun(background=True)`` look them up in their module when they call them, so wrapping the
+module attributes reaches every run, streamed or not, with its session already resolved
+(``run_response.session_id``).
+
+The run is keyed by that session id. Agno's own tracing (``agno.tracing.setup_tracing``,
+which is OpenInference's Agno instrumentation) stamps it on its agent spans as
+``session.id``, and the span processor keys what it reads in that trace (the model spans of
+that instrumentation, under ``opentelemetry-instrument``) by it; a run keyed otherwise would
+lose those turns to a run of its own. An Agno agent keeps its session between runs unless
+it is given one (``agent.run(..., session_id=...)``): as DESIGN's run identity says, a
+session's counters outlive one run, so a session stopped in ``enforce`` mode stays stopped
+(until idle past ``run_ttl``), and its next run is interrupted before its first model call;
+start a new session to go on. A run inside a run (a team's member, an agent called from a
+tool) is part of the enclosing run; a team gives its members its own session anyway.
+
+How a :class:`~otel_loopguard.LoopGuardInterrupt` (a ``BaseException``) leaves agno 3.1: the
+run functions catch ``Exception`` (and ``KeyboardInterrupt``, cancellation) and turn it into
+a ``RunOutput`` with status ``error``; our interrupt passes through all of them and out of
+``run`` / ``arun`` (or the stream) as itself. A run that Agno ended with status ``error`` or
+``cancelled`` ends with that ``loopguard.run.state``.
+
+One trap: in an async run, a tool that returns an async generator (a team's
+``adelegate_task_to_member``, which runs the member) is drained in a task of its own that
+catches ``Exception`` and otherwise never signals that it is done: an interrupt raised there
+(the member's loop) would leave the run waiting forever. So :mod:`.tools` holds such an
+interrupt back in the run (:func:`hold_back`, the generator then ends), and it is raised
+again, as the same decision and not counted twice, before the run's next model call or when
+the run returns (:func:`raise_held`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import AsyncGenerator, Callable, Generator
+from typing import Any
+
+from opentelemetry.trace import Tracer
+
+from otel_loopguard.decisions import LoopGuardInterrupt, RunEndState
+from otel_loopguard.enforcement import current_run, get_guard
+
+Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
+
+#: Agno's ``RunStatus`` values (a ``str`` enum) that end a run otherwise than completed
+_END_STATES = {"ERROR": RunEndState.ERROR, "CANCELLED": RunEndState.CANCELLED}
+
+
+#: interrupts held back in the current async run (see the module docstring); a list, shared
+#: by the tasks of the run, which copy the context
+_HELD: contextvars.ContextVar[list[LoopGuardInterrupt] | None] = contextvars.ContextVar(
+    "otel_loopguard_agno_held", default=None
+)
+
+
+def _run_holds() -> list[LoopGuardInterrupt]:
+    """Call before the run starts: the held interrupts of the enclosing run, or a fresh
+    list for an outermost run."""
+    held = _HELD.get() if current_run() is not None else None
+    return held if held is not None else []
+
+
+def hold_back(interrupt: LoopGuardInterrupt) -> bool:
+    """Keep ``interrupt`` for :func:`raise_held`; False outside an async run (raise it)."""
+    held = _HELD.get()
+    if held is None:
+        return False
+    held.append(interrupt)
+    return True
+
+
+def raise_held() -> None:
+    """Raise the interrupt held back in this run, if any, as the same decision."""
+    held = _HELD.get()
+    if held:
+        interrupt = held[0]
+        held.clear()
+        raise LoopGuardInterrupt(interrupt.decision, str(interrupt)) from interrupt.__cause__
+
+
+def _describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str | None]:
+    """The agent's (or team's) name and the session to key the run by, from the run
+    function's ``(agent_or_team, run_response, ...)``."""
+    runnable = args[0] if args else kwargs.get("agent", kwargs.get("team"))
+    name = getattr(runnable, "name", None)
+    if not isinstance(name, str) or not name:
+        name = type(runnable).__name__
+    run_response = args[1] if len(args) > 1 else kwargs.get("run_response")
+    session_id = getattr(run_response, "session_id", None)
+    if current_run() is not None:
+        # a member of a team, an agent run from a tool: part of the enclosing run
+        session_id = None
+    return name, session_id if isinstance(session_id, str) and session_id else None
+
+
+def _run_scope(tracer: Tracer, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    guard = get_guard()
+    try:
+        name, session = _describe(args, kwargs)
+    except Exception as exc:  # a run shape we do not know: a run of its own, unnamed
+        guard.telemetry.internal_error("agno.run", exc)
+        name, session = "agno", None
+    return guard.agent_run(tracer, name, conversation_id=session)
+
+
+def _note_status(guard: Any, handle: Any, output: Any) -> None:
+    """End the run as Agno ended it when Agno caught the failure itself."""
+    try:
+        status = getattr(getattr(output, "status", None), "value", None)
+        state = _END_STATES.get(status) if isinstance(status, str) else None
+        if state is not None and handle.state is None:
+            handle.set_state(state)
+    except Exception as exc:  # never let our bookkeeping break the agent
+        guard.telemetry.internal_error("agno.run_status", exc)
+
+
+def run_wrapper(tracer: Tracer) -> Wrapper:
+    """Wrap ``_run(agent_or_team, run_response, ...)``, which returns the run's output."""
+
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        with _run_scope(tracer, args, kwargs) as handle:
+            output = wrapped(*args, **kwargs)
+            _note_status(get_guard(), handle, output)
+            return output
+
+    return wrapper
+
+
+def arun_wrapper(tracer: Tracer) -> Wrapper:
+    """Wrap ``_arun(agent_or_team, run_response, ...)``, a coroutine."""
+
+    async def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        token = _HELD.set(_run_holds())
+        try:
+            with _run_scope(tracer, args, kwargs) as handle:
+                output = await wrapped(*args, **kwargs)
+                raise_held()
+                _note_status(get_guard(), handle, output)
+                return output
+        finally:
+            _HELD.reset(token)
+
+    return wrapper
+
+
+def run_stream_wrapper(tracer: Tracer) -> Wrapper:
+    """Wrap ``_run_stream(...)``, a generator of run events."""
+
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        return _observed_events(_run_scope(tracer, args, kwargs), wrapped(*args, **kwargs))
+
+    return wrapper
+
+
+def arun_stream_wrapper(tracer: Tracer) -> Wrapper:
+    """Wrap ``_arun_stream(...)``, an async generator of run events."""
+
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        return _aobserved_events(_run_scope(tracer, args, kwargs), wrapped(*args, **kwargs))
+
+    return wrapper
+
+
+def _observed_events(run: Any, events: Generator[Any, None, None]) -> Generator[Any, None, None]:
+    """Yield the run's events inside its ``invoke_agent`` span.
+
+    The run is current only while Agno computes the next event, never while the caller
+    holds one: a caller that drops the stream halfway must not make its next run look
+    nested in this one. The span ends exactly once, also when the caller closes the stream
+    early (``cancelled``).
+    """
+    handle = run.__enter__()
+    run.suspend()
+    outcome: BaseException | None = None
+    try:
+        while True:
+            run.resume()
+            try:
+                event = next(events)
+            except StopIteration:
+                break
+            finally:
+                run.suspend()
+            _note_status(get_guard(), handle, event)  # the RunOutput Agno may yield last
+            yield event
+    except BaseException as exc:
+        outcome = exc
+        raise
+    finally:
+        try:
+            run.resume()
+            try:
+                events.close()
+            finally:
+                run.suspend()
+        finally:
+            _exit(run, outcome)
+
+
+async def _aobserved_events(
+    run: Any, events: AsyncGenerator[Any, None]
+) -> AsyncGenerator[Any, None]:
+    """:func:`_observed_events` for ``_arun_stream``."""
+    held = _run_holds()
+    handle = run.__enter__()
+    run.suspend()
+    outcome: BaseException | None = None
+    try:
+        while True:
+            run.resume()
+            token = _HELD.set(held)
+            try:
+                event = await events.__anext__()
+            except StopAsyncIteration:
+                raise_held()
+                break
+            finally:
+                _HELD.reset(token)
+                run.suspend()
+            _note_status(get_guard(), handle, event)
+            yield event
+    except BaseException as exc:
+        outcome = exc
+        raise
+    finally:
+        try:
+            run.resume()
+            try:
+                await events.aclose()
+            finally:
+                run.suspend()
+        finally:
+            _exit(run, outcome)
+
+
+def _exit(run: Any, outcome: BaseException | None) -> None:
+    if outcome is None:
+        run.__exit__(None, None, None)
+    else:
+        run.__exit__(type(outcome), outcome, outcome.__traceback__)

@@ -1,0 +1,313 @@
+"""Agno agents under otel-loopguard: runs, the tool gate, enforce and observe, host safety."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from agno.agent import Agent
+from scripted_models import (
+    QUESTION,
+    CountingSearch,
+    ScriptedModel,
+    always,
+    looping_agent,
+    new_agent,
+    productive_agent,
+)
+
+from otel_loopguard.decisions import LoopGuardInterrupt
+
+
+def arun(agent: Agent, **kwargs: Any) -> Any:
+    """``agent.arun`` to its end, bounded in time (a hang fails the test)."""
+    return asyncio.run(asyncio.wait_for(agent.arun(QUESTION, **kwargs), timeout=60))
+
+
+def astream(agent: Agent, **kwargs: Any) -> list[Any]:
+    async def events() -> list[Any]:
+        return [event async for event in agent.arun(QUESTION, stream=True, **kwargs)]
+
+    return asyncio.run(asyncio.wait_for(events(), timeout=60))
+
+
+def gives_up_after(searches: int) -> Any:
+    def script(n: int) -> Any:
+        return [("search", {"query": "pricing"})] if n <= searches else "gave up"
+
+    return script
+
+
+#: each way to run an agent, to its end
+RUNS = {
+    "run": lambda agent: agent.run(QUESTION),
+    "arun": arun,
+    "run-stream": lambda agent: list(agent.run(QUESTION, stream=True)),
+    "arun-stream": astream,
+}
+
+
+@pytest.mark.parametrize("how", RUNS)
+def test_looping_agent_is_stopped_before_the_fourth_call_runs(loopguard, how):
+    search = CountingSearch()
+    agent = looping_agent(search)
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        RUNS[how](agent)
+
+    assert "repetition" in stopped.value.decision.detectors
+    assert len(search.executions) == 3  # stopped on the third identical result
+    assert agent.model.calls == 3
+    tools = loopguard.executed_tool_spans("search")
+    assert len(tools) == 3
+    assert [s.attributes["gen_ai.tool.call.id"] for s in tools] == [
+        "call_1_0",
+        "call_2_0",
+        "call_3_0",
+    ]
+    assert loopguard.decisions_on(tools[-1], "stop")
+    assert loopguard.run_state("researcher") == "stopped"
+    loopguard.assert_every_span_ended_once()
+
+
+@pytest.mark.parametrize("how", ["run", "arun"])
+def test_strict_policy_vetoes_the_third_identical_call_before_it_runs(make_loopguard, how):
+    loopguard = make_loopguard(mode="enforce", policy="strict")
+    search = CountingSearch()
+    agent = looping_agent(search)
+
+    with pytest.raises(LoopGuardInterrupt):
+        RUNS[how](agent)
+
+    assert len(search.executions) == 2  # the third identical call never ran
+    assert agent.model.calls == 3
+    # vetoed by the gate, or stopped at the model turn that asked for it
+    assert loopguard.vetoed_calls(loopguard.tool_spans("search")) <= 1
+    assert len(loopguard.executed_tool_spans("search")) == 2
+    assert loopguard.run_state("researcher") == "stopped"
+    loopguard.assert_every_span_ended_once()
+
+
+@pytest.mark.parametrize("how", ["run", "arun"])
+def test_a_vetoed_call_among_parallel_calls_neither_runs_nor_hangs_the_agent(make_loopguard, how):
+    """One model turn asks for the same search three times: ``arun`` runs the calls in
+    ``asyncio.gather`` (sync tools in worker threads), ``run`` one after the other; the
+    vetoed third must neither run nor leave the agent waiting on it."""
+    loopguard = make_loopguard(mode="enforce", policy="strict")
+    search = CountingSearch()
+    model = ScriptedModel(script=always([("search", {"query": "pricing"})] * 3))
+    agent = new_agent(model, [search.tool])
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        RUNS[how](agent)  # bounded: a hang fails here
+
+    assert stopped.value.decision.detectors == ("repetition",)
+    assert len(search.executions) == 2
+    assert model.calls == 1
+    assert loopguard.vetoed_calls(loopguard.tool_spans("search")) == 1
+    assert loopguard.run_state("researcher") == "stopped"
+    loopguard.assert_every_span_ended_once()
+
+
+def test_an_async_tool_goes_through_the_gate(loopguard):
+    executions: list[str] = []
+
+    async def search(query: str) -> str:
+        """Search the documentation."""
+        executions.append(query)
+        return "no results"
+
+    agent = new_agent(ScriptedModel(script=always([("search", {"query": "pricing"})])), [search])
+
+    with pytest.raises(LoopGuardInterrupt):
+        arun(agent)
+
+    assert len(executions) == 3
+    assert len(loopguard.executed_tool_spans("search")) == 3
+    assert loopguard.run_state("researcher") == "stopped"
+
+
+def test_looping_agent_in_observe_mode_is_recorded_and_never_interrupted(observe_loopguard):
+    search = CountingSearch()
+    agent = new_agent(ScriptedModel(script=gives_up_after(6)), [search.tool])
+
+    output = agent.run(QUESTION)
+
+    assert output.content == "gave up"
+    assert len(search.executions) == 6  # untouched: the model itself gave up
+    stops = observe_loopguard.decision_events("stop")
+    assert stops and "repetition" in stops[0][1]["loopguard.detectors"]
+    assert observe_loopguard.run_state("researcher") == "stopped"  # recorded, not enforced
+    observe_loopguard.assert_every_span_ended_once()
+
+
+@pytest.mark.parametrize("how", RUNS)
+def test_productive_agent_answers_as_without_the_plugin(loopguard, how):
+    loopguard.uninstrument()
+    try:
+        plain = CountingSearch(lambda query, n: f"result {n} for {query}")
+        baseline = RUNS[how](productive_agent(plain))
+        assert loopguard.spans() == []  # uninstrumented: no span of ours
+    finally:
+        loopguard.reinstrument()
+
+    search = CountingSearch(lambda query, n: f"result {n} for {query}")
+    agent = productive_agent(search)
+    outcome = RUNS[how](agent)
+
+    assert answer(outcome) == answer(baseline) == "found after 3 searches"
+    assert search.executions == plain.executions
+    assert [d for d, _ in loopguard.decided if d.action.value == "stop"] == []
+    tools = loopguard.tool_spans()
+    assert [s.name for s in tools] == ["execute_tool search"] * 3
+    (run,) = loopguard.agent_spans()
+    assert run.name == "invoke_agent researcher"
+    assert run.attributes["loopguard.run.state"] == "completed"
+    assert run.attributes["gen_ai.conversation.id"] == agent.session_id
+    assert all(s.parent.span_id == run.context.span_id for s in tools)
+    assert tools[0].attributes["gen_ai.agent.name"] == "researcher"
+    assert "pricing" not in str(dict(tools[0].attributes))  # no content without opt-in
+    loopguard.assert_every_span_ended_once()
+
+
+def answer(outcome: Any) -> str:
+    """The final text of a run's output, or of its streamed content events."""
+    if isinstance(outcome, list):
+        return "".join(
+            event.content for event in outcome if isinstance(getattr(event, "content", None), str)
+        ).strip()
+    return outcome.content.strip()
+
+
+def test_a_stopped_session_stays_stopped_and_a_new_session_runs(loopguard):
+    """The run is the session (the ``session.id`` of Agno's own tracing): the next run in
+    a stopped session is interrupted before its model is called; a new session starts
+    clean."""
+    search = CountingSearch()
+    agent = looping_agent(search)
+    with pytest.raises(LoopGuardInterrupt):
+        agent.run(QUESTION)
+    calls = agent.model.calls
+
+    with pytest.raises(LoopGuardInterrupt):
+        agent.run("try again")  # the agent keeps its session
+
+    assert agent.model.calls == calls
+    assert len(search.executions) == 3
+    with pytest.raises(LoopGuardInterrupt):
+        agent.run(QUESTION, session_id="another-session")
+    assert len(search.executions) == 6  # a fresh run: three more before its stop
+
+
+def test_concurrent_runs_are_runs_of_their_own(loopguard):
+    """Two agents in one event loop: the looping one is stopped, the other is untouched."""
+    looping_search = CountingSearch()
+    search = CountingSearch(lambda query, n: f"result {n} for {query}")
+    looping = looping_agent(looping_search, name="looper")
+    productive = productive_agent(search)
+
+    async def both() -> list[Any]:
+        return await asyncio.gather(
+            looping.arun(QUESTION), productive.arun(QUESTION), return_exceptions=True
+        )
+
+    stopped, output = asyncio.run(asyncio.wait_for(both(), timeout=60))
+
+    assert isinstance(stopped, LoopGuardInterrupt)
+    assert output.content == "found after 3 searches"
+    assert len(looping_search.executions) == 3
+    assert loopguard.run_state("looper") == "stopped"
+    assert loopguard.run_state("researcher") == "completed"
+    by_agent = {s.attributes["gen_ai.agent.name"] for s in loopguard.tool_spans("search")}
+    assert by_agent == {"looper", "researcher"}
+    loopguard.assert_every_span_ended_once()
+
+
+def test_failing_tool_reports_its_error(loopguard):
+    """Agno catches a tool's exception and hands its text to the model: the gate reports
+    it as the call's error, and the permanent failure stops the run."""
+
+    def failing(query: str, n: int) -> str:
+        raise PermissionError("403 Forbidden: /docs/pricing")
+
+    search = CountingSearch(failing)
+    agent = looping_agent(search)
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        agent.run(QUESTION)
+
+    assert len(search.executions) <= 2
+    assert "permanent_failure" in stopped.value.decision.detectors
+    errors = [s for s in loopguard.tool_spans("search") if s.attributes.get("error.type")]
+    assert errors[0].attributes["error.type"] == "ToolError"
+
+
+def test_a_tool_call_we_cannot_read_still_runs_as_without_the_plugin(loopguard, monkeypatch):
+    """An error in our own code (here: reading the call) is counted and logged; the call
+    runs untouched and the agent answers as it would without us."""
+    from otel_loopguard_agno import tools
+
+    def unreadable(*args: object) -> object:
+        raise RuntimeError("a call shape we do not know")
+
+    monkeypatch.setattr(tools, "_read_call", unreadable)
+    search = CountingSearch(lambda query, n: f"result {n} for {query}")
+
+    output = productive_agent(search).run(QUESTION)
+
+    assert output.content == "found after 3 searches"
+    assert len(search.executions) == 3
+    assert loopguard.tool_spans() == []  # not gated, never broken
+    logged = [r.getMessage() for r in loopguard.caplog.records]
+    assert any("agno.tool_call" in message for message in logged)
+    assert loopguard.run_state("researcher") == "completed"
+
+
+def test_stream_closed_early_ends_the_run_as_cancelled(loopguard):
+    search = CountingSearch(lambda query, n: f"result {n}")
+    agent = productive_agent(search)
+    outside: list[Any] = []
+
+    events = agent.run(QUESTION, stream=True, stream_events=True)
+    for event in events:
+        if getattr(event, "event", None) == "ToolCallCompleted":
+            break
+    outside.append(loopguard.guard.current_run_steps())  # the run is not current here
+    events.close()
+
+    assert outside == [None]
+    assert len(search.executions) == 1
+    assert loopguard.run_state("researcher") == "cancelled"
+    assert loopguard.open_spans() == []
+    loopguard.assert_every_span_ended_once()
+
+
+def _wrapped(function: object) -> bool:
+    """A wrapt wrapper (of ours) stands where Agno's function was."""
+    return getattr(function, "__wrapped__", None) is not None
+
+
+def test_uninstrument_restores_agno(loopguard):
+    from agno.agent import _run as agent_run
+    from agno.models.base import Model
+    from agno.team import _run as team_run
+    from agno.tools.function import FunctionCall
+
+    assert _wrapped(agent_run._run)
+    loopguard.uninstrument()
+    try:
+        for module in (agent_run, team_run):
+            for name in ("_run", "_run_stream", "_arun", "_arun_stream"):
+                assert not _wrapped(getattr(module, name)), name
+        for name in ("_process_model_response", "process_response_stream"):
+            assert not _wrapped(Model.__dict__[name])
+        assert not _wrapped(FunctionCall.__dict__["execute"])
+        assert not _wrapped(FunctionCall.__dict__["aexecute"])
+        search = CountingSearch()
+        agent = new_agent(ScriptedModel(script=gives_up_after(5)), [search.tool])
+        assert agent.run(QUESTION).content == "gave up"
+        assert len(search.executions) == 5  # nothing stopped it
+        assert loopguard.spans() == []
+    finally:
+        loopguard.reinstrument()
