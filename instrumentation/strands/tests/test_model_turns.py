@@ -158,3 +158,35 @@ def test_an_error_in_our_bookkeeping_never_breaks_the_agent(loopguard):
     (span,) = loopguard.named("invoke_agent _NamedAgent")
     assert span.attributes["loopguard.run.state"] == "completed"
     assert len(loopguard.tool_spans("search")) == 2  # the gate goes on working
+
+
+def test_a_conversation_in_trace_attributes_keys_the_run_and_its_turns(strands_tracing):
+    """``trace_attributes={"session.id": ...}`` (Strands' way to group traces in Langfuse)
+    puts the conversation on every Strands span, and the span processor keys the turns it
+    reads from Strands' ``chat`` spans by it: the invocation's run is that conversation too,
+    or its turns would be counted in another run."""
+    loopguard = strands_tracing
+    search = CountingSearch()
+    agent = productive_agent(search, trace_attributes={"session.id": "chat-7"})
+
+    agent("find it")
+
+    (span,) = ours(loopguard.named("invoke_agent researcher"))
+    assert span.attributes["gen_ai.conversation.id"] == "chat-7"
+    assert run_usage(loopguard) == (4 * INPUT_TOKENS, 4 * OUTPUT_TOKENS)
+    assert loopguard.guard.monitor.run_snapshot("chat-7").counters.steps == 4
+
+
+def test_a_stopped_conversation_stays_stopped(make_loopguard):
+    loopguard = make_loopguard(mode="enforce", policy="strict")
+    search = CountingSearch()
+    agent = looping_agent(search, trace_attributes={"gen_ai.conversation.id": "chat-8"})
+
+    with pytest.raises(LoopGuardInterrupt):
+        agent("What is the weather in Paris?")
+    calls = agent.model.calls
+    with pytest.raises(LoopGuardInterrupt):
+        agent("and in Lyon?")
+
+    assert agent.model.calls == calls  # its next message is stopped before its model call
+    assert loopguard.guard.monitor.run_snapshot("chat-8").stopped

@@ -9,6 +9,16 @@ ping-pong between its agents is seen as one (each node's agent joins the enclosi
 does an agent called as a tool). Strands' own ``invoke_agent`` span, opened inside
 ``stream_async`` under the current span, nests in ours.
 
+The run is keyed by the conversation id a program gives Strands to stamp on its spans: a
+``session.id`` or ``gen_ai.conversation.id`` in the agent's (or swarm's, graph's)
+``trace_attributes``, as Strands documents for Langfuse, or in its ``baggage_attributes``.
+The span processor keys what it reads from Strands' own spans (under
+``opentelemetry-instrument``, its ``chat`` spans report the model turns) by that
+conversation; a run keyed otherwise would lose those turns to a run of its own. As DESIGN's
+run identity says, a conversation's counters outlive one invocation: a conversation stopped
+in ``enforce`` mode stays stopped (until idle past ``run_ttl``). An invocation inside a run
+(a swarm's node, an agent called as a tool) is part of the enclosing run.
+
 Strands lets a ``BaseException`` through on every level of an agent invocation (its event
 loop, its tool executor's per-tool ``_stream``, the swarm's node loop catch ``Exception``),
 except the concurrent tool executor's tasks: see :mod:`.tools`.
@@ -16,12 +26,13 @@ except the concurrent tool executor's tasks: see :mod:`.tools`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.enforcement import current_run, get_guard
+from otel_loopguard.span_mapping import conversation_in
 
 Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -42,13 +53,31 @@ def stream_async_wrapper(tracer: Tracer, name_attribute: str) -> Wrapper:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        return _observed_events(tracer, _name(instance, name_attribute), wrapped(*args, **kwargs))
+        name = _name(instance, name_attribute)
+        return _observed_events(tracer, name, _conversation(instance), wrapped(*args, **kwargs))
 
     return wrapper
 
 
+def _conversation(instance: Any) -> str | None:
+    """The conversation id in the invocation's ``trace_attributes`` / ``baggage_attributes``,
+    outside any run (see the module docstring)."""
+    if current_run() is not None:
+        return None
+    try:
+        for attribute in ("trace_attributes", "baggage_attributes"):
+            attributes = getattr(instance, attribute, None)
+            if isinstance(attributes, Mapping):
+                conversation = conversation_in(attributes)
+                if conversation:
+                    return conversation
+    except Exception as exc:  # attributes we cannot read: a run keyed by its own span
+        get_guard().telemetry.internal_error("strands.run_conversation", exc)
+    return None
+
+
 async def _observed_events(
-    tracer: Tracer, name: str, events: AsyncGenerator[Any, None]
+    tracer: Tracer, name: str, conversation: str | None, events: AsyncGenerator[Any, None]
 ) -> AsyncGenerator[Any, None]:
     """Yield the invocation's events inside its ``invoke_agent`` span.
 
@@ -58,7 +87,7 @@ async def _observed_events(
     early.
     """
     guard = get_guard()
-    run = guard.agent_run(tracer, name)
+    run = guard.agent_run(tracer, name, conversation_id=conversation)
     run.__enter__()
     run.suspend()
     outcome: BaseException | None = None
