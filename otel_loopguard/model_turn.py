@@ -125,23 +125,24 @@ class ReportedAnswers:
     model span read by the span processor, waiting for the other source's report of the
     same answer (same run, same response id). See the module docstring.
 
-    Bounded: each side keeps its most recent ``max_waiting`` unpaired answers (a paired one
-    is forgotten at once); an answer without a response id is never paired. Thread-safe:
-    the two reports of one answer come from different threads.
+    An answer may be reported more than once by each source (a cached answer keeps its
+    id: LiteLLM's cache), so each side counts its waiting reports per answer, and each
+    report of one source pairs with one of the other. Bounded: each side keeps its most
+    recent ``max_waiting`` unpaired answers; an answer without a response id is never
+    paired. Thread-safe: the two reports of one answer come from different threads.
     """
 
     __slots__ = ("_by_span", "_by_wrapper", "_lock", "_max_waiting")
 
     def __init__(self, max_waiting: int = 4096) -> None:
-        self._by_wrapper: dict[tuple[str, str], None] = {}
-        self._by_span: dict[tuple[str, str], None] = {}
+        self._by_wrapper: dict[tuple[str, str], int] = {}
+        self._by_span: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
         self._max_waiting = max(1, max_waiting)
 
     def first_report(self, run_id: str, response_id: Any, *, by_wrapper: bool) -> bool:
-        """True when this report counts: no report of this answer came from the other
-        source. False when it did: this one is the same answer again (the pair is then
-        forgotten, so a third report would count)."""
+        """True when this report counts: no report of this answer from the other source is
+        waiting. False when one is: this one is the same answer again, and pairs with it."""
         if not response_id or not isinstance(response_id, str):
             return True
         key = (run_id, response_id)
@@ -149,10 +150,14 @@ class ReportedAnswers:
             waiting, other = self._by_wrapper, self._by_span
             if not by_wrapper:
                 waiting, other = other, waiting
-            if key in other:
-                del other[key]
+            unpaired = other.get(key, 0)
+            if unpaired:
+                if unpaired == 1:
+                    del other[key]
+                else:
+                    other[key] = unpaired - 1
                 return False
-            waiting[key] = None
+            waiting[key] = waiting.get(key, 0) + 1
             if len(waiting) > self._max_waiting:
                 del waiting[next(iter(waiting))]  # the oldest unpaired answer
         return True

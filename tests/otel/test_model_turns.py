@@ -240,3 +240,15 @@ def test_waiting_answers_are_bounded_and_a_pair_is_forgotten_once_matched() -> N
     assert answers.first_report("run", "a", by_wrapper=False)  # "a" was dropped: counts
     assert not answers.first_report("run", "c", by_wrapper=False)  # the same answer again
     assert answers.first_report("run", "c", by_wrapper=False)  # a third report counts
+
+
+def test_a_cached_answer_reported_again_pairs_report_by_report() -> None:
+    """A cache hit answers with the same response id: two calls, each reported by both
+    sources, in any order, count twice."""
+    stack = make_stack()
+    with stack.guard.agent_run(stack.tracer, "writer"):
+        _wrapper_call(stack, "cached", (100, 10))
+        _wrapper_call(stack, "cached", (100, 10))  # the cache's answer to the same request
+        _late_span(stack, "cached", (100, 10))
+        _late_span(stack, "cached", (100, 10))
+    assert _usage(stack) == (200, 20)
