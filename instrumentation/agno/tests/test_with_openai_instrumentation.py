@@ -1,0 +1,102 @@
+"""Two instrumentations in one process: our OpenAI SDK package below Agno's ``OpenAIChat``.
+
+The OpenAI SDK package reports each model call it sees; this package reports each model
+call of Agno's tool loop unless a package below already did (the ``LoopGuard.model_turn``
+open around the call, or around each pull of a streamed one, is marked). A turn must count
+once, or token budgets and ``max_steps`` trip at half their size.
+
+The OpenAI API is the OpenAI suite's scripted one (``instrumentation/openai/tests``), served
+over HTTP on the loopback, and called by Agno's real ``OpenAIChat`` and the real OpenAI SDK.
+``scripts/run_tests.py`` installs that package here (``install-also`` in pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agno.agent import Agent
+from agno.models.openai import OpenAIChat
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
+
+from loopguard_testing import openai_package_fixture
+from scripted_api import ScriptedAPI, Turn
+
+from otel_loopguard.decisions import LoopGuardInterrupt
+
+ANSWER = "The team plan costs 10 EUR per seat."
+
+with_openai_package = openai_package_fixture()
+
+
+@pytest.fixture
+def api() -> Iterator[tuple[ScriptedAPI, str]]:
+    scripted = ScriptedAPI(
+        [
+            Turn(
+                tool_calls=[("search", {"query": "team plan"})], input_tokens=40, output_tokens=10
+            ),
+            Turn(text=ANSWER, input_tokens=50, output_tokens=10),
+        ]
+    )
+    url, stop = scripted.serve()
+    yield scripted, url
+    stop()
+
+
+def run_agent(url: str, executions: list[str], stream: bool) -> Any:
+    def search(query: str) -> str:
+        """Search the price list."""
+        executions.append(query)
+        return "team: 10 EUR per seat"
+
+    model = OpenAIChat(id="gpt-test", base_url=url, api_key="test")
+    agent = Agent(name="researcher", model=model, tools=[search], telemetry=False)
+    if stream:
+        return "".join(
+            event.content
+            for event in agent.run("What does the team plan cost?", stream=True)
+            if isinstance(getattr(event, "content", None), str)
+        )
+    return agent.run("What does the team plan cost?").content
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "run-stream"])
+def test_a_turn_the_openai_package_reported_counts_once(with_openai_package, api, stream) -> None:
+    # 110 tokens in two turns: under a 150 budget; counted twice (220) the run would stop
+    harness = with_openai_package(mode="enforce", token_budget=150, max_steps=2)
+    scripted, url = api
+    executions: list[str] = []
+
+    answer = run_agent(url, executions, stream)
+
+    assert answer == ANSWER
+    assert executions == ["team plan"]
+    assert len(scripted.requests) == 2
+    chats = [s for s in harness.spans() if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert len(chats) == 2  # both packages were at work
+    (run,) = harness.named("invoke_agent researcher")
+    assert run.attributes["gen_ai.usage.input_tokens"] == 90
+    assert run.attributes["gen_ai.usage.output_tokens"] == 20
+    assert run.attributes["loopguard.run.state"] == "completed"
+    assert not harness.decision_events("stop")
+    harness.assert_every_span_ended_once()
+
+
+def test_the_budget_still_stops_the_run_before_the_tool_runs(with_openai_package, api) -> None:
+    """A budget of 40: the first turn (50 tokens) goes over it; its tool never runs."""
+    harness = with_openai_package(mode="enforce", token_budget=40)
+    scripted, url = api
+    executions: list[str] = []
+
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run_agent(url, executions, stream=False)
+
+    assert stopped.value.decision.detectors == ("budget",)
+    assert executions == []
+    assert len(scripted.requests) == 1
+    assert harness.run_state("researcher") == "budget_exceeded"
