@@ -264,6 +264,26 @@ def test_a_tool_call_we_cannot_read_still_runs_as_without_the_plugin(loopguard, 
     assert loopguard.run_state("researcher") == "completed"
 
 
+def test_a_run_we_cannot_read_is_still_a_run_and_answers(loopguard, monkeypatch):
+    """An error in our own code reading the run (its agent, its session) is counted and
+    logged; the run goes on, gated, as a run of its own."""
+    from otel_loopguard_agno import runs
+
+    def unreadable(*args: object) -> object:
+        raise RuntimeError("a run shape we do not know")
+
+    monkeypatch.setattr(runs, "_describe", unreadable)
+    search = CountingSearch()
+
+    with pytest.raises(LoopGuardInterrupt):
+        looping_agent(search).run(QUESTION)
+
+    assert len(search.executions) == 3
+    logged = [r.getMessage() for r in loopguard.caplog.records]
+    assert any("agno.run" in message for message in logged)
+    assert loopguard.run_state("agno") == "stopped"
+
+
 def test_stream_closed_early_ends_the_run_as_cancelled(loopguard):
     search = CountingSearch(lambda query, n: f"result {n}")
     agent = productive_agent(search)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from agno.team import Team
+from loopguard_testing import metric_counter
 from scripted_models import (
     QUESTION,
     CountingSearch,
@@ -128,3 +129,15 @@ def test_an_agent_run_from_a_tool_is_part_of_the_enclosing_run(loopguard):
     assert inner.parent.span_id == loopguard.named("execute_tool ask_helper")[0].context.span_id
     assert outer.attributes["loopguard.run.state"] == "stopped"
     loopguard.assert_every_span_ended_once()
+
+
+@pytest.mark.parametrize("how", ["arun", "arun-stream", "run"])
+def test_a_team_stopped_by_a_member_is_one_interrupt(loopguard, how):
+    """The member's interrupt, held back in Agno's task (async) and raised again to the
+    caller, is counted once in ``loopguard.interrupts``."""
+    count = metric_counter(loopguard)
+
+    with pytest.raises(LoopGuardInterrupt):
+        run_team(new_team(looping_agent(CountingSearch())), how)
+
+    assert count("loopguard.interrupts") == 1
