@@ -554,6 +554,35 @@ def metric_counter(harness: Harness) -> Callable[[str], float]:
     return count
 
 
+def instrumentor_fixture(name: str, make_instrumentor: Callable[[], Any]) -> Any:
+    """A fixture ``name`` for a suite that tests its framework next to another
+    instrumentation (an OpenAI SDK package below it, a framework's own tracing)::
+
+        with_openai_package = instrumentor_fixture("with_openai_package", OpenAIInstrumentor)
+
+    ``fixture(mode=..., **settings)`` is ``make_loopguard`` with ``make_instrumentor()``
+    instrumented on the same provider as well, uninstrumented after the test.
+    """
+    import pytest
+
+    @pytest.fixture(name=name)
+    def with_instrumentor(make_loopguard: Callable[..., Harness]) -> Iterator[Callable[..., Any]]:
+        instrumentors: list[Any] = []
+
+        def install(**settings: Any) -> Harness:
+            harness = make_loopguard(**settings)
+            instrumentor = make_instrumentor()
+            instrumentor.instrument(tracer_provider=harness.provider)
+            instrumentors.append(instrumentor)
+            return harness
+
+        yield install
+        for instrumentor in instrumentors:
+            instrumentor.uninstrument()
+
+    return with_instrumentor
+
+
 def openai_package_fixture() -> Any:
     """The ``with_openai_package`` fixture, for a suite that tests its framework on top of our
     OpenAI SDK package (named in its ``install-also``)::
@@ -563,26 +592,13 @@ def openai_package_fixture() -> Any:
     ``with_openai_package(mode=..., **settings)`` is ``make_loopguard`` with the OpenAI SDK
     package instrumented on the same provider as well, uninstrumented after the test.
     """
-    import pytest
 
-    @pytest.fixture(name="with_openai_package")
-    def with_openai_package(make_loopguard: Callable[..., Harness]) -> Iterator[Callable[..., Any]]:
+    def openai_instrumentor() -> Any:
         from otel_loopguard_openai import OpenAIInstrumentor
 
-        instrumentors: list[Any] = []
+        return OpenAIInstrumentor()
 
-        def install(**settings: Any) -> Harness:
-            harness = make_loopguard(**settings)
-            instrumentor = OpenAIInstrumentor()
-            instrumentor.instrument(tracer_provider=harness.provider)
-            instrumentors.append(instrumentor)
-            return harness
-
-        yield install
-        for instrumentor in instrumentors:
-            instrumentor.uninstrument()
-
-    return with_openai_package
+    return instrumentor_fixture("with_openai_package", openai_instrumentor)
 
 
 # -- a hand-written agent loop over an OpenAI-shaped chat API ---------------------------------
