@@ -34,6 +34,7 @@ from opentelemetry.trace import Tracer
 
 from otel_loopguard.decisions import LoopGuardInterrupt
 from otel_loopguard.enforcement import current_run, get_guard
+from otel_loopguard.run_streams import events_in_run
 
 Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -66,46 +67,13 @@ def run_async_wrapper(tracer: Tracer) -> Wrapper:
     return wrapper
 
 
-async def _observed_events(
+def _observed_events(
     tracer: Tracer, name: str, conversation: str | None, events: AsyncGenerator[Any, None]
 ) -> AsyncGenerator[Any, None]:
-    """Yield the invocation's events inside its ``invoke_agent`` span.
-
-    The run is current only while the runner computes its next event, never while the caller
-    holds one: a caller that drops the generator halfway must not make its next invocation
-    look nested in this one. The root agent's task starts inside the first step and inherits
-    the run. The span ends exactly once, also when the caller closes the generator early.
-    """
-    guard = get_guard()
-    run = guard.agent_run(tracer, name, conversation_id=conversation)
-    run.__enter__()
-    run.suspend()
-    outcome: BaseException | None = None
-    try:
-        while True:
-            run.resume()
-            try:
-                event = await events.__anext__()
-            except StopAsyncIteration:
-                break
-            finally:
-                run.suspend()
-            yield event
-    except BaseException as exc:
-        outcome = exc
-        raise
-    finally:
-        try:
-            run.resume()
-            try:
-                await events.aclose()
-            finally:
-                run.suspend()
-        finally:
-            if outcome is None:
-                run.__exit__(None, None, None)
-            else:
-                run.__exit__(type(outcome), outcome, outcome.__traceback__)
+    """Yield the invocation's events inside its ``invoke_agent`` span, the run current only
+    while the next event is computed (:func:`otel_loopguard.run_streams.events_in_run`)."""
+    run = get_guard().agent_run(tracer, name, conversation_id=conversation)
+    return events_in_run(run, events)
 
 
 def run_wrapper(
