@@ -264,6 +264,22 @@ def test_a_tool_call_we_cannot_read_still_runs_as_without_the_plugin(loopguard, 
     assert loopguard.run_state("researcher") == "completed"
 
 
+@pytest.mark.parametrize("how", RUNS)
+def test_a_run_agno_ended_with_an_error_ends_as_error(loopguard, how):
+    """Agno catches a failure of the model (or anything else in the run) and returns a
+    ``RunOutput`` with status ``error`` instead of raising: the run ends as ``error``."""
+
+    def script(n: int) -> Any:
+        raise ConnectionError("the provider is unreachable")
+
+    agent = new_agent(ScriptedModel(script=script), [])
+
+    RUNS[how](agent)  # no exception: Agno reports it in the output
+
+    assert loopguard.run_state("researcher") == "error"
+    loopguard.assert_every_span_ended_once()
+
+
 def test_a_run_we_cannot_read_is_still_a_run_and_answers(loopguard, monkeypatch):
     """An error in our own code reading the run (its agent, its session) is counted and
     logged; the run goes on, gated, as a run of its own."""

@@ -1,5 +1,7 @@
 """The real ``opentelemetry-instrument`` loads the package through its entry point and
-stops a looping Agno agent; observe mode changes nothing."""
+stops a looping Agno agent; observe mode changes nothing. The suite's venv also holds
+OpenInference's Agno instrumentation (Agno's own tracing), whose entry point has the same
+name, ``agno``: both are loaded, and both key the run by the agent's session."""
 
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ def test_looping_agent_is_stopped_under_opentelemetry_instrument():
     assert run["attributes"]["loopguard.run.state"] == "stopped"
     assert run["attributes"]["gen_ai.usage.input_tokens"] == 3 * PROMPT_TOKENS
     assert run["attributes"]["gen_ai.usage.output_tokens"] == 3 * COMPLETION_TOKENS
+    (theirs,) = named(spans, "researcher.run")  # OpenInference's agent span
+    assert theirs["attributes"]["session.id"] == run["attributes"]["loopguard.run.id"]
     tools = named(spans, "execute_tool search")
     assert len(tools) == 3
     assert {s["context"]["trace_id"] for s in tools} == {run["context"]["trace_id"]}

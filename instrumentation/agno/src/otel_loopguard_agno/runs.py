@@ -47,8 +47,16 @@ from otel_loopguard.enforcement import current_run, get_guard
 
 Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
-#: Agno's ``RunStatus`` values (a ``str`` enum) that end a run otherwise than completed
-_END_STATES = {"ERROR": RunEndState.ERROR, "CANCELLED": RunEndState.CANCELLED}
+#: Agno's ``RunStatus`` values (a ``str`` enum) of a returned ``RunOutput``, and the events
+#: a streamed run yields instead, that end a run otherwise than completed
+_END_STATES = {
+    "ERROR": RunEndState.ERROR,
+    "CANCELLED": RunEndState.CANCELLED,
+    "RunError": RunEndState.ERROR,
+    "TeamRunError": RunEndState.ERROR,
+    "RunCancelled": RunEndState.CANCELLED,
+    "TeamRunCancelled": RunEndState.CANCELLED,
+}
 
 
 #: interrupts held back in the current async run (see the module docstring); a list, shared
@@ -108,15 +116,26 @@ def _run_scope(tracer: Tracer, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     return guard.agent_run(tracer, name, conversation_id=session)
 
 
-def _note_status(guard: Any, handle: Any, output: Any) -> None:
-    """End the run as Agno ended it when Agno caught the failure itself."""
+def _note_status(guard: Any, handle: Any, run_id: Any, item: Any) -> None:
+    """End the run as Agno ended it when Agno caught the failure itself: the run's
+    ``RunOutput`` with status ``error`` / ``cancelled``, or its own error or cancelled event
+    (not one of a member or a nested agent, which Agno may pass on in the stream)."""
     try:
-        status = getattr(getattr(output, "status", None), "value", None)
-        state = _END_STATES.get(status) if isinstance(status, str) else None
+        if getattr(item, "run_id", None) != run_id:
+            return
+        label = getattr(item, "event", None)
+        if label is None:
+            label = getattr(getattr(item, "status", None), "value", None)
+        state = _END_STATES.get(label) if isinstance(label, str) else None
         if state is not None and handle.state is None:
             handle.set_state(state)
     except Exception as exc:  # never let our bookkeeping break the agent
         guard.telemetry.internal_error("agno.run_status", exc)
+
+
+def _run_id(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    run_response = args[1] if len(args) > 1 else kwargs.get("run_response")
+    return getattr(run_response, "run_id", None)
 
 
 def run_wrapper(tracer: Tracer) -> Wrapper:
@@ -127,7 +146,7 @@ def run_wrapper(tracer: Tracer) -> Wrapper:
     ) -> Any:
         with _run_scope(tracer, args, kwargs) as handle:
             output = wrapped(*args, **kwargs)
-            _note_status(get_guard(), handle, output)
+            _note_status(get_guard(), handle, _run_id(args, kwargs), output)
             return output
 
     return wrapper
@@ -144,7 +163,7 @@ def arun_wrapper(tracer: Tracer) -> Wrapper:
             with _run_scope(tracer, args, kwargs) as handle:
                 output = await wrapped(*args, **kwargs)
                 raise_held()
-                _note_status(get_guard(), handle, output)
+                _note_status(get_guard(), handle, _run_id(args, kwargs), output)
                 return output
         finally:
             _HELD.reset(token)
@@ -158,7 +177,8 @@ def run_stream_wrapper(tracer: Tracer) -> Wrapper:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        return _observed_events(_run_scope(tracer, args, kwargs), wrapped(*args, **kwargs))
+        run = _run_scope(tracer, args, kwargs)
+        return _observed_events(run, _run_id(args, kwargs), wrapped(*args, **kwargs))
 
     return wrapper
 
@@ -169,12 +189,15 @@ def arun_stream_wrapper(tracer: Tracer) -> Wrapper:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        return _aobserved_events(_run_scope(tracer, args, kwargs), wrapped(*args, **kwargs))
+        run = _run_scope(tracer, args, kwargs)
+        return _aobserved_events(run, _run_id(args, kwargs), wrapped(*args, **kwargs))
 
     return wrapper
 
 
-def _observed_events(run: Any, events: Generator[Any, None, None]) -> Generator[Any, None, None]:
+def _observed_events(
+    run: Any, run_id: Any, events: Generator[Any, None, None]
+) -> Generator[Any, None, None]:
     """Yield the run's events inside its ``invoke_agent`` span.
 
     The run is current only while Agno computes the next event, never while the caller
@@ -194,7 +217,7 @@ def _observed_events(run: Any, events: Generator[Any, None, None]) -> Generator[
                 break
             finally:
                 run.suspend()
-            _note_status(get_guard(), handle, event)  # the RunOutput Agno may yield last
+            _note_status(get_guard(), handle, run_id, event)
             yield event
     except BaseException as exc:
         outcome = exc
@@ -211,7 +234,7 @@ def _observed_events(run: Any, events: Generator[Any, None, None]) -> Generator[
 
 
 async def _aobserved_events(
-    run: Any, events: AsyncGenerator[Any, None]
+    run: Any, run_id: Any, events: AsyncGenerator[Any, None]
 ) -> AsyncGenerator[Any, None]:
     """:func:`_observed_events` for ``_arun_stream``."""
     held = _run_holds()
@@ -230,7 +253,7 @@ async def _aobserved_events(
             finally:
                 _HELD.reset(token)
                 run.suspend()
-            _note_status(get_guard(), handle, event)
+            _note_status(get_guard(), handle, run_id, event)
             yield event
     except BaseException as exc:
         outcome = exc
