@@ -31,6 +31,28 @@ def current(span: Span) -> Any:
     )
 
 
+class InCallSpan:
+    """``with`` around the wrapped SDK call, sync or across its ``await``: the call's span
+    is current, and a call that raises is handed to ``on_error`` (which ends the span with
+    the error) before the exception goes on to the caller."""
+
+    __slots__ = ("_on_error", "_scope", "_span")
+
+    def __init__(self, span: Span, on_error: Callable[[BaseException], None]) -> None:
+        self._span = span
+        self._on_error = on_error
+        self._scope: Any = None
+
+    def __enter__(self) -> None:
+        self._scope = current(self._span)
+        self._scope.__enter__()
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self._scope.__exit__(exc_type, exc, tb)
+        if exc is not None:
+            self._on_error(exc)
+
+
 def preflight_in_span(guard: Any, span: Span, expected_tokens: int) -> None:
     """``guard.preflight_llm`` with ``span`` current; a STOP (enforce mode) ends the span as
     interrupted and raises ``LoopGuardInterrupt``: the request is never sent."""

@@ -99,15 +99,38 @@ def _resolve(model: str | None, kwargs: dict[str, Any]) -> tuple[str | None, str
 
 
 class ModelCall:
-    """One instrumented call: its span, the model-turn scope it runs in, its API shape."""
+    """One instrumented call: its span, the model-turn scope it runs in, its API shape.
 
-    __slots__ = ("model", "shape", "span", "turn")
+    ``with call:`` around the wrapped function: our span is current, calls nested in it
+    pass through (``_IN_CALL``), and a call that raises ends its span with the error.
+    """
 
-    def __init__(self, span: Span, model: str | None, turn: Any, shape: ApiShape) -> None:
+    __slots__ = ("_in_span", "_token", "model", "shape", "span", "turn")
+
+    def __init__(
+        self,
+        span: Span,
+        model: str | None,
+        turn: Any,
+        shape: ApiShape,
+        on_error: Callable[[ModelCall, BaseException], None],
+    ) -> None:
         self.span = span
         self.model = model
         self.turn = turn
         self.shape = shape
+        self._in_span = call_span.InCallSpan(span, lambda error: on_error(self, error))
+        self._token: Any = None
+
+    def __enter__(self) -> None:
+        self._token = _IN_CALL.set(True)
+        self._in_span.__enter__()
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        try:
+            self._in_span.__exit__(exc_type, exc, tb)
+        finally:
+            _IN_CALL.reset(self._token)
 
 
 class ModelCallRecorder:
@@ -141,7 +164,7 @@ class ModelCallRecorder:
             chat_span_name(model), kind=SpanKind.CLIENT, attributes=attributes
         )
         call_span.preflight_in_span(guard, span, expected_tokens)
-        return ModelCall(span, model, guard.model_turn(), shape)
+        return ModelCall(span, model, guard.model_turn(), shape, self.fail)
 
     def internal_error(self, where: str, exc: Exception) -> None:
         call_span.count_internal_error(self._guard_provider, where, exc)
@@ -164,6 +187,13 @@ class ModelCallRecorder:
             except Exception as exc:
                 self.internal_error("litellm.fail", exc)
         call_span.end_failed(call.span, error)
+
+    def returned(self, call: ModelCall, kwargs: dict[str, Any], result: Any) -> Any:
+        """What the caller gets: a stream to be judged at its end, or the answer, judged."""
+        if _is_stream(kwargs, result):
+            return self.stream(call, result)
+        self.finish_result(call, result)
+        return result
 
     def finish_result(self, call: ModelCall, result: Any) -> None:
         """``finish`` for a non-streamed answer; a shape we cannot read is an internal error."""
@@ -240,19 +270,9 @@ def sync_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., 
         call = recorder.start(args, kwargs, shape)
         if call is None:
             return wrapped(*args, **kwargs)
-        token = _IN_CALL.set(True)
-        try:
-            with call_span.current(call.span):
-                result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            recorder.fail(call, exc)
-            raise
-        finally:
-            _IN_CALL.reset(token)
-        if _is_stream(kwargs, result):
-            return recorder.stream(call, result)
-        recorder.finish_result(call, result)
-        return result
+        with call:
+            result = wrapped(*args, **kwargs)
+        return recorder.returned(call, kwargs, result)
 
     return wrapper
 
@@ -266,18 +286,8 @@ def async_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[...,
         call = recorder.start(args, kwargs, shape)
         if call is None:
             return await wrapped(*args, **kwargs)
-        token = _IN_CALL.set(True)
-        try:
-            with call_span.current(call.span):
-                result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            recorder.fail(call, exc)
-            raise
-        finally:
-            _IN_CALL.reset(token)
-        if _is_stream(kwargs, result):
-            return recorder.stream(call, result)
-        recorder.finish_result(call, result)
-        return result
+        with call:
+            result = await wrapped(*args, **kwargs)
+        return recorder.returned(call, kwargs, result)
 
     return wrapper

@@ -170,6 +170,26 @@ class ModelCallRecorder:
         finally:
             span.end()
 
+    def calling(self, span: Span) -> call_span.InCallSpan:
+        """``with`` around the wrapped call: its span current, a failure ending it."""
+        return call_span.InCallSpan(span, lambda error: self.fail(span, error))
+
+    def returned(
+        self,
+        span: Span,
+        request_model: str | None,
+        shape: ApiShape,
+        stream_proxy: type[ObservedStream | ObservedAsyncStream] | None,
+        result: Any,
+    ) -> Any:
+        """What the caller gets: a stream (in ``stream_proxy``) to be judged at its end, or
+        the answer, judged."""
+        if stream_proxy is not None:
+            on_done = self.stream_callback(span, request_model)
+            return stream_proxy(result, shape.folder(), on_done)
+        self.finish_result(span, request_model, shape, result)
+        return result
+
     def stream_callback(self, span: Span | None, request_model: str | None) -> DoneCallback:
         def on_done(
             answer: ModelAnswer | None, error: BaseException | None, complete: bool, _below: bool
@@ -222,18 +242,11 @@ def sync_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., 
         span = recorder.start(wrapped, instance, request_model, kwargs)
         if span is None:
             return wrapped(*args, **kwargs)
-        try:
-            with call_span.current(span):
-                result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            recorder.fail(span, exc)
-            raise
-        if kwargs.get("stream") is True and hasattr(result, "__next__"):
-            return ObservedStream(
-                result, shape.folder(), recorder.stream_callback(span, request_model)
-            )
-        recorder.finish_result(span, request_model, shape, result)
-        return result
+        with recorder.calling(span):
+            result = wrapped(*args, **kwargs)
+        streamed = kwargs.get("stream") is True and hasattr(result, "__next__")
+        proxy = ObservedStream if streamed else None
+        return recorder.returned(span, request_model, shape, proxy, result)
 
     return wrapper
 
@@ -246,17 +259,10 @@ def async_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[...,
         span = recorder.start(wrapped, instance, request_model, kwargs)
         if span is None:
             return await wrapped(*args, **kwargs)
-        try:
-            with call_span.current(span):
-                result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            recorder.fail(span, exc)
-            raise
-        if kwargs.get("stream") is True and hasattr(result, "__anext__"):
-            return ObservedAsyncStream(
-                result, shape.folder(), recorder.stream_callback(span, request_model)
-            )
-        recorder.finish_result(span, request_model, shape, result)
-        return result
+        with recorder.calling(span):
+            result = await wrapped(*args, **kwargs)
+        streamed = kwargs.get("stream") is True and hasattr(result, "__anext__")
+        proxy = ObservedAsyncStream if streamed else None
+        return recorder.returned(span, request_model, shape, proxy, result)
 
     return wrapper
