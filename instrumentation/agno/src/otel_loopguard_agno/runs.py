@@ -44,6 +44,7 @@ from opentelemetry.trace import Tracer
 
 from otel_loopguard.decisions import LoopGuardInterrupt, RunEndState
 from otel_loopguard.enforcement import current_run, get_guard
+from otel_loopguard.run_streams import events_in_run
 
 Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -189,8 +190,10 @@ def arun_stream_wrapper(tracer: Tracer) -> Wrapper:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
+        held = _run_holds()  # before the run starts
         run = _run_scope(tracer, args, kwargs)
-        return _aobserved_events(run, _run_id(args, kwargs), wrapped(*args, **kwargs))
+        events = _held_events(run, _run_id(args, kwargs), held, wrapped(*args, **kwargs))
+        return events_in_run(run, events)
 
     return wrapper
 
@@ -198,7 +201,8 @@ def arun_stream_wrapper(tracer: Tracer) -> Wrapper:
 def _observed_events(
     run: Any, run_id: Any, events: Generator[Any, None, None]
 ) -> Generator[Any, None, None]:
-    """Yield the run's events inside its ``invoke_agent`` span.
+    """Yield the run's events inside its ``invoke_agent`` span (the synchronous twin of the
+    core's :func:`~otel_loopguard.run_streams.events_in_run`, used for ``_arun_stream``).
 
     The run is current only while Agno computes the next event, never while the caller
     holds one: a caller that drops the stream halfway must not make its next run look
@@ -233,40 +237,26 @@ def _observed_events(
             _exit(run, outcome)
 
 
-async def _aobserved_events(
-    run: Any, run_id: Any, events: AsyncGenerator[Any, None]
+async def _held_events(
+    run: Any, run_id: Any, held: list[LoopGuardInterrupt], events: AsyncGenerator[Any, None]
 ) -> AsyncGenerator[Any, None]:
-    """:func:`_observed_events` for ``_arun_stream``."""
-    held = _run_holds()
-    handle = run.__enter__()
-    run.suspend()
-    outcome: BaseException | None = None
+    """``_arun_stream``'s events, for :func:`~otel_loopguard.run_streams.events_in_run`: each
+    computed with the run's held interrupts in reach (see the module docstring), the one
+    held back raised at the end, the run's own end state noted."""
     try:
         while True:
-            run.resume()
             token = _HELD.set(held)
             try:
                 event = await events.__anext__()
             except StopAsyncIteration:
                 raise_held()
-                break
+                return
             finally:
                 _HELD.reset(token)
-                run.suspend()
-            _note_status(get_guard(), handle, run_id, event)
+            _note_status(get_guard(), run.handle, run_id, event)
             yield event
-    except BaseException as exc:
-        outcome = exc
-        raise
     finally:
-        try:
-            run.resume()
-            try:
-                await events.aclose()
-            finally:
-                run.suspend()
-        finally:
-            _exit(run, outcome)
+        await events.aclose()
 
 
 def _exit(run: Any, outcome: BaseException | None) -> None:
