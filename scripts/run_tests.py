@@ -329,8 +329,12 @@ def run_ruff(log_dir: Path) -> Outcome:
         return outcome
     log = log_dir / "ruff.log"
     log.write_text("", encoding="utf-8")
+    # the linter, then the formatter's check: the style the project's files are written in
     if _run([str(ruff), "check", "."], log, ROOT):
         outcome.status = "lint failed"
+        outcome.failed = 1
+    elif _run([str(ruff), "format", "--check", "."], log, ROOT):
+        outcome.status = "format check failed (ruff format)"
         outcome.failed = 1
     else:
         outcome.passed = 1
