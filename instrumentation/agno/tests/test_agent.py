@@ -224,6 +224,28 @@ def test_concurrent_runs_are_runs_of_their_own(loopguard):
     loopguard.assert_every_span_ended_once()
 
 
+def test_runs_in_threads_are_runs_of_their_own(loopguard):
+    """Two agents run at once in two threads (sync ``run``): each its own run."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    looping_search = CountingSearch()
+    search = CountingSearch(lambda query, n: f"result {n} for {query}")
+    looping = looping_agent(looping_search, name="looper")
+    productive = productive_agent(search)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        stopped = pool.submit(looping.run, QUESTION)
+        answered = pool.submit(productive.run, QUESTION)
+        assert answered.result(timeout=60).content == "found after 3 searches"
+        with pytest.raises(LoopGuardInterrupt):
+            stopped.result(timeout=60)
+
+    assert len(looping_search.executions) == 3
+    assert loopguard.run_state("looper") == "stopped"
+    assert loopguard.run_state("researcher") == "completed"
+    loopguard.assert_every_span_ended_once()
+
+
 def test_failing_tool_reports_its_error(loopguard):
     """Agno catches a tool's exception and hands its text to the model: the gate reports
     it as the call's error, and the permanent failure stops the run."""
