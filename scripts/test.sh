@@ -4,16 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# A real Prometheus scrapes the plugin in the end-to-end metrics test.
-if ! command -v prometheus >/dev/null 2>&1; then
+# A real Prometheus scrapes the plugin in the end-to-end metrics test; its promtool checks
+# and unit-tests the alerting rules (Debian's package carries both).
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing Debian's prometheus (for the real-Prometheus test)..."
     if ! { apt-get update -qq >/dev/null &&
            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; }; then
-      echo "warning: could not install prometheus; the real-Prometheus test will be skipped"
+      echo "warning: could not install prometheus; the real-Prometheus and alert-rule tests will be skipped"
     fi
   else
-    echo "note: prometheus not found; its test will be skipped (apt-get install prometheus)"
+    echo "note: prometheus/promtool not found; their tests will be skipped (apt-get install prometheus)"
   fi
 fi
 
