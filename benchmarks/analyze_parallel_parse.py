@@ -31,8 +31,8 @@ from typing import Any
 from otel_loopguard.analyze.command import GC_YOUNG_THRESHOLD
 from otel_loopguard.analyze.readers import ReadStats, otlp_request_spans
 from otel_loopguard.analyze.replay import Replayer, RunRecord
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.span_view import SpanView
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.spans.view import SpanView
 
 LINES_PER_TASK = 4
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.enforcement import LoopGuard
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.guard import LoopGuard
 from otel_loopguard.processor import LoopGuardSpanProcessor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -41,8 +41,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.enforcement import LoopGuard, set_guard
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.guard import LoopGuard, set_guard
 from otel_loopguard.processor import LoopGuardSpanProcessor
 
 CLOCK = getattr(time, "thread_time", time.process_time)

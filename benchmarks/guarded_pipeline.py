@@ -11,8 +11,8 @@ from typing import Any
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.enforcement import LoopGuard, set_guard
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.guard import LoopGuard, set_guard
 from otel_loopguard.processor import LoopGuardSpanProcessor
 
 

@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT / "instrumentation" / "langchain" / "tests"))
 from agents import ToolCounter, build_react_graph, looping_script  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 
-from otel_loopguard.config import LoopGuardConfig  # noqa: E402
-from otel_loopguard.decisions import LoopGuardInterrupt  # noqa: E402
-from otel_loopguard.enforcement import LoopGuard, set_guard  # noqa: E402
+from otel_loopguard.engine.config import LoopGuardConfig  # noqa: E402
+from otel_loopguard.engine.decisions import LoopGuardInterrupt  # noqa: E402
+from otel_loopguard.guard import LoopGuard, set_guard  # noqa: E402
 from otel_loopguard.processor import LoopGuardSpanProcessor  # noqa: E402
 
 

@@ -37,8 +37,8 @@ from agents import TokenStreamingChatModel, priced_turn  # noqa: E402
 from langchain_core.messages import HumanMessage  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 
-from otel_loopguard.config import LoopGuardConfig  # noqa: E402
-from otel_loopguard.enforcement import LoopGuard, set_guard  # noqa: E402
+from otel_loopguard.engine.config import LoopGuardConfig  # noqa: E402
+from otel_loopguard.guard import LoopGuard, set_guard  # noqa: E402
 from otel_loopguard.processor import LoopGuardSpanProcessor  # noqa: E402
 
 CLOCK = time.process_time

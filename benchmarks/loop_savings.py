@@ -26,11 +26,11 @@ sys.path.append(str(Path(__file__).resolve().parent.parent))  # installed packag
 
 from opentelemetry.sdk.trace import TracerProvider
 
-from otel_loopguard.config import LoopGuardConfig
 from otel_loopguard.demo.runner import DecisionFeed, run_scenario
 from otel_loopguard.demo.scenarios import SCENARIOS
 from otel_loopguard.demo.timeline import Timeline
-from otel_loopguard.enforcement import LoopGuard
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.guard import LoopGuard
 from otel_loopguard.processor import LoopGuardSpanProcessor
 
 

@@ -48,9 +48,9 @@ from typing import Any
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from otel_loopguard import COMPILED
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.events import ErrorInfo, Event, EventKind
-from otel_loopguard.monitor import Monitor
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
+from otel_loopguard.engine.monitor import Monitor
 
 BLOCK = 1_000
 #: CPU time of this thread: on a shared machine, time spent descheduled while neighbours
@@ -83,7 +83,7 @@ Spec = tuple[Any, ...]  # the positional Event fields after run_id
 def _signatures() -> tuple[Callable[..., tuple[str, str]], Callable[..., tuple[str, str]]]:
     """The real signature functions when they are installed, else a stand-in of equal shape."""
     try:
-        from otel_loopguard.signatures import call_signature, output_signature
+        from otel_loopguard.engine.signatures import call_signature, output_signature
     except ImportError:  # the signatures module lands with the detectors
 
         def call_signature(tool: str, arguments: Any, max_chars: int = 200) -> tuple[str, str]:

@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # installed package first
 
-from otel_loopguard.signatures import call_signature, output_signature
+from otel_loopguard.engine.signatures import call_signature, output_signature
 
 CLOCK = getattr(time, "thread_time", time.process_time)
 SIZES = {"100 B": 100, "10 KB": 10_000, "10 MB": 10_000_000}

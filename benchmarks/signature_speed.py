@@ -9,7 +9,7 @@ host's hot path (span processor) and per span in ``otel-loopguard analyze``. Thi
 both on the shapes tool spans carry: arguments as the JSON string a model sends and as the
 dict an instrumentation decodes, short outputs as text, JSON text and decoded JSON.
 
-The baseline is ``otel_loopguard/signatures.py`` at ``--baseline`` (default: the commit
+The baseline is ``otel_loopguard/engine/signatures.py`` at ``--baseline`` (default: the commit
 before the speed work), read with ``git show`` and loaded as a private module in this
 process, so both versions are timed side by side on the same inputs, on the same core, in
 blocks that alternate. Each shape has ``--inputs`` distinct values (the numbers in them
@@ -40,7 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from otel_loopguard import signatures as current  # noqa: E402
+from otel_loopguard.engine import signatures as current  # noqa: E402
 
 CLOCK = getattr(time, "thread_time", time.process_time)
 BASELINE = "605550e"  # main before the signature speed work
@@ -48,9 +48,9 @@ TARGET_SPEEDUP = 2.0
 
 
 def load_baseline(revision: str) -> ModuleType:
-    """``otel_loopguard/signatures.py`` as of ``revision``, as a module of its own."""
+    """``otel_loopguard/engine/signatures.py`` as of ``revision``, as a module of its own."""
     source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{revision}:otel_loopguard/signatures.py"],
+        ["git", "-C", str(ROOT), "show", f"{revision}:otel_loopguard/engine/signatures.py"],
         check=True,
         capture_output=True,
         text=True,
@@ -59,7 +59,9 @@ def load_baseline(revision: str) -> ModuleType:
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclass-free, but annotations resolve through it
-    exec(compile(source, f"{revision}:otel_loopguard/signatures.py", "exec"), module.__dict__)
+    exec(
+        compile(source, f"{revision}:otel_loopguard/engine/signatures.py", "exec"), module.__dict__
+    )
     return module
 
 

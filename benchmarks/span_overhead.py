@@ -57,13 +57,13 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.trace import SpanKind
 
 from otel_loopguard import COMPILED
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.enforcement import LoopGuard
-from otel_loopguard.monitor import Monitor
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.monitor import Monitor
+from otel_loopguard.engine.signatures import call_signature, output_signature
+from otel_loopguard.guard import LoopGuard
 from otel_loopguard.processor import LoopGuardSpanProcessor
-from otel_loopguard.signatures import call_signature, output_signature
-from otel_loopguard.span_mapping import classify_parts, span_to_events
-from otel_loopguard.span_view import from_readable_span, span_attributes
+from otel_loopguard.spans.mapping import classify_parts, span_to_events
+from otel_loopguard.spans.view import from_readable_span, span_attributes
 
 TARGET_RATIO = 1.5
 

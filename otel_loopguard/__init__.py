@@ -2,18 +2,18 @@
 
 from importlib.machinery import EXTENSION_SUFFIXES
 
-from otel_loopguard import monitor as _monitor
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import (
+from otel_loopguard.engine import monitor as _monitor
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import (
     Action,
     Decision,
     LoopGuardInterrupt,
     RunEndState,
     Signal,
 )
-from otel_loopguard.events import ErrorInfo, Event, EventKind
-from otel_loopguard.monitor import FirstDecision, Monitor, RunSummary
-from otel_loopguard.policy import Policy, PolicyInput, load_policy
+from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
+from otel_loopguard.engine.monitor import FirstDecision, Monitor, RunSummary
+from otel_loopguard.engine.policy import Policy, PolicyInput, load_policy
 
 __version__ = "0.1.0"
 

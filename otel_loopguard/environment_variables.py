@@ -8,7 +8,7 @@ so every setting has its flag and none can drift.
 
 from __future__ import annotations
 
-from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.engine.config import LoopGuardConfig
 
 OTEL_LOOPGUARD_ENABLED = LoopGuardConfig.env_name("enabled")
 OTEL_LOOPGUARD_MODE = LoopGuardConfig.env_name("mode")

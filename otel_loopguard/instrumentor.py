@@ -27,7 +27,7 @@ from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-de
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from otel_loopguard.enforcement import LoopGuard, get_guard, set_guard
+from otel_loopguard.guard import LoopGuard, get_guard, set_guard
 
 logger = logging.getLogger("otel_loopguard")
 

@@ -8,7 +8,7 @@ or let ``opentelemetry-instrument`` do it through the ``loopguard`` instrumentor
   tool spans, and the conversation id. Bounded: at most ``max(OTEL_LOOPGUARD_MAX_RUNS,
   1000)`` traces, least recently used dropped first.
 * ``on_end`` classifies the span (several instrumentations set attributes late, so not at
-  start), maps it to events with :mod:`otel_loopguard.span_mapping` and feeds the monitor.
+  start), maps it to events with :mod:`otel_loopguard.spans.mapping` and feeds the monitor.
   A non-continue decision made just now becomes a ``loopguard.decision`` event on the
   run's still-open agent span (innermost first); when none is open, a zero-duration
   ``loopguard.decision`` span in the same trace, child of the span that caused it.
@@ -23,7 +23,7 @@ or let ``opentelemetry-instrument`` do it through the ``loopguard`` instrumentor
 
 No hook raises: every error is caught, counted in ``loopguard.internal_errors`` and logged
 once per kind. ``LoopGuardInterrupt`` is never raised here: a processor cannot interrupt;
-the gate in :mod:`otel_loopguard.enforcement` does, using the monitor this processor feeds.
+the gate in :mod:`otel_loopguard.guard` does, using the monitor this processor feeds.
 """
 
 from __future__ import annotations
@@ -36,11 +36,12 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from otel_loopguard.decisions import Action, Decision, RunEndState
-from otel_loopguard.enforcement import LoopGuard, OpenAgent, TraceState, get_guard
-from otel_loopguard.events import Event
-from otel_loopguard.model_turn import mark_reported
-from otel_loopguard.span_mapping import (
+from otel_loopguard.engine.decisions import Action, Decision, RunEndState
+from otel_loopguard.engine.events import Event
+from otel_loopguard.guard import LoopGuard, get_guard
+from otel_loopguard.guard.model_turns import mark_reported
+from otel_loopguard.spans.follower import OpenAgent, TraceState
+from otel_loopguard.spans.mapping import (
     SpanClass,
     agent_name,
     classify_parts,
@@ -49,7 +50,7 @@ from otel_loopguard.span_mapping import (
     run_identity,
     span_to_events,
 )
-from otel_loopguard.span_view import (
+from otel_loopguard.spans.view import (
     SpanView,
     detection_view,
     from_readable_span,
@@ -77,7 +78,7 @@ _WORKFLOW = SpanClass.WORKFLOW
 class LoopGuardSpanProcessor(SpanProcessor):
     """Feeds ended GenAI spans to the loop monitor and exports its decisions.
 
-    ``guard`` defaults to the process-wide :func:`~otel_loopguard.enforcement.get_guard`,
+    ``guard`` defaults to the process-wide :func:`~otel_loopguard.guard.get_guard`,
     shared with framework wrappers. ``tracer_provider`` is where zero-duration
     ``loopguard.decision`` / ``loopguard.run`` spans go; by default the global provider
     (pass it when you attach the processor to a provider that is not the global one).

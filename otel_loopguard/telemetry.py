@@ -28,9 +28,9 @@ from typing import Any
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Decision, RunEndState
-from otel_loopguard.events import Event, EventKind
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Decision, RunEndState
+from otel_loopguard.engine.events import Event, EventKind
 
 logger = logging.getLogger("otel_loopguard")
 

@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.events import Event, EventKind
+from otel_loopguard.engine.decisions import Signal
+from otel_loopguard.engine.detectors.base import RunCounters
+from otel_loopguard.engine.events import Event, EventKind
 
 
 class FakeClock:

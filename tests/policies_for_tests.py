@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from otel_loopguard.decisions import Action, Decision
-from otel_loopguard.policy import PolicyInput
+from otel_loopguard.engine.decisions import Action, Decision
+from otel_loopguard.engine.policy import PolicyInput
 
 NOT_CALLABLE = 42
 
@@ -30,7 +30,7 @@ def broken(policy_input: PolicyInput) -> Decision:
 def loosely_typed(policy_input: PolicyInput) -> Decision:
     """What a quickly written policy returns: a plain-string action, an int risk, a list of
     reasons, a string end state; and a signal of its own with an int score, no evidence."""
-    from otel_loopguard.decisions import Signal
+    from otel_loopguard.engine.decisions import Signal
 
     if policy_input.counters.events >= 3:
         mine = Signal("my_policy", "too_many", 1, "three events is enough", None)

@@ -18,20 +18,20 @@ import pytest
 
 import otel_loopguard
 from otel_loopguard.analyze.replay import RunRecord, _TraceState
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.detectors.base import build_default_detectors
-from otel_loopguard.detectors.budget import BudgetState
-from otel_loopguard.detectors.budget_proximity import ProximityState
-from otel_loopguard.detectors.counters import RunCounters
-from otel_loopguard.detectors.premature_end import PrematureEndState
-from otel_loopguard.detectors.read_only_loop import ReadOnlyState
-from otel_loopguard.detectors.repetition import RepetitionDetector
-from otel_loopguard.detectors.shell_failure import ShellFailureState
-from otel_loopguard.detectors.truncation import TruncationState
-from otel_loopguard.events import Event, tool_call
-from otel_loopguard.monitor import Monitor
-from otel_loopguard.policy import PolicyInput
-from otel_loopguard.span_view import SpanView
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.detectors.base import build_default_detectors
+from otel_loopguard.engine.detectors.budget import BudgetState
+from otel_loopguard.engine.detectors.budget_proximity import ProximityState
+from otel_loopguard.engine.detectors.counters import RunCounters
+from otel_loopguard.engine.detectors.premature_end import PrematureEndState
+from otel_loopguard.engine.detectors.read_only_loop import ReadOnlyState
+from otel_loopguard.engine.detectors.repetition import RepetitionDetector
+from otel_loopguard.engine.detectors.shell_failure import ShellFailureState
+from otel_loopguard.engine.detectors.truncation import TruncationState
+from otel_loopguard.engine.events import Event, tool_call
+from otel_loopguard.engine.monitor import Monitor
+from otel_loopguard.engine.policy import PolicyInput
+from otel_loopguard.spans.view import SpanView
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPECT_COMPILED = os.environ.get("LOOPGUARD_EXPECT_COMPILED") == "1"
@@ -61,9 +61,9 @@ def _hook_modules() -> list[str]:
 def test_the_hook_compiles_the_hot_path_modules() -> None:
     modules = _hook_modules()
     for hot in (
-        "otel_loopguard.monitor",
-        "otel_loopguard.signatures",
-        "otel_loopguard.span_mapping",
+        "otel_loopguard.engine.monitor",
+        "otel_loopguard.engine.signatures",
+        "otel_loopguard.spans.mapping",
     ):
         assert hot in modules
 

@@ -8,8 +8,8 @@ import threading
 from monitor_doubles import CountingDetector, call, llm, result
 
 from otel_loopguard import Monitor
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.detectors.base import build_default_detectors
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.detectors.base import build_default_detectors
 
 THREADS = 16
 RUNS = 64

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.engine.config import LoopGuardConfig
 
 
 def test_defaults_without_environment() -> None:
@@ -44,7 +44,7 @@ def test_every_field_reads_its_variable() -> None:
 def test_bad_value_warns_once_and_uses_default(
     field: str, bad: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="otel_loopguard.config"):
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.engine.config"):
         config = LoopGuardConfig.from_env({LoopGuardConfig.env_name(field): bad})
     assert getattr(config, field) == LoopGuardConfig.model_fields[field].default
     records = [r for r in caplog.records if LoopGuardConfig.env_name(field) in r.getMessage()]

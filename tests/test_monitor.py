@@ -17,9 +17,9 @@ from monitor_doubles import (
 )
 
 from otel_loopguard import Monitor
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import CONTINUE, Action, Decision, RunEndState
-from otel_loopguard.events import Event, EventKind
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import CONTINUE, Action, Decision, RunEndState
+from otel_loopguard.engine.events import Event, EventKind
 
 
 def make(*detectors, clock=None, policy=None, **settings) -> Monitor:
@@ -97,7 +97,7 @@ def test_a_raising_detector_is_contained_counted_and_logged_once(
 ) -> None:
     counting = CountingDetector()
     monitor = make(RaisingDetector(), counting, SignatureTrigger("tool:bad()", "handoff_cycle"))
-    with caplog.at_level(logging.WARNING, logger="otel_loopguard.monitor"):
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.engine.monitor"):
         for _ in range(5):
             assert monitor.observe(call("r")).action is Action.CONTINUE
         stop = monitor.observe(call("r", signature="tool:bad()"))
@@ -113,7 +113,7 @@ def test_a_raising_policy_continues_and_is_counted(caplog: pytest.LogCaptureFixt
         raise ValueError("policy bug")
 
     monitor = make(SignatureTrigger("tool:x()", "handoff_cycle"), policy=broken)
-    with caplog.at_level(logging.WARNING, logger="otel_loopguard.monitor"):
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.engine.monitor"):
         decisions = [monitor.observe(call("r")) for _ in range(3)]
     assert [d.action for d in decisions] == [Action.CONTINUE] * 3
     assert all(d.run_id == "r" for d in decisions)
@@ -170,7 +170,7 @@ def test_a_raising_listener_is_contained_and_others_still_hear(
     monitor = make(SignatureTrigger("tool:x()", "budget_proximity", "tokens"))
     monitor.add_decision_listener(broken)
     monitor.add_decision_listener(lambda decision, event: heard.append(decision.action))
-    with caplog.at_level(logging.WARNING, logger="otel_loopguard.monitor"):
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.engine.monitor"):
         decisions = [monitor.observe(call("r")) for _ in range(3)]
     assert [d.action for d in decisions] == [Action.WARN] * 3
     assert heard == [Action.WARN] * 3
@@ -289,7 +289,7 @@ def test_preflight_without_limits_continues_forever() -> None:
 
 
 def test_preflight_under_the_observe_policy_only_warns() -> None:
-    monitor = make(max_steps=1, policy=__import__("otel_loopguard.policy").policy.observe)
+    monitor = make(max_steps=1, policy=__import__("otel_loopguard.engine.policy").engine.policy.observe)
     monitor.observe(llm("r"))
     decision = monitor.preflight("r", "llm_call")
     assert decision.action is Action.WARN and not monitor.run_snapshot("r").stopped
@@ -404,7 +404,7 @@ def test_preflight_cost_limit_from_real_usage(tmp_path) -> None:
 
 def test_a_restored_run_keeps_counting_with_the_default_detectors() -> None:
     """Two identical calls before the restart, the third after it: repetition still fires."""
-    from otel_loopguard.events import tool_call, tool_result
+    from otel_loopguard.engine.events import tool_call, tool_result
 
     before = Monitor(LoopGuardConfig(), clock=FakeClock())
     for _ in range(2):
@@ -430,7 +430,7 @@ def _two_unchanged_answers_then_restart_mid_call(*, old_format: bool) -> Monitor
     ``old_format`` moves the pending calls where exports before monitor-level pairing kept
     them (inside the no_progress detector's state).
     """
-    from otel_loopguard.events import tool_call, tool_result
+    from otel_loopguard.engine.events import tool_call, tool_result
 
     before = Monitor(LoopGuardConfig(), clock=FakeClock())
     for _ in range(2):
@@ -448,7 +448,7 @@ def _two_unchanged_answers_then_restart_mid_call(*, old_format: bool) -> Monitor
 @pytest.mark.parametrize("old_format", [False, True])
 def test_a_result_after_a_restore_answers_the_call_made_before_it(old_format: bool) -> None:
     """The third unchanged answer arrives after the restart: no_progress still sees it."""
-    from otel_loopguard.events import tool_result
+    from otel_loopguard.engine.events import tool_result
 
     after = _two_unchanged_answers_then_restart_mid_call(old_format=old_format)
     decision = after.observe(tool_result("conv", "status", "pending"))
@@ -461,7 +461,7 @@ def test_a_result_after_a_restore_answers_the_call_made_before_it(old_format: bo
 )
 def test_restore_of_unusable_data_never_raises(data, caplog: pytest.LogCaptureFixture) -> None:
     monitor = make(CountingDetector())
-    with caplog.at_level(logging.WARNING, logger="otel_loopguard.monitor"):
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.engine.monitor"):
         monitor.restore_run(data)  # type: ignore[arg-type]
     assert monitor.internal_errors == 1 and monitor.active_runs == 0
     assert any("restore_run" in r.getMessage() for r in caplog.records)

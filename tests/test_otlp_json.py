@@ -9,7 +9,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from otel_loopguard.otlp_json import spans_to_otlp_json, write_otlp_json
+from otel_loopguard.spans.otlp_json import spans_to_otlp_json, write_otlp_json
 
 
 def _spans():

@@ -8,11 +8,11 @@ import pytest
 from monitor_doubles import FakeClock, SignatureTrigger, call
 
 from otel_loopguard import Monitor
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import CONTINUE, Action, Decision, RunEndState, Signal
-from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.events import Event, EventKind, tool_call, tool_result
-from otel_loopguard.policy import (
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import CONTINUE, Action, Decision, RunEndState, Signal
+from otel_loopguard.engine.detectors.base import RunCounters
+from otel_loopguard.engine.events import Event, EventKind, tool_call, tool_result
+from otel_loopguard.engine.policy import (
     PolicyInput,
     default,
     load_policy,
@@ -20,7 +20,7 @@ from otel_loopguard.policy import (
     risk_score,
     strict,
 )
-from otel_loopguard.policy import (
+from otel_loopguard.engine.policy import (
     strict as strict_preset,
 )
 
@@ -291,7 +291,7 @@ def test_a_decision_refuses_an_unknown_action() -> None:
 def test_bad_policy_path_warns_once_and_uses_default(
     spec: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="otel_loopguard.policy"):
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.engine.policy"):
         assert load_policy(spec) is default
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 1

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from otel_loopguard.config import LoopGuardConfig, ModelPrice
-from otel_loopguard.pricing import PriceTable
+from otel_loopguard.engine.config import LoopGuardConfig, ModelPrice
+from otel_loopguard.engine.pricing import PriceTable
 
 TABLE = PriceTable(
     {
@@ -79,7 +79,7 @@ def test_unusable_file_makes_costs_unknown_with_one_warning(
     path = tmp_path / "prices.json"
     path.write_text('{"my-model": {"input": "cheap"}}', encoding="utf-8")
     config = LoopGuardConfig(prices=str(path))
-    with caplog.at_level(logging.WARNING, logger="otel_loopguard.config"):
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.engine.config"):
         table = PriceTable.from_config(config)
     assert len(caplog.records) == 1 and "OTEL_LOOPGUARD_PRICES" in caplog.records[0].getMessage()
     assert len(table) == 0 and table.cost("my-model", 10, 10) is None

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.engine.config import LoopGuardConfig
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

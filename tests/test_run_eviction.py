@@ -5,7 +5,7 @@ from __future__ import annotations
 from monitor_doubles import CountingDetector, FakeClock, call
 
 from otel_loopguard import Monitor
-from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.engine.config import LoopGuardConfig
 
 
 def make(clock: FakeClock | None = None, **settings) -> Monitor:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import uuid
 
-from otel_loopguard import Action, Monitor, events
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.events import ErrorInfo
+from otel_loopguard import Action, Monitor
+from otel_loopguard.engine import events
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.events import ErrorInfo
 
 
 def _loop(monitor: Monitor, run_id: object, times: int = 3) -> list[Action]:
@@ -88,7 +89,7 @@ def test_an_id_whose_text_fails_still_names_a_run() -> None:
 def test_an_event_made_by_hand_with_an_int_id_is_the_run_of_its_text() -> None:
     """``Event`` itself is typed (the compiled build rejects an int there), but the pure
     build accepts one: the monitor still names that run by its text, as everywhere else."""
-    from otel_loopguard.events import Event, EventKind
+    from otel_loopguard.engine.events import Event, EventKind
 
     monitor = Monitor(LoopGuardConfig())
     try:

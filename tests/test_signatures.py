@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_loopguard.signatures import (
+from otel_loopguard.engine.signatures import (
     MAX_ITEMS,
     call_signature,
     combine_signatures,

@@ -450,8 +450,8 @@ class Testbed:
     def install(self, caplog: Any = None, *, mode: str = "enforce", **settings: Any) -> Harness:
         """A fresh process-wide guard (``LoopGuardConfig(mode=mode, **settings)``), shared by
         the instrumentor's wrappers and the span processor; clears the exported spans."""
-        from otel_loopguard.config import LoopGuardConfig
-        from otel_loopguard.enforcement import LoopGuard, set_guard
+        from otel_loopguard.engine.config import LoopGuardConfig
+        from otel_loopguard.guard import LoopGuard, set_guard
         from otel_loopguard.processor import LoopGuardSpanProcessor
 
         guard = LoopGuard(LoopGuardConfig(mode=mode, **settings), tracer_provider=self.provider)
@@ -462,7 +462,7 @@ class Testbed:
         return Harness(self, guard, caplog)
 
     def uninstall(self) -> None:
-        from otel_loopguard.enforcement import set_guard
+        from otel_loopguard.guard import set_guard
 
         self._guard_processor.inner = None
         set_guard(None)
@@ -641,8 +641,8 @@ def run_chat_tool_loop(
     tells users to: ``guard.on_decision`` hands the decision to the loop, which sends
     ``decision.recommendation`` as the next user message.
     """
-    from otel_loopguard.decisions import Action, Decision
-    from otel_loopguard.enforcement import get_guard
+    from otel_loopguard.engine.decisions import Action, Decision
+    from otel_loopguard.guard import get_guard
 
     guard = get_guard()
     outcome = ChatLoopOutcome()

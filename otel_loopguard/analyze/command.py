@@ -17,8 +17,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Action
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Action
 
 _FAIL_ON_CHOICES = ("warn", "replan", "pause", "stop", "never")
 _PRESETS = ("default", "strict", "observe")

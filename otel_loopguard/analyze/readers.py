@@ -1,4 +1,4 @@
-"""Exported traces in, :class:`~otel_loopguard.span_view.SpanView` out, one span at a time.
+"""Exported traces in, :class:`~otel_loopguard.spans.view.SpanView` out, one span at a time.
 
 Formats, detected from the content (never from the file name):
 
@@ -44,7 +44,7 @@ from otel_loopguard.analyze.sources import (
     describe_read_error,
     display_name,
 )
-from otel_loopguard.span_view import SpanEventView, SpanView
+from otel_loopguard.spans.view import SpanEventView, SpanView
 
 # the longest line parsed whole as a JSON-lines record; from a longer line on, the input is
 # walked as (concatenated) documents, so one huge line never has to fit in memory twice

@@ -10,9 +10,9 @@ spans of each trace only until the trace can be replayed:
 * at the end of the input.
 
 A flushed trace is replayed in end-time order. Each span gets its run identity exactly as
-on-line (:func:`otel_loopguard.span_mapping.run_identity`): its conversation id (the span's
+on-line (:func:`otel_loopguard.spans.mapping.run_identity`): its conversation id (the span's
 own or its nearest ancestor's), else the outermost agent/workflow span enclosing it, else
-the trace id. Its events (:func:`~otel_loopguard.span_mapping.span_to_events`, the one
+the trace id. Its events (:func:`~otel_loopguard.spans.mapping.span_to_events`, the one
 dialect mapping) go to :meth:`Monitor.observe`, whose clock is the span's end time, so
 timeouts and the run TTL are measured in trace time.
 
@@ -31,13 +31,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Action, Decision
-from otel_loopguard.detectors.base import Detector
-from otel_loopguard.events import Event, EventKind
-from otel_loopguard.monitor import Monitor, RunSummary
-from otel_loopguard.policy import Policy
-from otel_loopguard.span_mapping import (
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Action, Decision
+from otel_loopguard.engine.detectors.base import Detector
+from otel_loopguard.engine.events import Event, EventKind
+from otel_loopguard.engine.monitor import Monitor, RunSummary
+from otel_loopguard.engine.policy import Policy
+from otel_loopguard.spans.mapping import (
     RunIdentity,
     SpanClass,
     agent_name,
@@ -47,7 +47,7 @@ from otel_loopguard.span_mapping import (
     run_identity,
     span_to_events,
 )
-from otel_loopguard.span_view import SpanView
+from otel_loopguard.spans.view import SpanView
 from otel_loopguard.telemetry import DECISION_SPAN, RUN_SPAN, SCOPE_NAME
 
 _OWN_SPANS = frozenset({DECISION_SPAN, RUN_SPAN})

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from otel_loopguard.analyze.replay import DecisionRecord, RunRecord
-from otel_loopguard.decisions import Action
+from otel_loopguard.engine.decisions import Action
 
 #: characters of captured content shown per value in the text report
 CONTENT_PREVIEW_CHARS = 200

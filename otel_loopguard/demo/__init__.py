@@ -74,7 +74,6 @@ def run(args: argparse.Namespace) -> int:
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.resources import Resource
 
-    from otel_loopguard.config import LoopGuardConfig
     from otel_loopguard.demo.runner import (
         DecisionFeed,
         build_tracer_provider,
@@ -82,9 +81,10 @@ def run(args: argparse.Namespace) -> int:
         run_scenario,
     )
     from otel_loopguard.demo.timeline import Timeline
-    from otel_loopguard.enforcement import LoopGuard
-    from otel_loopguard.otlp_json import write_otlp_json
+    from otel_loopguard.engine.config import LoopGuardConfig
+    from otel_loopguard.guard import LoopGuard
     from otel_loopguard.processor import LoopGuardSpanProcessor
+    from otel_loopguard.spans.otlp_json import write_otlp_json
 
     mode = args.mode or os.environ.get("OTEL_LOOPGUARD_MODE") or "enforce"
     if mode not in ("enforce", "observe"):

@@ -20,11 +20,11 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, Tracer
 
-from otel_loopguard.decisions import Action, Decision, LoopGuardInterrupt
 from otel_loopguard.demo.scenarios import Scenario, Turn
 from otel_loopguard.demo.timeline import Timeline
-from otel_loopguard.enforcement import LoopGuard
-from otel_loopguard.events import Event
+from otel_loopguard.engine.decisions import Action, Decision, LoopGuardInterrupt
+from otel_loopguard.engine.events import Event
+from otel_loopguard.guard import LoopGuard
 
 MODEL = "scripted-model"
 

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from otel_loopguard.decisions import Action, Decision, LoopGuardInterrupt
+from otel_loopguard.engine.decisions import Action, Decision, LoopGuardInterrupt
 
 if TYPE_CHECKING:
     from otel_loopguard.demo.runner import Outcome

@@ -6,9 +6,9 @@ ordering, tool-call indexes, exit codes) are tested independently of the detecto
 
 from __future__ import annotations
 
-from otel_loopguard.decisions import Action, Decision, Signal
-from otel_loopguard.events import EventKind
-from otel_loopguard.policy import PolicyInput
+from otel_loopguard.engine.decisions import Action, Decision, Signal
+from otel_loopguard.engine.events import EventKind
+from otel_loopguard.engine.policy import PolicyInput
 
 _THIRD_CALL = Signal("test_policy", "test_policy", 0.9, "third tool call of the run")
 _MODEL_TURN = Signal("test_policy", "test_policy", 0.3, "a model turn")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("otel_loopguard.signatures", reason="signatures land with the detectors")
+pytest.importorskip("otel_loopguard.engine.signatures", reason="signatures land with the detectors")
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -17,9 +17,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_loopguard.analyze.readers import read_spans
 from otel_loopguard.analyze.replay import Replayer, RunRecord
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.enforcement import LoopGuard
-from otel_loopguard.monitor import Monitor
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.monitor import Monitor
+from otel_loopguard.guard import LoopGuard
 from otel_loopguard.processor import LoopGuardSpanProcessor
 
 from . import replay_policies

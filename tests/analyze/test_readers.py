@@ -15,8 +15,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from otel_loopguard.analyze.jsonstream import JsonScanner, JsonSyntaxError
 from otel_loopguard.analyze.readers import ReadStats, normalize_id, read_spans, stream_documents
 from otel_loopguard.analyze.sources import InputError
-from otel_loopguard.otlp_json import spans_to_otlp_json
-from otel_loopguard.span_view import SpanView, from_readable_span
+from otel_loopguard.spans.otlp_json import spans_to_otlp_json
+from otel_loopguard.spans.view import SpanView, from_readable_span
 
 from .traces import (
     Recorder,

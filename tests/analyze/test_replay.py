@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("otel_loopguard.signatures", reason="signatures land with the detectors")
+pytest.importorskip("otel_loopguard.engine.signatures", reason="signatures land with the detectors")
 
 from otel_loopguard.analyze.readers import read_spans
 from otel_loopguard.analyze.replay import Replayer, RunRecord
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Action
-from otel_loopguard.otlp_json import spans_to_otlp_json
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Action
+from otel_loopguard.spans.otlp_json import spans_to_otlp_json
 
 from . import replay_policies
 from .traces import Recorder, agent_run, batches, jsonl_text, write_otlp
@@ -151,8 +151,8 @@ def test_trace_without_agent_span_is_keyed_by_trace(tmp_path: Path) -> None:
 def test_default_detectors_stop_the_third_identical_call_with_the_same_empty_result(
     tmp_path: Path,
 ) -> None:
-    pytest.importorskip("otel_loopguard.detectors.repetition")
-    pytest.importorskip("otel_loopguard.detectors.no_progress")
+    pytest.importorskip("otel_loopguard.engine.detectors.repetition")
+    pytest.importorskip("otel_loopguard.engine.detectors.no_progress")
     recorder = Recorder()
     spans = agent_run(recorder, "looper", [*LOOP, ("search", {"q": "pricing"}, ""), ("x", {}, "")])
     (run,) = _replay([write_otlp(tmp_path / "loop.json", spans)])

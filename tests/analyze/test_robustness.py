@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from otel_loopguard.analyze.readers import read_spans
 from otel_loopguard.analyze.replay import Replayer
 from otel_loopguard.analyze.sources import InputError
-from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard.engine.config import LoopGuardConfig
 
 SCALARS = st.one_of(
     st.none(),

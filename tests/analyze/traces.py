@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_loopguard.otlp_json import spans_to_otlp_json
+from otel_loopguard.spans.otlp_json import spans_to_otlp_json
 
 SCOPE = "otel-loopguard-tests"
 

@@ -1,9 +1,9 @@
 """Scripted agent runs for the call-level detector tests: build events, feed a detector.
 
-The events are made with the real builders of :mod:`otel_loopguard.events` (so real
+The events are made with the real builders of :mod:`otel_loopguard.engine.events` (so real
 signatures), and fed to a real detector the way the monitor does: ``new_state`` once, then
 per event the monitor's own pairing of results with their calls
-(:func:`~otel_loopguard.detectors.call_tracking.pair_tool_event`) and ``observe``.
+(:func:`~otel_loopguard.engine.detectors.call_tracking.pair_tool_event`) and ``observe``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,18 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import Detector, RunCounters
-from otel_loopguard.detectors.call_tracking import PendingCalls, pair_tool_event
-from otel_loopguard.events import ErrorInfo, Event, EventKind, tool_call, tool_error, tool_result
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Signal
+from otel_loopguard.engine.detectors.base import Detector, RunCounters
+from otel_loopguard.engine.detectors.call_tracking import PendingCalls, pair_tool_event
+from otel_loopguard.engine.events import (
+    ErrorInfo,
+    Event,
+    EventKind,
+    tool_call,
+    tool_error,
+    tool_result,
+)
 
 RUN = "run-1"
 _ids = itertools.count()

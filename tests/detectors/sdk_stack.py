@@ -15,8 +15,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.enforcement import LoopGuard
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.guard import LoopGuard
 from otel_loopguard.processor import LoopGuardSpanProcessor
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scripted_runs import Driver, exchange, failing
 
-from otel_loopguard.detectors.action_cycle import ActionCycleDetector
+from otel_loopguard.engine.detectors.action_cycle import ActionCycleDetector
 
 
 def _steps(pattern: str, rounds: int) -> list:

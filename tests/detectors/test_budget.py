@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from sdk_stack import AGENT, chat_span, sdk_stack
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Action, RunEndState
-from otel_loopguard.detectors import DEFAULT_DETECTORS
-from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.budget import BudgetDetector, budget_exceeded
-from otel_loopguard.events import Event, EventKind
-from otel_loopguard.monitor import Monitor
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Action, RunEndState
+from otel_loopguard.engine.detectors import DEFAULT_DETECTORS
+from otel_loopguard.engine.detectors.base import RunCounters
+from otel_loopguard.engine.detectors.budget import BudgetDetector, budget_exceeded
+from otel_loopguard.engine.events import Event, EventKind
+from otel_loopguard.engine.monitor import Monitor
 
 LLM = Event(EventKind.LLM_RESPONSE, "run-1", model="m", finish_reason="stop")
 

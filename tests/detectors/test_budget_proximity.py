@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Action
-from otel_loopguard.detectors import DEFAULT_DETECTORS
-from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.budget_proximity import BudgetProximityDetector
-from otel_loopguard.events import Event, EventKind
-from otel_loopguard.monitor import Monitor
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Action
+from otel_loopguard.engine.detectors import DEFAULT_DETECTORS
+from otel_loopguard.engine.detectors.base import RunCounters
+from otel_loopguard.engine.detectors.budget_proximity import BudgetProximityDetector
+from otel_loopguard.engine.events import Event, EventKind
+from otel_loopguard.engine.monitor import Monitor
 
 LLM = Event(EventKind.LLM_RESPONSE, "run-1", model="m", finish_reason="stop")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from otel_loopguard.detectors.fingerprint_table import WAYS, FingerprintTable, fingerprint
+from otel_loopguard.engine.detectors.fingerprint_table import WAYS, FingerprintTable, fingerprint
 
 
 def same_set_keys(table: FingerprintTable, count: int) -> list[int]:

@@ -13,16 +13,16 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Signal
-from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.budget import BudgetDetector
-from otel_loopguard.detectors.budget_proximity import BudgetProximityDetector
-from otel_loopguard.detectors.premature_end import PrematureEndDetector
-from otel_loopguard.detectors.read_only_loop import ReadOnlyLoopDetector
-from otel_loopguard.detectors.shell_failure import ShellFailureDetector
-from otel_loopguard.detectors.truncation import TruncationDetector
-from otel_loopguard.events import ErrorInfo, Event, EventKind
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Signal
+from otel_loopguard.engine.detectors.base import RunCounters
+from otel_loopguard.engine.detectors.budget import BudgetDetector
+from otel_loopguard.engine.detectors.budget_proximity import BudgetProximityDetector
+from otel_loopguard.engine.detectors.premature_end import PrematureEndDetector
+from otel_loopguard.engine.detectors.read_only_loop import ReadOnlyLoopDetector
+from otel_loopguard.engine.detectors.shell_failure import ShellFailureDetector
+from otel_loopguard.engine.detectors.truncation import TruncationDetector
+from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
 
 DETECTORS = (
     BudgetDetector,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scripted_runs import Driver, handoff
 
-from otel_loopguard.detectors.handoff_cycle import HandoffCycleDetector
+from otel_loopguard.engine.detectors.handoff_cycle import HandoffCycleDetector
 
 
 def test_two_agent_cycle_fires_on_the_second_closure() -> None:

@@ -15,10 +15,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Action
-from otel_loopguard.events import ErrorInfo, Event, EventKind, tool_call, tool_error, tool_result
-from otel_loopguard.monitor import Monitor
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Action
+from otel_loopguard.engine.events import (
+    ErrorInfo,
+    Event,
+    EventKind,
+    tool_call,
+    tool_error,
+    tool_result,
+)
+from otel_loopguard.engine.monitor import Monitor
 
 RUN = "session-1"
 Step = tuple[str, dict, object]  # tool, arguments, output (an ErrorInfo for a failure)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scripted_runs import Driver, call, exchange, failing, result
 
-from otel_loopguard.detectors.no_progress import NoProgressDetector
+from otel_loopguard.engine.detectors.no_progress import NoProgressDetector
 
 
 def test_same_call_same_output_fires_on_the_second_repeat() -> None:

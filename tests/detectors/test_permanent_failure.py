@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 from scripted_runs import Driver, call, exchange, failing, result
 
-from otel_loopguard.detectors.permanent_failure import PermanentFailureDetector, classify_error
-from otel_loopguard.events import ErrorInfo
+from otel_loopguard.engine.detectors.permanent_failure import (
+    PermanentFailureDetector,
+    classify_error,
+)
+from otel_loopguard.engine.events import ErrorInfo
 
 
 @pytest.mark.parametrize(

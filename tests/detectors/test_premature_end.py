@@ -7,13 +7,20 @@ import json
 import pytest
 from sdk_stack import AGENT, chat_span, sdk_stack, tool_span
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Action
-from otel_loopguard.detectors import DEFAULT_DETECTORS
-from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.premature_end import PrematureEndDetector
-from otel_loopguard.events import ErrorInfo, Event, EventKind, tool_call, tool_error, tool_result
-from otel_loopguard.monitor import Monitor
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Action
+from otel_loopguard.engine.detectors import DEFAULT_DETECTORS
+from otel_loopguard.engine.detectors.base import RunCounters
+from otel_loopguard.engine.detectors.premature_end import PrematureEndDetector
+from otel_loopguard.engine.events import (
+    ErrorInfo,
+    Event,
+    EventKind,
+    tool_call,
+    tool_error,
+    tool_result,
+)
+from otel_loopguard.engine.monitor import Monitor
 
 RUN = "run-1"
 SECRET = "token=sk-do-not-export-4242"

@@ -7,14 +7,14 @@ import json
 import pytest
 from sdk_stack import AGENT, sdk_stack, tool_span
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Action
-from otel_loopguard.detectors import DEFAULT_DETECTORS
-from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.read_only_loop import ReadOnlyLoopDetector
-from otel_loopguard.detectors.tool_names import ToolNameMatcher
-from otel_loopguard.events import Event, EventKind, tool_call, tool_result
-from otel_loopguard.monitor import Monitor
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Action
+from otel_loopguard.engine.detectors import DEFAULT_DETECTORS
+from otel_loopguard.engine.detectors.base import RunCounters
+from otel_loopguard.engine.detectors.read_only_loop import ReadOnlyLoopDetector
+from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
+from otel_loopguard.engine.events import Event, EventKind, tool_call, tool_result
+from otel_loopguard.engine.monitor import Monitor
 
 RUN = "run-1"
 

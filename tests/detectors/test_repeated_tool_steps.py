@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scripted_runs import Driver, call, llm
 
-from otel_loopguard.detectors.repeated_tool_steps import RepeatedToolStepsDetector
+from otel_loopguard.engine.detectors.repeated_tool_steps import RepeatedToolStepsDetector
 
 
 def test_third_identical_requested_step_fires() -> None:

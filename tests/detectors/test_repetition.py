@@ -10,7 +10,7 @@ import types
 import pytest
 from scripted_runs import Driver, call
 
-from otel_loopguard.detectors.repetition import RepetitionDetector
+from otel_loopguard.engine.detectors.repetition import RepetitionDetector
 
 
 def test_third_identical_call_fires_with_a_human_message() -> None:

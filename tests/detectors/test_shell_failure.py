@@ -7,13 +7,16 @@ import json
 import pytest
 from sdk_stack import AGENT, sdk_stack, tool_span
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Action
-from otel_loopguard.detectors import DEFAULT_DETECTORS
-from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.shell_failure import ShellFailureDetector, classify_shell_failure
-from otel_loopguard.events import ErrorInfo, Event, tool_call, tool_error, tool_result
-from otel_loopguard.monitor import Monitor
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Action
+from otel_loopguard.engine.detectors import DEFAULT_DETECTORS
+from otel_loopguard.engine.detectors.base import RunCounters
+from otel_loopguard.engine.detectors.shell_failure import (
+    ShellFailureDetector,
+    classify_shell_failure,
+)
+from otel_loopguard.engine.events import ErrorInfo, Event, tool_call, tool_error, tool_result
+from otel_loopguard.engine.monitor import Monitor
 
 RUN = "run-1"
 NOT_FOUND = "bash: line 1: rg: command not found"

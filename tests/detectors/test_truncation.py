@@ -7,17 +7,17 @@ import json
 import pytest
 from sdk_stack import AGENT, chat_span, sdk_stack
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Action, RunEndState
-from otel_loopguard.detectors import DEFAULT_DETECTORS
-from otel_loopguard.detectors.base import RunCounters
-from otel_loopguard.detectors.truncation import (
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Action, RunEndState
+from otel_loopguard.engine.detectors import DEFAULT_DETECTORS
+from otel_loopguard.engine.detectors.base import RunCounters
+from otel_loopguard.engine.detectors.truncation import (
     CONTINUATION_PROMPT,
     TruncationDetector,
     is_truncation,
 )
-from otel_loopguard.events import Event, EventKind, tool_call, tool_result
-from otel_loopguard.monitor import Monitor
+from otel_loopguard.engine.events import Event, EventKind, tool_call, tool_result
+from otel_loopguard.engine.monitor import Monitor
 
 
 def _response(finish_reason: str | None) -> Event:

@@ -22,8 +22,8 @@ if os.environ.get("AGENT_OWN_PROVIDER"):
     own.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
     trace.set_tracer_provider(own)
 
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.tool_decorator import agent_run, loopguard_tool
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.guard.decorators import agent_run, loopguard_tool
 
 tracer = trace.get_tracer("foreign.agent.framework")
 

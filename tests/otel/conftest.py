@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from otel_loopguard.enforcement import set_guard
+from otel_loopguard.guard import set_guard
 
 from .helpers import Stack, make_stack
 

@@ -13,9 +13,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.detectors import DEFAULT_DETECTORS
-from otel_loopguard.enforcement import LoopGuard
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.detectors import DEFAULT_DETECTORS
+from otel_loopguard.guard import LoopGuard
 from otel_loopguard.processor import LoopGuardSpanProcessor
 
 
@@ -30,11 +30,12 @@ def _loop_detectors_present() -> bool:
 
 # signatures and the loop detectors land separately; until they do, tests that need them skip
 requires_signatures = pytest.mark.skipif(
-    importlib.util.find_spec("otel_loopguard.signatures") is None,
-    reason="otel_loopguard.signatures not landed yet",
+    importlib.util.find_spec("otel_loopguard.engine.signatures") is None,
+    reason="otel_loopguard.engine.signatures not landed yet",
 )
 requires_detectors = pytest.mark.skipif(
-    importlib.util.find_spec("otel_loopguard.signatures") is None or not _loop_detectors_present(),
+    importlib.util.find_spec("otel_loopguard.engine.signatures") is None
+    or not _loop_detectors_present(),
     reason="the repetition / no-progress detectors have not landed yet",
 )
 

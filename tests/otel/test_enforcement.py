@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_loopguard.decisions import Action, LoopGuardInterrupt
-from otel_loopguard.tool_decorator import agent_run, loopguard_tool, tool_span
+from otel_loopguard.engine.decisions import Action, LoopGuardInterrupt
+from otel_loopguard.guard.decorators import agent_run, loopguard_tool, tool_span
 
 from .helpers import Stack, make_stack, requires_detectors, requires_signatures
 

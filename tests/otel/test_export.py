@@ -14,11 +14,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from prometheus_client import CollectorRegistry, generate_latest
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import LoopGuardInterrupt, RunEndState
-from otel_loopguard.enforcement import LoopGuard
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import LoopGuardInterrupt, RunEndState
+from otel_loopguard.guard import LoopGuard
+from otel_loopguard.guard.decorators import agent_run, loopguard_tool
 from otel_loopguard.processor import LoopGuardSpanProcessor
-from otel_loopguard.tool_decorator import agent_run, loopguard_tool
 
 from .helpers import Stack, requires_detectors
 

@@ -14,8 +14,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from otel_loopguard.enforcement import LoopGuard
-from otel_loopguard.model_turn import ReportedAnswers
+from otel_loopguard.guard import LoopGuard
+from otel_loopguard.guard.model_turns import ReportedAnswers
 
 from .helpers import Stack, make_stack
 

@@ -7,8 +7,8 @@ from collections.abc import AsyncGenerator
 
 import pytest
 
-from otel_loopguard.enforcement import current_run
-from otel_loopguard.run_streams import events_in_run
+from otel_loopguard.guard import current_run
+from otel_loopguard.kit.run_streams import events_in_run
 
 from .helpers import Stack
 

@@ -6,22 +6,22 @@ import json
 
 import pytest
 
-pytest.importorskip("otel_loopguard.signatures", reason="signatures land with the detectors")
+pytest.importorskip("otel_loopguard.engine.signatures", reason="signatures land with the detectors")
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.events import EventKind
-from otel_loopguard.span_mapping import (
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.events import EventKind
+from otel_loopguard.spans.mapping import (
     SpanClass,
     classify,
     conversation_id,
     run_identity,
     span_to_events,
 )
-from otel_loopguard.span_view import SpanView, from_readable_span
+from otel_loopguard.spans.view import SpanView, from_readable_span
 
 CONFIG = LoopGuardConfig()
 TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -155,7 +155,7 @@ def test_unrecorded_content_never_makes_two_calls_look_identical() -> None:
 
 
 def test_tool_errors_from_status_error_type_and_exception_events() -> None:
-    from otel_loopguard.span_view import SpanEventView
+    from otel_loopguard.spans.view import SpanEventView
 
     span = view(
         "running tool",

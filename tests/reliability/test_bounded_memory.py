@@ -22,8 +22,9 @@ from dataclasses import replace
 from opentelemetry import trace
 from otel.helpers import make_stack
 
-from otel_loopguard import Monitor, events
-from otel_loopguard.config import LoopGuardConfig
+from otel_loopguard import Monitor
+from otel_loopguard.engine import events
+from otel_loopguard.engine.config import LoopGuardConfig
 
 SOAK = os.environ.get("LOOPGUARD_SOAK") == "1"
 RUNS = 1_000_000 if SOAK else 10_000

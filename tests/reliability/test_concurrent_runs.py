@@ -20,8 +20,8 @@ from typing import Any
 
 from otel.helpers import Stack, make_stack
 
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.tool_decorator import agent_run, loopguard_tool
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.guard.decorators import agent_run, loopguard_tool
 
 CALLS = 6  # what the framework's own loop would do
 JOIN_TIMEOUT = 120.0

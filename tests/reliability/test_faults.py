@@ -33,14 +33,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from otel.helpers import make_stack
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.detectors.action_cycle import ActionCycleDetector
-from otel_loopguard.detectors.base import build_default_detectors
-from otel_loopguard.enforcement import LoopGuard
-from otel_loopguard.monitor import Monitor
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.detectors.action_cycle import ActionCycleDetector
+from otel_loopguard.engine.detectors.base import build_default_detectors
+from otel_loopguard.engine.monitor import Monitor
+from otel_loopguard.guard import LoopGuard
+from otel_loopguard.guard.decorators import agent_run, loopguard_tool
 from otel_loopguard.processor import LoopGuardSpanProcessor
-from otel_loopguard.tool_decorator import agent_run, loopguard_tool
 
 TOOL_WORK = 0.005  # seconds a tool call takes on its own (an I/O wait)
 CALLS = 30

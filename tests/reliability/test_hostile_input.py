@@ -36,13 +36,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from otel.helpers import make_stack
 
-from otel_loopguard import signatures
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.monitor import Monitor
-from otel_loopguard.policy import load_policy
-from otel_loopguard.signatures import load_similarity
-from otel_loopguard.tool_decorator import agent_run, loopguard_tool
+from otel_loopguard.engine import signatures
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.monitor import Monitor
+from otel_loopguard.engine.policy import load_policy
+from otel_loopguard.engine.signatures import load_similarity
+from otel_loopguard.guard.decorators import agent_run, loopguard_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 

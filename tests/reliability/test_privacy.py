@@ -39,11 +39,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry, generate_latest
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.decisions import Decision, LoopGuardInterrupt
-from otel_loopguard.enforcement import LoopGuard
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Decision, LoopGuardInterrupt
+from otel_loopguard.guard import LoopGuard
+from otel_loopguard.guard.decorators import agent_run, loopguard_tool
 from otel_loopguard.processor import LoopGuardSpanProcessor
-from otel_loopguard.tool_decorator import agent_run, loopguard_tool
 
 MARKER = "zqx7marker"  # in our gate's arguments and results
 FOREIGN = "vjk4foreign"  # in arguments another instrumentation recorded on its spans

@@ -23,10 +23,10 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry, generate_latest
 
-from otel_loopguard.config import LoopGuardConfig
-from otel_loopguard.enforcement import LoopGuard
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.guard import LoopGuard
+from otel_loopguard.guard.decorators import agent_run, loopguard_tool
 from otel_loopguard.processor import LoopGuardSpanProcessor
-from otel_loopguard.tool_decorator import agent_run, loopguard_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "collector" / "loopguard-alerts.yml"

@@ -17,7 +17,7 @@ from scripted_models import (
     productive_agent,
 )
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def arun(agent: Agent, **kwargs: Any) -> Any:

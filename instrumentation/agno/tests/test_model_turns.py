@@ -12,7 +12,7 @@ from scripted_models import (
 )
 from test_agent import RUNS, answer
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def run_usage(harness, agent: str = "researcher") -> tuple[int, int]:

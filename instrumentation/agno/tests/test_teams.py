@@ -17,7 +17,7 @@ from scripted_models import (
     productive_agent,
 )
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 DELEGATE = ("delegate_task_to_member", {"member_id": "researcher", "task": "find the pricing"})
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests")
 from loopguard_testing import assert_run_totals, instrumentor_fixture
 from scripted_api import ScriptedAPI, Turn
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 ANSWER = "The team plan costs 10 EUR per seat."
 SEARCH = Turn(tool_calls=[("search", {"query": "team plan"})], input_tokens=40, output_tokens=10)

@@ -14,7 +14,7 @@ from typing import Any
 
 from scripted_api import Reply
 
-from otel_loopguard.tool_decorator import agent_run, tool_span
+from otel_loopguard.guard.decorators import agent_run, tool_span
 
 MODEL = "claude-sonnet-5-5"
 TOOLS = [

@@ -219,7 +219,7 @@ def test_sdk_tool_runner_loop_is_stopped_from_the_model_turns(make_loopguard):
     the ``strict`` policy stops on them; the interrupt comes out of ``until_done()``."""
     from anthropic import beta_tool
 
-    from otel_loopguard.tool_decorator import agent_run
+    from otel_loopguard.guard.decorators import agent_run
 
     guard = make_loopguard(mode="enforce", policy="strict")
     api = ScriptedMessagesAPI(looping())

@@ -10,7 +10,7 @@ from autogen_agentchat.base import TaskResult
 from autogen_agentchat.messages import ToolCallExecutionEvent
 from scripted_models import CountingSearch, ScriptedClient, always
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 SEARCH_AGAIN = [("search", {"query": "pricing"})]
 

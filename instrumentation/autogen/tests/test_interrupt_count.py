@@ -16,7 +16,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from scripted_models import CountingSearch, ScriptedClient, always
 from test_teams import ping_pong_swarm, run_team
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 from otel_loopguard.telemetry import Telemetry
 
 

@@ -10,7 +10,7 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.messages import ModelClientStreamingChunkEvent
 from scripted_models import COMPLETION_TOKENS, PROMPT_TOKENS, CountingSearch, ScriptedClient
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 TURN_TOKENS = PROMPT_TOKENS + COMPLETION_TOKENS
 BUDGET = 2 * TURN_TOKENS + 20  # the third turn goes over it

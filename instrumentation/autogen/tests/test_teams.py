@@ -14,7 +14,7 @@ from autogen_agentchat.messages import HandoffMessage
 from autogen_agentchat.teams import RoundRobinGroupChat, Swarm
 from scripted_models import CountingSearch, ScriptedClient, always
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 MAX_MESSAGES = 20
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests")
 from loopguard_testing import openai_package_fixture
 from scripted_api import ScriptedAPI, Turn
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 ANSWER = "The team plan costs 10 EUR per seat."
 MODEL_INFO = {

@@ -8,7 +8,7 @@ import pytest
 from crewai.tools.tool_failure import ToolExecutionFailedError
 from scripted_crew import CountingSearch, make_crew, same_search
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def productive(step: int):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from scripted_crew import CountingSearch, make_crew
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def _distinct_searches(step: int):

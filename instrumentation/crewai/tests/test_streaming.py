@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from scripted_crew import CountingSearch, make_crew, same_search
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def test_streamed_looping_crew_raises_the_interrupt_to_the_consumer(make_loopguard):

@@ -7,7 +7,7 @@ import pytest
 from google.adk.agents import LlmAgent
 from scripted_models import Answer, ScriptedModel, final_text, new_runner, run
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def transfer(agent_name: str) -> list[tuple[str, dict]]:

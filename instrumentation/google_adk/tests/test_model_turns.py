@@ -19,7 +19,7 @@ from scripted_models import (
     run,
 )
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def run_usage(harness, agent: str = "researcher") -> tuple[int, int]:

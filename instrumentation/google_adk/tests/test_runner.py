@@ -20,7 +20,7 @@ from scripted_models import (
     run_events,
 )
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def test_looping_agent_is_stopped_once_the_calls_make_no_progress(loopguard):

@@ -23,7 +23,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
 
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 
 CATALOG = {
     "pricing": "Pro plan costs 20 EUR per month",

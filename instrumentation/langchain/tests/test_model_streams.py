@@ -36,8 +36,8 @@ from opentelemetry.instrumentation.utils import unwrap
 from otel_loopguard_langchain import model_streams
 
 from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
-from otel_loopguard.tool_decorator import agent_run
+from otel_loopguard.guard import get_guard
+from otel_loopguard.guard.decorators import agent_run
 
 QUESTION = [HumanMessage("How much is the Pro plan?")]
 INPUT_TOKENS = TURN_USAGE["input_tokens"]

@@ -32,7 +32,7 @@ from agents import (
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 
-from otel_loopguard.tool_decorator import agent_run
+from otel_loopguard.guard.decorators import agent_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
 

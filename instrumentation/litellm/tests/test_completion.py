@@ -14,8 +14,8 @@ from loopguard_testing import (
 )
 from scripted_api import Turn
 
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.guard import get_guard
 
 
 def test_chat_span_follows_the_genai_conventions(make_loopguard, serve):

@@ -13,11 +13,11 @@ from conftest import TRACER
 from litellm.types.utils import ModelResponse
 from scripted_api import Turn
 
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.guard import get_guard
 
 MESSAGES = [{"role": "user", "content": "hi"}]
-_OUR_READERS = ("otel_loopguard_litellm", "otel_loopguard.openai_format")
+_OUR_READERS = ("otel_loopguard_litellm", "otel_loopguard.kit.openai_format")
 
 
 class _Unreadable(ModelResponse):

@@ -17,8 +17,8 @@ from litellm import CustomLLM
 from litellm.types.utils import ModelResponse
 from opentelemetry.trace import SpanKind
 
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.guard import get_guard
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 USAGE = {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50}

@@ -27,7 +27,7 @@ from litellm.integrations.opentelemetry import OpenTelemetry
 from opentelemetry import trace
 from scripted_api import Turn
 
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 USAGE = (100, 10)  # per answer

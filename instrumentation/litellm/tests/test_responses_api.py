@@ -11,8 +11,8 @@ from agent_loop import MODEL
 from conftest import TRACER
 from scripted_api import Turn
 
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.guard import get_guard
 
 
 def _request(api, **options):

@@ -20,8 +20,8 @@ from conftest import TRACER
 from otel_loopguard_openai import OpenAIInstrumentor
 from scripted_api import Turn
 
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.guard import get_guard
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 ROUTES = {

@@ -31,7 +31,7 @@ from otel_loopguard_llamaindex.model_turns import agent_step_wrapper
 from wrapt import wrap_function_wrapper
 
 from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 
 _STEP_OWNERS = (
     ("llama_index.core.agent.workflow.base_agent", "BaseWorkflowAgent"),

@@ -12,7 +12,7 @@ from typing import Any
 from kb_server import CATALOGUE
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 
 LOOP_STEPS = 8
 LOOPING_PLAN = [("search", {"query": "pricing"})] * LOOP_STEPS

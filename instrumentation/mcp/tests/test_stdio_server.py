@@ -65,7 +65,7 @@ def test_a_vetoed_call_never_reaches_the_server(loopguard, tmp_path):
     params = StdioServerParameters(
         command=sys.executable, args=[str(SERVER)], env={"KB_EXECUTIONS_FILE": str(log)}
     )
-    from otel_loopguard.enforcement import get_guard
+    from otel_loopguard.guard import get_guard
 
     async def main() -> int:
         interrupts = 0

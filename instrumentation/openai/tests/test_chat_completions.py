@@ -12,7 +12,7 @@ from loopguard_testing import (
 )
 from scripted_api import ScriptedAPI, Turn
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def test_chat_span_follows_the_genai_conventions(make_loopguard):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from conftest import TRACER
 from scripted_api import ScriptedAPI, http
 
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 
 
 def test_an_answer_we_cannot_read_is_still_returned(make_loopguard):

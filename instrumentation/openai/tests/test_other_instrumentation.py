@@ -12,8 +12,8 @@ from conftest import TRACER
 from opentelemetry.trace import SpanKind
 from scripted_api import ScriptedAPI, Turn
 
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.guard import get_guard
 
 THEIR_ATTRIBUTES = {
     "gen_ai.operation.name": "chat",

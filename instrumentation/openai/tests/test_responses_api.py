@@ -8,8 +8,8 @@ import pytest
 from conftest import TRACER
 from scripted_api import ScriptedAPI, Turn
 
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.guard import get_guard
 
 
 def test_response_with_function_call_makes_a_chat_span(make_loopguard):

@@ -9,8 +9,8 @@ import pytest
 from conftest import TRACER
 from scripted_api import ScriptedAPI, Turn, http
 
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.guard import get_guard
 
 MESSAGES = [{"role": "user", "content": "write the report"}]
 

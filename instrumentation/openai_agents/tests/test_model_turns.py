@@ -20,7 +20,7 @@ from otel_loopguard_openai_agents import model_turns
 from scripted_agents import FINAL_ANSWER, productive_agent
 
 from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 
 TURN_USAGE = Usage(requests=1, input_tokens=40, output_tokens=10, total_tokens=50)
 BUDGET = 120  # 50 tokens a turn: the third turn goes over

@@ -23,7 +23,7 @@ from pydantic_ai.usage import RequestUsage
 from scripted_agents import FINAL_ANSWER, productive_agent
 
 from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 
 QUESTION = "What does it cost?"
 TURN_USAGE = (40, 10)

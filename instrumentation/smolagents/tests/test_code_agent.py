@@ -7,7 +7,7 @@ from scripted_models import CountingSearch, ScriptedCodeModel
 from smolagents import CodeAgent
 from smolagents.monitoring import LogLevel
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def code_agent(search: CountingSearch, script, max_steps: int = 8) -> CodeAgent:

@@ -7,7 +7,7 @@ from scripted_models import CountingSearch, ScriptedCodeModel, ScriptedToolCalli
 from smolagents import CodeAgent, ToolCallingAgent
 from smolagents.monitoring import LogLevel
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def test_token_budget_stops_before_the_next_model_call(make_loopguard):

@@ -8,7 +8,7 @@ from smolagents import ToolCallingAgent
 from smolagents.memory import ActionStep
 from smolagents.monitoring import LogLevel
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def looping_agent(search: CountingSearch, max_steps: int = 8) -> ToolCallingAgent:

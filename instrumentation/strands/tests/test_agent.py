@@ -18,7 +18,7 @@ from strands import Agent
 from strands.hooks import BeforeModelCallEvent
 from strands.tools.executors import SequentialToolExecutor
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def test_looping_agent_is_stopped_once_the_calls_make_no_progress(loopguard):

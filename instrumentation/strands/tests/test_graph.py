@@ -9,7 +9,7 @@ from scripted_models import CountingSearch, looping_agent, productive_agent
 from strands.multiagent import GraphBuilder
 from strands.multiagent.base import Status
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def research_then_write(research_search: CountingSearch, writer_search: CountingSearch):

@@ -9,7 +9,7 @@ from strands import Agent
 from strands.multiagent import Swarm
 from strands.multiagent.base import Status
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def hands_off_to(target: str):

@@ -17,7 +17,7 @@ from scripted_models import (
 )
 from strands import Agent
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def run_usage(harness, agent: str = "researcher") -> tuple[int, int]:

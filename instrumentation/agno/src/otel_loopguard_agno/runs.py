@@ -42,9 +42,9 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.decisions import LoopGuardInterrupt, RunEndState
-from otel_loopguard.enforcement import current_run, get_guard
-from otel_loopguard.run_streams import events_in_run
+from otel_loopguard.engine.decisions import LoopGuardInterrupt, RunEndState
+from otel_loopguard.guard import current_run, get_guard
+from otel_loopguard.kit.run_streams import events_in_run
 
 Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -202,7 +202,7 @@ def _observed_events(
     run: Any, run_id: Any, events: Generator[Any, None, None]
 ) -> Generator[Any, None, None]:
     """Yield the run's events inside its ``invoke_agent`` span (the synchronous twin of the
-    core's :func:`~otel_loopguard.run_streams.events_in_run`, used for ``_arun_stream``).
+    core's :func:`~otel_loopguard.kit.run_streams.events_in_run`, used for ``_arun_stream``).
 
     The run is current only while Agno computes the next event, never while the caller
     holds one: a caller that drops the stream halfway must not make its next run look
@@ -240,7 +240,7 @@ def _observed_events(
 async def _held_events(
     run: Any, run_id: Any, held: list[LoopGuardInterrupt], events: AsyncGenerator[Any, None]
 ) -> AsyncGenerator[Any, None]:
-    """``_arun_stream``'s events, for :func:`~otel_loopguard.run_streams.events_in_run`: each
+    """``_arun_stream``'s events, for :func:`~otel_loopguard.kit.run_streams.events_in_run`: each
     computed with the run's held interrupts in reach (see the module docstring), the one
     held back raised at the end, the run's own end state noted."""
     try:

@@ -10,7 +10,7 @@ import sys
 
 from scripted_models import QUESTION, CountingSearch, ScriptedModel, new_agent, productive_agent
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def looping(search: CountingSearch):

@@ -20,7 +20,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard.enforcement import LoopGuard, current_run
+from otel_loopguard.guard import LoopGuard, current_run
 from otel_loopguard_anthropic.turns import Turn
 
 PROVIDER = "anthropic"

@@ -15,7 +15,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 from otel_loopguard_anthropic.calls import IN_FLIGHT, ModelCall
 from otel_loopguard_anthropic.streams import AsyncObservedStream, ObservedStream
 from otel_loopguard_anthropic.turns import turn_from_message

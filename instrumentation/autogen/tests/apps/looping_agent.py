@@ -14,7 +14,7 @@ from autogen_agentchat.conditions import MaxMessageTermination
 from autogen_agentchat.teams import Swarm
 from scripted_models import CountingSearch, ScriptedClient, always
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def looping_agent(search: CountingSearch) -> AssistantAgent:

@@ -48,7 +48,7 @@ _TARGETS = (
 
 
 def _default_guard() -> Any:
-    from otel_loopguard.enforcement import get_guard
+    from otel_loopguard.guard import get_guard
 
     return get_guard()
 

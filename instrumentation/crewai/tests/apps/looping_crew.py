@@ -13,7 +13,7 @@ os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
 from scripted_crew import CountingSearch, make_crew, same_search
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 search = CountingSearch(lambda query, n: "no results")
 outcome: dict[str, object] = {"interrupted": False}

@@ -32,9 +32,9 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.enforcement import current_run, get_guard
-from otel_loopguard.run_streams import events_in_run
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.guard import current_run, get_guard
+from otel_loopguard.kit.run_streams import events_in_run
 
 Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -71,7 +71,7 @@ def _observed_events(
     tracer: Tracer, name: str, conversation: str | None, events: AsyncGenerator[Any, None]
 ) -> AsyncGenerator[Any, None]:
     """Yield the invocation's events inside its ``invoke_agent`` span, the run current only
-    while the next event is computed (:func:`otel_loopguard.run_streams.events_in_run`)."""
+    while the next event is computed (:func:`otel_loopguard.kit.run_streams.events_in_run`)."""
     run = get_guard().agent_run(tracer, name, conversation_id=conversation)
     return events_in_run(run, events)
 

@@ -22,7 +22,7 @@ from scripted_models import (
     run_events,
 )
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 def ping_pong() -> LlmAgent:

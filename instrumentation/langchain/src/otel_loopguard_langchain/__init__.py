@@ -8,7 +8,7 @@ run, every chat model call (``BaseChatModel._generate_with_cache`` / ``_agenerat
 and the ``stream`` / ``astream`` a caller reads itself) is pre-flight checked and its answer
 reported as a model turn (usage, tool calls, finish reason), for token budgets,
 ``max_steps``, truncation and premature ends. Loop
-detection, decisions and enforcement come from :mod:`otel_loopguard.enforcement`: in
+detection, decisions and enforcement come from :mod:`otel_loopguard.guard`: in
 ``enforce`` mode a looping run ends with :class:`~otel_loopguard.LoopGuardInterrupt` in the
 caller's ``invoke`` / ``stream`` and no tool runs after the STOP.
 """

@@ -19,7 +19,7 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 from otel_loopguard_langchain import run_context
 
 _CONFIGURABLE = "configurable"

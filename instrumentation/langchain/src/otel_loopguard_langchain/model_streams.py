@@ -50,7 +50,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
 from typing import Any
 
-from otel_loopguard.enforcement import current_run, get_guard
+from otel_loopguard.guard import current_run, get_guard
 from otel_loopguard_langchain.model_turns import has_text, read_message, report_turn
 
 # chunks held before they are added to the running total: one ``AIMessageChunk`` addition

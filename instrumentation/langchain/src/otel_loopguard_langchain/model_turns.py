@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from otel_loopguard.enforcement import current_run, get_guard
+from otel_loopguard.guard import current_run, get_guard
 from otel_loopguard_langchain.run_context import current_agent
 
 # where providers put the finish reason in ``response_metadata``: OpenAI, Gemini and most

@@ -20,7 +20,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 from otel_loopguard_langchain.run_context import current_agent
 
 # the handoff idiom of LangGraph multi-agent systems (swarm, supervisor): a tool named

@@ -46,7 +46,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from otel_loopguard.openai_format import CHAT, RESPONSES, ApiShape
+from otel_loopguard.kit.openai_format import CHAT, RESPONSES, ApiShape
 from otel_loopguard_litellm.package import _instruments
 from otel_loopguard_litellm.wrappers import ModelCallRecorder, async_wrapper, sync_wrapper
 
@@ -80,7 +80,7 @@ def _present_targets() -> list[tuple[Any, str, ApiShape, bool]]:
 
 
 def _default_guard() -> Any:
-    from otel_loopguard.enforcement import get_guard
+    from otel_loopguard.guard import get_guard
 
     return get_guard()
 

@@ -16,7 +16,7 @@ every other attribute (``stream_chunk_builder`` inputs, ``response_uses_response
 A layer below may report the same answer while the stream is read (our OpenAI package
 under ``azure/...``: its own stream ends inside one of LiteLLM's chunk reads), so each read
 of a chunk runs in a model turn of its own (the core's
-:class:`~otel_loopguard.streamed_answer.StreamedAnswer` with ``open_turn``).
+:class:`~otel_loopguard.kit.streamed_answer.StreamedAnswer` with ``open_turn``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 import wrapt
 
-from otel_loopguard.streamed_answer import DoneCallback, Folder, StreamedAnswer
+from otel_loopguard.kit.streamed_answer import DoneCallback, Folder, StreamedAnswer
 
 
 class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]

@@ -43,16 +43,16 @@ from typing import Any
 
 from opentelemetry.trace import Span, SpanKind, Tracer
 
-from otel_loopguard import model_call_span as call_span
-from otel_loopguard.decisions import LoopGuardInterrupt
-from otel_loopguard.openai_format import (
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard.kit import model_call_span as call_span
+from otel_loopguard.kit.openai_format import (
     ApiShape,
     ModelAnswer,
     chat_span_attributes,
     chat_span_name,
     output_token_cap,
 )
-from otel_loopguard.streamed_answer import DoneCallback
+from otel_loopguard.kit.streamed_answer import DoneCallback
 from otel_loopguard_litellm.streams import ObservedStream
 
 # True while a completion / acompletion call we instrument runs (also in the executor

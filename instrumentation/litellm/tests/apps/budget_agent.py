@@ -16,7 +16,7 @@ from agent_loop import run_agent
 from opentelemetry import trace
 from scripted_api import ScriptedAPI, Turn
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard.enforcement import current_run, get_guard
+from otel_loopguard.guard import current_run, get_guard
 from otel_loopguard_llamaindex.workflow import _interrupt_for_workflow
 
 _WHERE = "llamaindex.model_turn"

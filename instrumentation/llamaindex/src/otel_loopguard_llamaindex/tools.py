@@ -14,7 +14,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 
 # tool descriptions are prompts: keep the span small whatever their length
 _DESCRIPTION_MAX_CHARS = 1024

@@ -20,7 +20,7 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 from otel_loopguard_llamaindex.tools import CURRENT_AGENT, CURRENT_CALL_ID
 
 _HANDOFF_TOOL = "handoff"

@@ -8,9 +8,9 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.enforcement import get_guard
-from otel_loopguard.span_mapping import SpanClass, classify_parts
-from otel_loopguard.span_view import span_attributes
+from otel_loopguard.guard import get_guard
+from otel_loopguard.spans.mapping import SpanClass, classify_parts
+from otel_loopguard.spans.view import span_attributes
 
 AsyncWrapper = Callable[[Callable[..., Awaitable[Any]], Any, tuple[Any, ...], dict[str, Any]], Any]
 

@@ -24,7 +24,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from otel_loopguard.openai_format import CHAT, RESPONSES
+from otel_loopguard.kit.openai_format import CHAT, RESPONSES
 from otel_loopguard_openai.package import _instruments
 from otel_loopguard_openai.wrappers import ModelCallRecorder, async_wrapper, sync_wrapper
 
@@ -47,7 +47,7 @@ _TARGETS = (
 
 
 def _default_guard() -> Any:
-    from otel_loopguard.enforcement import get_guard
+    from otel_loopguard.guard import get_guard
 
     return get_guard()
 

@@ -5,7 +5,7 @@ out of, close, use as a context manager, or hand to the SDK's own helpers
 (``ChatCompletionStream`` / ``ResponseStream``), which iterate the raw stream and later
 close only its ``response``. Every one of those endings must end the ``chat`` span once, so
 each path funnels into the core's :meth:`StreamedAnswer.finish
-<otel_loopguard.streamed_answer.StreamedAnswer.finish>`, which runs its callback at most once
+<otel_loopguard.kit.streamed_answer.StreamedAnswer.finish>`, which runs its callback at most once
 (a stream dropped half-read ends its span when it is garbage-collected).
 
 At the end of a complete stream the callback may raise ``LoopGuardInterrupt`` (enforce
@@ -19,7 +19,7 @@ from typing import Any
 
 import wrapt
 
-from otel_loopguard.streamed_answer import DoneCallback, Folder, StreamedAnswer
+from otel_loopguard.kit.streamed_answer import DoneCallback, Folder, StreamedAnswer
 
 
 class _ClosingResponse(wrapt.ObjectProxy):  # type: ignore[misc]

@@ -14,7 +14,7 @@ from agent_loop import run_chat_agent
 from opentelemetry import trace
 from scripted_api import ScriptedAPI, Turn
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 api = ScriptedAPI(
     [

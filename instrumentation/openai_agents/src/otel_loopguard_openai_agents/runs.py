@@ -7,7 +7,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 from otel_loopguard_openai_agents.tools import AsyncWrapper
 
 

@@ -52,7 +52,7 @@ from typing import Any
 
 from opentelemetry import trace
 
-from otel_loopguard.enforcement import current_run, get_guard
+from otel_loopguard.guard import current_run, get_guard
 
 _WHERE = "pydantic_ai.model_turn"
 

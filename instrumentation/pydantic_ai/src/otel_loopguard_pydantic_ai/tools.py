@@ -7,7 +7,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.enforcement import get_guard
+from otel_loopguard.guard import get_guard
 from otel_loopguard_pydantic_ai.instrumented import tool_manager_makes_own_spans
 
 AsyncWrapper = Callable[[Callable[..., Awaitable[Any]], Any, tuple[Any, ...], dict[str, Any]], Any]

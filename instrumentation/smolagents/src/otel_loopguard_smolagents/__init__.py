@@ -33,7 +33,7 @@ _STEP_CLASSES = ("ToolCallingAgent", "CodeAgent")
 
 
 def _default_guard() -> Any:
-    from otel_loopguard.enforcement import get_guard
+    from otel_loopguard.guard import get_guard
 
     return get_guard()
 

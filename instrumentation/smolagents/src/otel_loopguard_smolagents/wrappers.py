@@ -30,7 +30,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.decisions import RunEndState
+from otel_loopguard.engine.decisions import RunEndState
 from otel_loopguard_smolagents.model_steps import observed_step
 
 logger = logging.getLogger(__name__)

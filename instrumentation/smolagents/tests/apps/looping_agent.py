@@ -11,7 +11,7 @@ from scripted_models import CountingSearch, ScriptedToolCallingModel
 from smolagents import ToolCallingAgent
 from smolagents.monitoring import LogLevel
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 search = CountingSearch(lambda query, n: "no results")
 agent = ToolCallingAgent(

@@ -13,7 +13,7 @@ from scripted_models import CountingSearch, looping_agent, productive_agent
 from strands.multiagent import Swarm
 from test_handoffs import ping_pong
 
-from otel_loopguard.decisions import LoopGuardInterrupt
+from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
 async def main(scenario: str) -> dict[str, object]:

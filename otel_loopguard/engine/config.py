@@ -1,0 +1,228 @@
+"""Configuration: one pydantic model, read from ``OTEL_LOOPGUARD_*`` variables.
+
+A bad value must never crash the host program: :meth:`LoopGuardConfig.from_env` validates
+each variable on its own, and a value that fails gets one warning naming the variable, the
+value and what is accepted, and the default is used instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+logger = logging.getLogger("otel_loopguard.engine.config")
+
+ENV_PREFIX = "OTEL_LOOPGUARD_"
+
+DEFAULT_READ_ONLY_TOOLS: tuple[str, ...] = (
+    "read_file",
+    "grep",
+    "find_files",
+    "list_directory",
+    "list_files",
+    "glob",
+    "search_files",
+    "view_file",
+    "cat",
+    "ls",
+)
+
+DEFAULT_SHELL_TOOLS: tuple[str, ...] = (
+    "bash",
+    "shell",
+    "run_shell_command",
+    "run_command",
+    "execute_command",
+    "terminal",
+    "exec",
+)
+
+
+class ModelPrice(BaseModel):
+    """Price of one model in currency units per one million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
+def _comma_list(value: Any) -> Any:
+    if isinstance(value, str):
+        return tuple(item.strip() for item in value.split(",") if item.strip())
+    return value
+
+
+class LoopGuardConfig(BaseModel):
+    """Every setting of otel-loopguard. Field ``foo_bar`` is read from ``OTEL_LOOPGUARD_FOO_BAR``.
+
+    Thresholds are counts of occurrences ("fires on the Nth"), limits of ``0`` mean off.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = Field(True, description="master switch")
+    mode: Literal["observe", "enforce"] = Field(
+        "observe", description="`observe` records, `enforce` interrupts"
+    )
+    policy: str = Field(
+        "default", description="`default`, `strict`, `observe`, or `module:callable`"
+    )
+
+    # detector thresholds
+    repetition_threshold: int = Field(
+        3, ge=2, description="identical calls that count as repetition"
+    )
+    near_duplicate: bool = Field(True, description="also match paraphrased repeats of a call")
+    similarity: str | None = Field(
+        None, description="optional `module:callable(a, b) -> float` similarity hook"
+    )
+    similarity_threshold: float = Field(0.9, gt=0, le=1, description="hook score that is a repeat")
+    max_repeated_tool_steps: int = Field(
+        3, ge=2, description="identical consecutive tool-call sets"
+    )
+    no_progress_threshold: int = Field(2, ge=1, description="repeats of an unchanged output")
+    cycle_min_periods: int = Field(2, ge=2, description="full periods of an action cycle")
+    cycle_max_period: int = Field(4, ge=2, le=16, description="longest cycle period looked for")
+    permanent_failure_threshold: int = Field(
+        2, ge=1, description="occurrences of the same non-retryable error"
+    )
+    retryable_failure_threshold: int = Field(
+        4, ge=1, description="occurrences of the same retryable error"
+    )
+    handoff_cycle_threshold: int = Field(2, ge=1, description="closed handoff cycles")
+    max_tokens_recoveries: int = Field(
+        2, ge=0, description="truncations answered with a continuation"
+    )
+    max_premature_end_recoveries: int = Field(2, ge=0, description="empty end-turns re-prompted")
+    shell_failure_threshold: int = Field(2, ge=1, description="consecutive shell failures")
+    shell_tools: tuple[str, ...] = Field(
+        DEFAULT_SHELL_TOOLS, description="tools that run shell commands"
+    )
+    read_only_loop_threshold: int = Field(8, ge=2, description="consecutive read-only steps")
+    read_only_tools: tuple[str, ...] = Field(DEFAULT_READ_ONLY_TOOLS, description="read-only tools")
+    history_size: int = Field(
+        128, ge=8, le=100_000, description="distinct signatures remembered per run"
+    )
+
+    # budgets and limits (0 = off)
+    token_budget: int = Field(0, ge=0, description="tokens per run")
+    cost_limit: float = Field(0.0, ge=0, description="cost per run, in the price table's currency")
+    max_steps: int = Field(0, ge=0, description="model turns per run")
+    max_tool_calls: int = Field(0, ge=0, description="tool calls per run")
+    timeout: float = Field(0.0, ge=0, description="wall time per run, seconds")
+    reserve_tokens: int = Field(512, ge=0, description="budget-proximity token headroom")
+    reserve_cost_fraction: float = Field(0.1, ge=0, le=1, description="cost headroom fraction")
+    prices: str | None = Field(None, description="JSON file: model -> input/output price per 1M")
+
+    # policy, signatures, privacy, bounds
+    signal_window: int = Field(12, ge=1, le=1000, description="signals the policy considers")
+    signature_max_chars: int = Field(200, ge=8, le=100_000, description="per-value signature cap")
+    capture_content: bool = Field(False, description="export raw tool arguments/results")
+    export_signatures: bool = Field(
+        True,
+        description="put call/result signature hashes on tool spans, so saved traces "
+        "replay without content",
+    )
+    max_runs: int = Field(10_000, ge=1, description="live runs kept (LRU)")
+    run_ttl: float = Field(3600.0, gt=0, description="idle seconds before a run is dropped")
+
+    _split_lists = field_validator("read_only_tools", "shell_tools", mode="before")(_comma_list)
+
+    @classmethod
+    def env_name(cls, field_name: str) -> str:
+        return ENV_PREFIX + field_name.upper()
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> LoopGuardConfig:
+        """Read the configuration; never raises for a bad variable (warns and uses the default).
+
+        ``overrides`` (already-typed values, e.g. from a CLI flag) win over the environment.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name, info in cls.model_fields.items():
+            raw = env.get(cls.env_name(name))
+            if raw is None or raw.strip() == "":
+                continue
+            candidate: Any = raw.strip()
+            try:
+                value = _FIELD_ADAPTERS[name].validate_python(
+                    _comma_list(candidate) if name in _LIST_FIELDS else candidate
+                )
+                _check_constraints(name, value)
+            except (ValidationError, ValueError) as exc:
+                logger.warning(
+                    "otel-loopguard: ignoring %s=%r: %s; using the default %r",
+                    cls.env_name(name),
+                    raw,
+                    _accepted(name, exc),
+                    info.default,
+                )
+                continue
+            values[name] = value
+        values.update(overrides)
+        try:
+            return cls(**values)
+        except ValidationError as exc:  # an override that does not fit
+            logger.warning("otel-loopguard: invalid settings (%s); using defaults", exc)
+            return cls.model_validate({})
+
+    def load_prices(self) -> dict[str, ModelPrice]:
+        """The price table, or an empty one (with one warning) when the file is unusable."""
+        if not self.prices:
+            return {}
+        try:
+            with open(self.prices, encoding="utf-8") as handle:
+                raw = json.load(handle)
+            return _PRICE_TABLE.validate_python(raw)
+        except (OSError, ValueError, ValidationError) as exc:
+            logger.warning(
+                "otel-loopguard: ignoring %s=%r: %s; expected a JSON object "
+                '{"model": {"input": price_per_1M, "output": price_per_1M}}; costs are unknown',
+                self.env_name("prices"),
+                self.prices,
+                str(exc).splitlines()[0],
+            )
+            return {}
+
+
+_PRICE_TABLE: TypeAdapter[dict[str, ModelPrice]] = TypeAdapter(dict[str, ModelPrice])
+_LIST_FIELDS = {"read_only_tools", "shell_tools"}
+_FIELD_ADAPTERS: dict[str, TypeAdapter[Any]] = {
+    # every field is annotated: annotation is never None here
+    name: TypeAdapter(info.annotation)  # type: ignore[arg-type]
+    for name, info in LoopGuardConfig.model_fields.items()
+}
+
+
+def _check_constraints(name: str, value: Any) -> None:
+    """Apply the field's own bounds (ge/le/...) by validating it alone on the model."""
+    LoopGuardConfig.__pydantic_validator__.validate_assignment(
+        LoopGuardConfig.model_construct(), name, value
+    )
+
+
+def _accepted(name: str, exc: Exception) -> str:
+    info = LoopGuardConfig.model_fields[name]
+    annotation = info.annotation
+    if annotation is bool:
+        what = "true or false"
+    elif annotation is int:
+        what = "a whole number"
+    elif annotation is float:
+        what = "a number"
+    elif name in _LIST_FIELDS:
+        what = "a comma-separated list"
+    else:
+        what = str(annotation).replace("typing.", "")
+    bounds = [str(m) for m in info.metadata]
+    detail = f" ({', '.join(bounds)})" if bounds else ""
+    return f"expected {what}{detail}"

@@ -1,0 +1,37 @@
+"""Loop detectors, one behaviour per module; ``DEFAULT_DETECTORS`` lists their factories."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.detectors.action_cycle import ActionCycleDetector
+from otel_loopguard.engine.detectors.base import Detector, RunCounters
+from otel_loopguard.engine.detectors.budget import BudgetDetector
+from otel_loopguard.engine.detectors.budget_proximity import BudgetProximityDetector
+from otel_loopguard.engine.detectors.handoff_cycle import HandoffCycleDetector
+from otel_loopguard.engine.detectors.no_progress import NoProgressDetector
+from otel_loopguard.engine.detectors.permanent_failure import PermanentFailureDetector
+from otel_loopguard.engine.detectors.premature_end import PrematureEndDetector
+from otel_loopguard.engine.detectors.read_only_loop import ReadOnlyLoopDetector
+from otel_loopguard.engine.detectors.repeated_tool_steps import RepeatedToolStepsDetector
+from otel_loopguard.engine.detectors.repetition import RepetitionDetector
+from otel_loopguard.engine.detectors.shell_failure import ShellFailureDetector
+from otel_loopguard.engine.detectors.truncation import TruncationDetector
+
+DEFAULT_DETECTORS: list[Callable[[LoopGuardConfig], Detector]] = [
+    RepetitionDetector,
+    RepeatedToolStepsDetector,
+    NoProgressDetector,
+    ActionCycleDetector,
+    PermanentFailureDetector,
+    HandoffCycleDetector,
+    BudgetDetector,
+    BudgetProximityDetector,
+    TruncationDetector,
+    PrematureEndDetector,
+    ReadOnlyLoopDetector,
+    ShellFailureDetector,
+]
+
+__all__ = ["DEFAULT_DETECTORS", "Detector", "RunCounters"]

@@ -1,0 +1,115 @@
+"""Handoff cycle: agents handing a task around in a closed circle, again and again.
+
+``handoff`` events (``actor`` → ``target_agent``) are chained while each handoff starts
+where the previous one ended. When a handoff leads back to an agent already on the chain,
+the circle from that agent to here is a *closed cycle* (A → B → A, A → B → C → A); the chain
+is cut back to that agent and the cycle, in a rotation-independent form, is counted. The
+signal fires when the same closed cycle has occurred ``handoff_cycle_threshold`` (2) times.
+
+One-way repeated handoffs (A → B, A → B, A → B: the task never comes back through a
+handoff) never close a cycle: each starts a new chain. A handoff to oneself is ignored.
+The chain keeps at most :data:`MAX_CHAIN` agents and the counts at most
+:data:`MAX_CYCLES` distinct cycles.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Signal
+from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
+from otel_loopguard.engine.detectors.call_tracking import (
+    bump,
+    growing_score,
+    table_from_json,
+    table_to_json,
+)
+from otel_loopguard.engine.events import Event, EventKind
+
+_NON_WORD = re.compile(r"[^0-9a-z]+")
+
+
+def agent_key(name: str) -> str:
+    """One key for an agent however a framework spells it: a handoff tool names
+    "Billing Agent" as ``transfer_to_billing_agent``, so case and separators are folded."""
+    return _NON_WORD.sub("_", name[:_NAME_CAP].lower()).strip("_")
+
+
+MAX_CHAIN = 16
+MAX_CYCLES = 64
+_NAME_CAP = 128
+
+
+def _canonical_cycle(agents: list[str]) -> str:
+    """Same cycle whichever agent it is seen from: rotated to start at the smallest name."""
+    start = agents.index(min(agents))
+    return " → ".join(agents[start:] + agents[:start])
+
+
+# Enum members as module constants for the per-event comparisons (see call_tracking).
+_HANDOFF = EventKind.HANDOFF
+
+
+class HandoffCycleState:
+    __slots__ = ("chain", "cycles")
+
+    def __init__(self) -> None:
+        self.chain: list[str] = []
+        self.cycles: dict[str, int] = {}  # canonical cycle -> closures, LRU
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class HandoffCycleDetector:
+    """The same closed handoff cycle repeating."""
+
+    name: ClassVar[str] = "handoff_cycle"
+    # the monitor calls us for these only
+    event_kinds: ClassVar[frozenset[EventKind]] = frozenset({EventKind.HANDOFF})
+
+    def __init__(self, config: LoopGuardConfig) -> None:
+        self.threshold = config.handoff_cycle_threshold
+
+    def new_state(self) -> HandoffCycleState:
+        return HandoffCycleState()
+
+    def observe(
+        self, event: Event, state: HandoffCycleState, counters: RunCounters
+    ) -> Signal | None:
+        if event.kind != _HANDOFF or not event.target_agent:
+            return None
+        chain = state.chain
+        source = agent_key(event.actor) if event.actor else (chain[-1] if chain else "")
+        target = agent_key(event.target_agent)
+        if not source or source == target:
+            return None
+        if not chain or chain[-1] != source:
+            chain[:] = [source]
+        if target not in chain:
+            chain.append(target)
+            del chain[:-MAX_CHAIN]
+            return None
+        start = chain.index(target)
+        cycle = _canonical_cycle(chain[start:])
+        del chain[start + 1 :]
+        count = bump(state.cycles, cycle, MAX_CYCLES)
+        if count < self.threshold:
+            return None
+        agents = cycle.split(" → ")
+        return Signal(
+            detector=self.name,
+            kind=self.name,
+            score=growing_score(count, self.threshold, 0.7),
+            message=f"handoff cycle {cycle} → {agents[0]} closed {count} times",
+            evidence={"agents": agents, "cycles": count, "threshold": self.threshold},
+        )
+
+    def export_state(self, state: HandoffCycleState) -> dict[str, Any]:
+        return {"chain": list(state.chain), "cycles": table_to_json(state.cycles)}
+
+    def restore_state(self, data: dict[str, Any]) -> HandoffCycleState:
+        state = HandoffCycleState()
+        state.chain = [str(agent) for agent in data.get("chain") or []][-MAX_CHAIN:]
+        state.cycles = table_from_json(data.get("cycles"), MAX_CYCLES)
+        return state

@@ -1,0 +1,32 @@
+"""``LoopGuardInterrupt``: how enforcement stops an agent run.
+
+Kept out of the modules the compiled build compiles: there an exception class is native,
+and its compiled ``__init__`` rejects an interpreted subclass that has another base too,
+such as the llamaindex package's ``LoopGuardWorkflowInterrupt(LoopGuardInterrupt,
+Exception)`` (a workflow step only fails on an ``Exception``). Users subclass it as well, so
+it stays a plain Python class in both builds. Only Python code raises it (enforcement and
+the framework wrappers); :mod:`otel_loopguard.engine.decisions` re-exports it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from otel_loopguard.engine.decisions import Decision
+
+
+class LoopGuardInterrupt(BaseException):
+    """Raised by enforcement to interrupt an agent run.
+
+    Derives from ``BaseException`` on purpose: agent frameworks catch ``Exception`` around
+    tool calls and hand it to the model as an error message, which would let the loop go on.
+    """
+
+    def __init__(self, decision: Decision, message: str | None = None) -> None:
+        self.decision = decision
+        super().__init__(
+            message
+            or f"otel-loopguard stopped run {decision.run_id}: "
+            f"{decision.reason or decision.action.value}"
+        )

@@ -1,0 +1,307 @@
+"""Policies: turn a run's signals into one decision.
+
+A policy is any callable ``PolicyInput -> Decision``. The monitor calls it after every
+event, with the signals that event produced (``new_signals``) and the run's last
+``OTEL_LOOPGUARD_SIGNAL_WINDOW`` signals (``window``, oldest first, the new ones included).
+Policies are pure: all run state lives in the monitor, so the same policy object serves
+every run and every thread.
+
+Presets (``OTEL_LOOPGUARD_POLICY``):
+
+``default``: evidence-based. A signal only stops the run when the evidence says the agent
+is stuck, not merely busy:
+
+- ``repetition``, ``action_cycle`` and ``repeated_tool_steps`` alone **warn** (polling, the
+  same tool over new arguments and edit/test iterations repeat calls too); together with
+  ``no_progress`` evidence in the window about the same tool (evidence ``tool`` /
+  ``tools``; a signal naming no tool matches any) they **stop**: the calls return
+  unchanged output. ``no_progress`` alone warns, and stops when a matching loop signal is
+  in the window, so the order in which the two arrive does not matter.
+- ``permanent_failure`` of kind ``permanent`` (the same 404 / permission denied / invalid
+  argument again) **stops**; of kind ``retryable`` (the same timeout / 429 / 5xx repeated)
+  it **pauses**: the agent should back off, it is not looping, and enforcement does not
+  interrupt on ``pause``.
+- ``handoff_cycle`` **stops**.
+- ``budget`` **stops** with ``end_state`` ``max_steps`` (kinds ``steps`` and ``tool_calls``),
+  ``timed_out`` (``time``) or ``budget_exceeded`` (``tokens``, ``cost``).
+- ``budget_proximity`` **warns**.
+- ``read_only_loop``, ``shell_failure`` and ``truncation`` / ``premature_end`` of kind
+  ``recovery`` answer **replan** with the signal's ``recommendation`` (the read-only nudge,
+  the shell hint, the continuation prompt); ``truncation`` / ``premature_end`` of kind
+  ``exhausted`` (recoveries used up) **stop**.
+- a signal from a detector the policy does not know (a user plug-in) **warns**.
+
+When several signals arrive at once the most severe action wins; its ``reasons`` are the
+signals that drove it (for a stop on a loop: the loop signal and the no-progress evidence).
+
+Risk score: ``1 - Π(1 - score·0.8^age)`` over the window, newest signal age 0, so fresh and
+agreeing evidence adds up and old evidence fades; never below the strongest reason's score.
+An event with no new signal brings no new evidence: the policies answer the shared
+``CONTINUE`` decision (risk 0.0) without computing anything, which keeps the monitor's hot
+path allocation-free.
+
+``strict``: the hard guards of an agent loop. Every repetition (exact or near duplicate),
+``repeated_tool_steps`` (≥ ``OTEL_LOOPGUARD_MAX_REPEATED_TOOL_STEPS`` identical tool-call
+sets) and ``action_cycle`` stops regardless of output; everything that stops under
+``default`` stops too.
+
+``observe``: the ``default`` verdict capped at ``warn``: every signal and risk is recorded,
+nothing is ever enforced.
+
+``package.module:callable``: a user policy, called with a :class:`PolicyInput` and
+returning a :class:`~otel_loopguard.engine.decisions.Decision`. If it raises, the monitor catches
+it, counts it as an internal error, logs it once and continues the run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import CONTINUE, Action, Decision, RunEndState, Signal
+from otel_loopguard.engine.detectors.base import RunCounters
+from otel_loopguard.engine.events import Event
+
+logger = logging.getLogger("otel_loopguard.engine.policy")
+
+POLICY_VARIABLE = LoopGuardConfig.env_name("policy")
+
+#: signals of an agent doing the same thing again
+LOOP_DETECTORS = frozenset({"repetition", "action_cycle", "repeated_tool_steps"})
+NO_PROGRESS = "no_progress"
+#: weight lost per older signal in the risk score
+RISK_DECAY = 0.8
+
+_BUDGET_END_STATES = {
+    "steps": RunEndState.MAX_STEPS,
+    "tool_calls": RunEndState.MAX_STEPS,
+    "time": RunEndState.TIMED_OUT,
+    "tokens": RunEndState.BUDGET_EXCEEDED,
+    "cost": RunEndState.BUDGET_EXCEEDED,
+}
+_REPLAN_DETECTORS = frozenset({"read_only_loop", "shell_failure"})
+_RECOVERY_DETECTORS = frozenset({"truncation", "premature_end"})
+
+
+@dataclass(slots=True, init=False)
+class PolicyInput:
+    """What a policy sees after one event of one run."""
+
+    run_id: str
+    event: Event
+    new_signals: tuple[Signal, ...]
+    window: tuple[Signal, ...]
+    counters: RunCounters
+    config: LoopGuardConfig
+
+    # Written out for mypyc (see Event.__init__): a custom policy gets one per event
+    def __init__(
+        self,
+        run_id: str,
+        event: Event,
+        new_signals: tuple[Signal, ...],
+        window: tuple[Signal, ...],
+        counters: RunCounters,
+        config: LoopGuardConfig,
+    ) -> None:
+        self.run_id = run_id
+        self.event = event
+        self.new_signals = new_signals
+        self.window = window
+        self.counters = counters
+        self.config = config
+
+
+Policy = Callable[[PolicyInput], Decision]
+
+
+def risk_score(window: tuple[Signal, ...]) -> float:
+    """Combined evidence of the window: ``1 - Π(1 - score·decay^age)``, newest age 0."""
+    keep = 1.0
+    weight = 1.0
+    for signal in reversed(window):
+        score = signal.score
+        if score > 0.0:
+            keep *= 1.0 - min(score, 1.0) * weight
+        weight *= RISK_DECAY
+    return min(max(1.0 - keep, 0.0), 1.0)
+
+
+def _tools(signal: Signal) -> frozenset[str]:
+    evidence = signal.evidence
+    tool = evidence.get("tool")
+    tools = evidence.get("tools")
+    found = {str(t) for t in tools} if isinstance(tools, (list, tuple)) else set()
+    if tool:
+        found.add(str(tool))
+    return frozenset(found)
+
+
+def _same_work(loop: Signal, no_progress: Signal) -> bool:
+    """Do a loop signal and a no-progress signal speak of the same tools?
+
+    Unchanged output from one tool is no evidence that another tool's repeats are stuck
+    (polling ``status`` while ``search`` returns the same page). Signals that name no tool
+    (a step of requested calls) are taken as related.
+    """
+    loop_tools, stuck_tools = _tools(loop), _tools(no_progress)
+    return not loop_tools or not stuck_tools or not loop_tools.isdisjoint(stuck_tools)
+
+
+def _verdict(
+    signal: Signal, window: tuple[Signal, ...], strict: bool
+) -> tuple[Action, RunEndState | None, tuple[Signal, ...]]:
+    """The action one new signal calls for, its end state, and the evidence behind it."""
+    detector = signal.detector
+    if detector in LOOP_DETECTORS:
+        if strict:
+            return Action.STOP, RunEndState.STOPPED, (signal,)
+        support = tuple(s for s in window if s.detector == NO_PROGRESS and _same_work(signal, s))
+        if support:
+            return Action.STOP, RunEndState.STOPPED, (signal, *support)
+        return Action.WARN, None, (signal,)
+    if detector == NO_PROGRESS:
+        support = tuple(s for s in window if s.detector in LOOP_DETECTORS and _same_work(signal, s))
+        if support:
+            return Action.STOP, RunEndState.STOPPED, (*support, signal)
+        return Action.WARN, None, (signal,)
+    if detector == "permanent_failure":
+        if signal.kind == "retryable":
+            return Action.PAUSE, None, (signal,)
+        return Action.STOP, RunEndState.STOPPED, (signal,)
+    if detector == "handoff_cycle":
+        return Action.STOP, RunEndState.STOPPED, (signal,)
+    if detector == "budget":
+        return (
+            Action.STOP,
+            _BUDGET_END_STATES.get(signal.kind, RunEndState.BUDGET_EXCEEDED),
+            (signal,),
+        )
+    if detector in _RECOVERY_DETECTORS:
+        if signal.kind == "exhausted":
+            return Action.STOP, RunEndState.STOPPED, (signal,)
+        return Action.REPLAN, None, (signal,)
+    if detector in _REPLAN_DETECTORS:
+        return Action.REPLAN, None, (signal,)
+    return Action.WARN, None, (signal,)
+
+
+def _decide(policy_input: PolicyInput, strict: bool) -> Decision:
+    window = policy_input.window or policy_input.new_signals
+    best_action = Action.CONTINUE
+    best_end: RunEndState | None = None
+    reasons: dict[int, Signal] = {}
+    recommendation: str | None = None
+    for signal in policy_input.new_signals:
+        action, end_state, evidence = _verdict(signal, window, strict)
+        if action > best_action:
+            best_action, best_end, reasons = action, end_state, {}
+            recommendation = None
+        if action == best_action:
+            for item in evidence:
+                reasons.setdefault(id(item), item)
+            if recommendation is None and signal.recommendation:
+                recommendation = signal.recommendation
+    chosen = tuple(reasons.values())
+    strongest = max((s.score for s in chosen), default=0.0)
+    risk = max(risk_score(window), min(max(strongest, 0.0), 1.0))
+    return Decision(
+        best_action,
+        risk=risk,
+        reasons=chosen,
+        recommendation=recommendation if best_action is Action.REPLAN else None,
+        end_state=best_end,
+    )
+
+
+def default(policy_input: PolicyInput) -> Decision:
+    """Evidence-based: loops stop only with no-progress evidence (see the module doc)."""
+    if not policy_input.new_signals:
+        return CONTINUE
+    return _decide(policy_input, strict=False)
+
+
+def strict(policy_input: PolicyInput) -> Decision:
+    """Hard guards: any repetition, identical tool steps or action cycle stops."""
+    if not policy_input.new_signals:
+        return CONTINUE
+    return _decide(policy_input, strict=True)
+
+
+def observe(policy_input: PolicyInput) -> Decision:
+    """The default verdict, never above ``warn``: records everything, enforces nothing."""
+    if not policy_input.new_signals:
+        return CONTINUE
+    decision = _decide(policy_input, strict=False)
+    if decision.action <= Action.WARN:
+        return decision
+    return Decision(
+        Action.WARN,
+        risk=decision.risk,
+        reasons=decision.reasons,
+        recommendation=decision.recommendation,
+    )
+
+
+PRESETS: dict[str, Policy] = {"default": default, "strict": strict, "observe": observe}
+
+
+def only_on_signals(policy: Policy) -> bool:
+    """The policy answers the shared CONTINUE to an event that brought no new signal, so the
+    monitor may skip calling it (and building its PolicyInput) on the hot path.
+
+    The presets do; a user policy says so with the attribute ``only_on_signals = True``.
+    The presets are known by identity rather than by that attribute because a compiled
+    build's functions take no attributes.
+    """
+    return any(policy is preset for preset in PRESETS.values()) or bool(
+        getattr(policy, "only_on_signals", False)
+    )
+
+
+def load_policy(spec: str | None) -> Policy:
+    """A preset by name, or a user callable by ``package.module:callable``.
+
+    Never raises: an unusable value gets one warning naming ``OTEL_LOOPGUARD_POLICY``, the
+    value and what is accepted, and the default policy is used.
+    """
+    name = (spec or "default").strip()
+    preset = PRESETS.get(name.lower())
+    if preset is not None:
+        return preset
+    try:
+        module_name, sep, attribute = name.partition(":")
+        if not sep or not module_name or not attribute:
+            raise ValueError("not a preset and not of the form package.module:callable")
+        target: object = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+        if not callable(target):
+            raise TypeError(f"{attribute} is not callable")
+    except Exception as exc:  # an import path can fail in any way; never crash the host
+        logger.warning(
+            "otel-loopguard: ignoring %s=%r: %s: %s; expected default, strict, observe or "
+            "package.module:callable; using the default policy",
+            POLICY_VARIABLE,
+            spec,
+            type(exc).__name__,
+            exc,
+        )
+        return default
+    return target  # type: ignore[return-value]
+
+
+__all__ = [
+    "LOOP_DETECTORS",
+    "PRESETS",
+    "Policy",
+    "PolicyInput",
+    "default",
+    "load_policy",
+    "observe",
+    "risk_score",
+    "strict",
+]

@@ -1,0 +1,190 @@
+"""``guard.agent_run(...)``: the ``invoke_agent`` span of a run, current while it runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from otel_loopguard.engine.decisions import LoopGuardInterrupt, RunEndState
+from otel_loopguard.guard.current_run import _CURRENT_RUN, RunHandle
+from otel_loopguard.guard.model_turns import (
+    enter_run_scope,
+    leave_run_scope,
+)
+from otel_loopguard.guard.span_context import (
+    baggage_conversation,
+)
+from otel_loopguard.spans.mapping import (
+    run_identity,
+)
+from otel_loopguard.telemetry import RUN_STATE_ATTRIBUTE, SCOPE_NAME
+
+
+class AgentRun:
+    """``with guard.agent_run(tracer, name) as run:`` (see :meth:`LoopGuard.agent_run`)."""
+
+    __slots__ = (
+        "_attributes",
+        "_conversation",
+        "_guard",
+        "_name",
+        "_span",
+        "_token",
+        "_tracer",
+        "handle",
+    )
+
+    def __init__(
+        self,
+        guard: Any,
+        tracer: trace.Tracer | None,
+        agent_name: str | None,
+        conversation_id: str | None,
+        attributes: Mapping[str, Any] | None,
+    ) -> None:
+        self._guard = guard
+        self._tracer = tracer
+        self._name = agent_name
+        self._conversation = conversation_id
+        self._attributes = attributes
+        self._span: Any = None
+        self._token: Any = None
+        self.handle: RunHandle | None = None
+
+    def __enter__(self) -> RunHandle:
+        guard = self._guard
+        tracer = self._tracer or trace.get_tracer(SCOPE_NAME + ".agent")
+        attrs: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent"}
+        if self._name:
+            attrs["gen_ai.agent.name"] = self._name
+        if self._conversation:
+            attrs["gen_ai.conversation.id"] = self._conversation
+        if self._attributes:
+            attrs.update(self._attributes)
+        name = f"invoke_agent {self._name}" if self._name else "invoke_agent"
+        span = tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attrs)
+        self._span = span
+        try:
+            parent = _CURRENT_RUN.get()
+            context = span.get_span_context()
+            if context.is_valid:
+                guard._add_managed(context.span_id)
+            conversation = self._conversation or baggage_conversation()
+            if parent is not None and (not conversation or conversation == parent.run_id):
+                # nested agents and handoffs stay in the one run
+                handle = RunHandle(parent.run_id, parent.keyed_by, self._name, span, False)
+            else:
+                identity = run_identity(
+                    format(context.trace_id, "032x"),
+                    conversation=conversation,
+                    root_span_id=format(context.span_id, "016x"),
+                )
+                handle = RunHandle(identity.run_id, identity.keyed_by, self._name, span, True)
+                if guard.config.enabled:
+                    guard.monitor.start_run(
+                        handle.run_id, agent=self._name, keyed_by=identity.keyed_by
+                    )
+            span.set_attribute("loopguard.run.id", handle.run_id)
+        except Exception as exc:
+            guard.telemetry.internal_error("agent_run.enter", exc)
+            handle = RunHandle(f"unknown-{id(self)}", "root", self._name, span, False)
+        self.handle = handle
+        self._token = (
+            _CURRENT_RUN.set(handle),
+            trace.use_span(span, end_on_exit=False),
+            enter_run_scope(),
+        )
+        self._token[1].__enter__()
+        return handle
+
+    def suspend(self) -> None:
+        """Detach the entered run from the current context without ending it.
+
+        For runs that outlive one call frame (a stream the caller iterates, a handler the
+        caller awaits later): between two steps the caller's context must not keep the run
+        current, or a stream dropped halfway would make the caller's next run look nested.
+        Call :meth:`resume` before the next step; ``__exit__`` ends a suspended run too.
+        """
+        token, self._token = self._token, None
+        if token is None:
+            return
+        run_token, use_span, turn_scope = token
+        try:
+            use_span.__exit__(None, None, None)
+        except Exception as error:  # pragma: no cover - context detach trouble
+            self._guard.telemetry.internal_error("agent_run.detach", error)
+        try:
+            _CURRENT_RUN.reset(run_token)
+        except ValueError:  # detached in another context (e.g. a generator closed elsewhere)
+            _CURRENT_RUN.set(None)
+        leave_run_scope(turn_scope)
+
+    def resume(self) -> None:
+        """Make a suspended run current again in this context (see :meth:`suspend`)."""
+        if self._token is not None or self._span is None:
+            return
+        use_span = trace.use_span(self._span, end_on_exit=False)
+        self._token = (_CURRENT_RUN.set(self.handle), use_span, enter_run_scope())
+        use_span.__enter__()
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        guard = self._guard
+        span = self._span
+        handle = self.handle
+        self.suspend()
+        try:
+            state = self._end_state(exc)
+            if exc is not None and not isinstance(exc, LoopGuardInterrupt):
+                if isinstance(exc, Exception):
+                    span.record_exception(exc)
+                span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+                span.set_attribute("error.type", type(exc).__qualname__)
+            elif isinstance(exc, LoopGuardInterrupt):
+                span.set_attribute("error.type", "LoopGuardInterrupt")
+                span.set_status(Status(StatusCode.ERROR, str(exc)))
+            span.set_attribute(RUN_STATE_ATTRIBUTE, state.value)
+            if handle is not None and handle.outermost and guard.config.enabled:
+                if handle.keyed_by != "conversation":
+                    summary = guard.monitor.end_run(handle.run_id, state)
+                else:
+                    summary = guard.monitor.run_snapshot(handle.run_id)
+                _set_usage(span, summary)
+                guard.telemetry.record_run_end(state, trace.set_span_in_context(span))
+        except Exception as error:
+            guard.telemetry.internal_error("agent_run.exit", error)
+        finally:
+            span.end()
+            guard._managed.discard(span.get_span_context().span_id)
+
+    def _end_state(self, exc: BaseException | None) -> RunEndState:
+        handle = self.handle
+        if handle is not None and handle.state is not None:
+            return handle.state
+        if isinstance(exc, LoopGuardInterrupt):
+            return exc.decision.end_state or RunEndState.STOPPED
+        if exc is not None:
+            import asyncio
+
+            if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)):
+                return RunEndState.CANCELLED
+            if isinstance(exc, TimeoutError):
+                return RunEndState.TIMED_OUT
+            return RunEndState.ERROR
+        if handle is not None and self._guard.config.enabled:
+            snapshot = self._guard.monitor.run_snapshot(handle.run_id)
+            if snapshot is not None and snapshot.stopped:
+                stop = snapshot.first_stop.decision if snapshot.first_stop else None
+                return (stop.end_state if stop else None) or RunEndState.STOPPED
+        return RunEndState.COMPLETED
+
+
+def _set_usage(span: Any, summary: Any) -> None:
+    """The run's token totals on its agent span (GenAI ``gen_ai.usage.*``), when known."""
+    counters = getattr(summary, "counters", None)
+    if counters is None or not (counters.input_tokens or counters.output_tokens):
+        return
+    span.set_attribute("gen_ai.usage.input_tokens", counters.input_tokens)
+    span.set_attribute("gen_ai.usage.output_tokens", counters.output_tokens)

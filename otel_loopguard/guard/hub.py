@@ -1,0 +1,483 @@
+"""The enforcement gate: what framework wrappers and hand-written agents call.
+
+One process-wide :class:`LoopGuard` (:func:`get_guard`) holds the monitor, the telemetry
+and the per-trace bookkeeping that the span processor shares. Wrappers use two context
+managers:
+
+* :meth:`LoopGuard.agent_run` makes an ``invoke_agent`` span, gives the run its identity
+  (conversation id, else this outermost agent span) and ends the span with
+  ``loopguard.run.state``;
+* :meth:`LoopGuard.tool_call` makes an ``execute_tool`` span and is the gate: entering it
+  checks pre-flight limits and vetoes a stopped run (in ``enforce`` mode the tool never
+  runs); the call itself is observed before the tool runs, so the third identical call
+  is stopped before it executes; leaving it observes the result or error, adds the
+  ``loopguard.decision`` event to the still-open span, ends the span exactly once, then
+  raises :class:`~otel_loopguard.engine.decisions.LoopGuardInterrupt` at STOP in ``enforce`` mode.
+
+``LoopGuardInterrupt`` derives from ``BaseException`` because frameworks catch
+``Exception`` around tools and hand it back to the model, which would let the loop go on.
+In ``observe`` mode nothing is ever raised. Internal errors never reach the caller: they
+are counted in ``loopguard.internal_errors`` and logged once.
+
+Both context managers are synchronous and never await, so they work in ``async`` code
+too; the current run travels in a :class:`contextvars.ContextVar` (copied into asyncio
+tasks) and, for spans made by other instrumentations, through the span context.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span
+
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Action, Decision, LoopGuardInterrupt
+from otel_loopguard.engine.events import (
+    Event,
+    EventKind,
+    optional_text,
+    run_key,
+)
+from otel_loopguard.guard.agent_run import AgentRun
+from otel_loopguard.guard.current_run import _CURRENT_RUN, RunHandle, current_run
+from otel_loopguard.guard.model_turns import (
+    ModelTurn,
+    ReportedAnswers,
+    mark_reported,
+    open_turn,
+)
+from otel_loopguard.guard.span_context import (
+    baggage_conversation,
+    context_of,
+    origin,
+    token_count,
+)
+from otel_loopguard.guard.tool_call import ToolCall
+from otel_loopguard.spans.follower import OpenAgent, TraceState, TraceTracker
+from otel_loopguard.spans.mapping import (
+    RunIdentity,
+    run_identity,
+)
+from otel_loopguard.telemetry import SCOPE_NAME, Telemetry
+
+DecisionCallback = Callable[[Decision, Event], None]
+
+_MAX_MANAGED = 100_000
+_CONTINUE = Action.CONTINUE
+
+
+class LoopGuard:
+    """Monitor + telemetry + trace bookkeeping; the object wrappers and the processor share."""
+
+    def __init__(
+        self,
+        config: LoopGuardConfig | None = None,
+        *,
+        monitor: Any = None,
+        meter_provider: Any = None,
+        tracer_provider: Any = None,
+    ) -> None:
+        from otel_loopguard.engine.monitor import Monitor
+
+        self.config = config if config is not None else LoopGuardConfig.from_env()
+        self.monitor = monitor if monitor is not None else Monitor(self.config)
+        self.telemetry = Telemetry(
+            self.config, meter_provider, active_runs=lambda: self.monitor.active_runs
+        )
+        self.tracker = TraceTracker(max_traces=max(self.config.max_runs, 1_000))
+        self.tracer_provider = tracer_provider
+        self._tracer: trace.Tracer | None = None
+        # span ids of spans the gate made and fed itself: the processor skips them
+        self._managed: set[int] = set()
+        # the subset that are gate tool spans (a tool span inside one is the same execution)
+        self._managed_tools: set[int] = set()
+        # open tool spans of other instrumentations nested (through tool spans only) inside
+        # a gate tool span: the same execution, which the gate reports
+        self._gate_nested: set[int] = set()
+        # answers reported by a wrapper and by another instrumentation's span, counted once
+        self.reported_answers = ReportedAnswers()
+        self._fresh = threading.local()
+        self.monitor.add_decision_listener(self._remember_fresh)
+        if hasattr(self.monitor, "add_error_listener"):  # a user's own monitor may lack it
+            self.monitor.add_error_listener(self.telemetry.count_internal_error)
+
+    # -- settings ---------------------------------------------------------------------------
+
+    @property
+    def enforcing(self) -> bool:
+        return self.config.enabled and self.config.mode == "enforce"
+
+    def on_decision(self, callback: DecisionCallback) -> DecisionCallback:
+        """Call ``callback(decision, event)`` for every non-continue decision, once.
+
+        Use it to act on ``replan`` (inject ``decision.recommendation``) or ``pause``.
+        Errors in the callback are caught and counted. Usable as a decorator.
+        """
+        self.monitor.add_decision_listener(callback)
+        return callback
+
+    # -- feeding ----------------------------------------------------------------------------
+
+    def _remember_fresh(self, decision: Decision, _event: Event) -> None:
+        self._fresh.decision = decision
+
+    def observe(self, event: Event) -> tuple[Decision, bool]:
+        """Feed one event; returns the decision and whether it was made just now.
+
+        A stopped run answers every later event with its STOP decision; ``fresh`` tells
+        a new decision from that repeat, so each decision is exported once.
+        """
+        fresh = self._fresh
+        fresh.decision = None
+        decision = self.monitor.observe(event)
+        if decision.action is _CONTINUE:  # listeners only hear non-continue decisions
+            return decision, False
+        is_fresh = fresh.decision is decision
+        fresh.decision = None
+        return decision, is_fresh
+
+    def preflight(self, run_id: str, kind: str, expected_tokens: int = 0) -> tuple[Decision, bool]:
+        """Pre-flight limits and the stopped-run check; ``(decision, made just now)``."""
+        fresh = self._fresh
+        fresh.decision = None
+        decision = self.monitor.preflight(
+            run_id,
+            kind,  # type: ignore[arg-type]
+            expected_tokens=expected_tokens,
+        )
+        is_fresh = fresh.decision is decision and decision.action is not Action.CONTINUE
+        fresh.decision = None
+        return decision, is_fresh
+
+    def tracer(self) -> trace.Tracer:
+        """Our own tracer, for zero-duration ``loopguard.decision`` / ``loopguard.run`` spans."""
+        if self._tracer is None:
+            self._tracer = trace.get_tracer(
+                SCOPE_NAME, tracer_provider=self.tracer_provider or trace.get_tracer_provider()
+            )
+        return self._tracer
+
+    def is_managed(self, span_id: int) -> bool:
+        return span_id in self._managed
+
+    def is_gate_tool_span(self, span_id: int) -> bool:
+        """A still-open tool span of :meth:`tool_call`."""
+        return span_id in self._managed_tools
+
+    def enter_gate_nested(
+        self, span_id: int, parent_span_id: int, *, transport_of_parent: bool = False
+    ) -> None:
+        """Mark a starting tool span as part of its parent's execution (not fed) when the
+        parent is a gate tool span or already marked (e.g. an MCP library's ``tools/call``
+        span, and the SDK's ``MCP send`` in it), or when the caller found it to be the
+        transport of its parent tool span (``transport_of_parent``)."""
+        if (
+            transport_of_parent
+            or parent_span_id in self._managed_tools
+            or parent_span_id in self._gate_nested
+        ):
+            nested = self._gate_nested
+            if len(nested) >= _MAX_MANAGED:  # spans that never end: stay bounded
+                nested.clear()
+            nested.add(span_id)
+
+    def leave_gate_nested(self, span_id: int) -> bool:
+        """True (once) for a tool span marked by :meth:`enter_gate_nested`."""
+        if span_id in self._gate_nested:
+            self._gate_nested.discard(span_id)
+            return True
+        return False
+
+    # -- run identity -------------------------------------------------------------------------
+
+    def resolve_run(self, span: Span | None = None) -> RunIdentity:
+        """The run the current code (or ``span``) belongs to; see DESIGN "Run identity"."""
+        handle = _CURRENT_RUN.get()
+        if handle is not None:
+            return RunIdentity(handle.run_id, handle.keyed_by)  # type: ignore[arg-type]
+        span = span if span is not None else trace.get_current_span()
+        context = span.get_span_context()
+        conversation = baggage_conversation()
+        if not context.is_valid:
+            return run_identity("no-trace", conversation=conversation)
+        trace_id = context.trace_id
+        state = self.tracker.tracked(trace_id)
+        if state is not None:
+            identity = state.identity(conversation or state.conversation, state.root_agent())
+            if identity.keyed_by == "trace":
+                state.trace_run_used = True
+            return identity
+        return run_identity(format(trace_id, "032x"), conversation=conversation)
+
+    # -- context managers -------------------------------------------------------------------
+
+    def agent_run(
+        self,
+        tracer: trace.Tracer | None,
+        agent_name: str | None,
+        conversation_id: str | None = None,
+        *,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> AgentRun:
+        """An ``invoke_agent`` span and the run it stands for; ends with ``loopguard.run.state``."""
+        return AgentRun(self, tracer, agent_name, conversation_id, attributes)
+
+    def tool_call(
+        self,
+        tracer: trace.Tracer | None,
+        tool_name: str,
+        arguments: Any = None,
+        call_id: str | None = None,
+        agent_name: str | None = None,
+        *,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> ToolCall:
+        """The gate around one tool execution; see the module docstring."""
+        return ToolCall(self, tracer, tool_name, arguments, call_id, agent_name, attributes)
+
+    # -- model calls and checks -----------------------------------------------------------------
+
+    def preflight_llm(self, *, expected_tokens: int = 0, span: Span | None = None) -> Decision:
+        """Before a model call: budgets, max steps, timeout, stopped run. Raises at STOP
+        in ``enforce`` mode."""
+        try:
+            if not self.config.enabled:
+                return Decision(Action.CONTINUE)
+            identity = self.resolve_run(span)
+            decision, fresh = self.preflight(identity.run_id, "llm_call", expected_tokens)
+            if fresh:
+                target = span if span is not None else trace.get_current_span()
+                self._export_to(target, decision, None)
+        except Exception as exc:
+            self.telemetry.internal_error("preflight_llm", exc)
+            return Decision(Action.CONTINUE)
+        if decision.action is Action.STOP:
+            self._maybe_interrupt(decision)
+        return decision
+
+    def observe_llm_response(
+        self,
+        *,
+        model: str | None = None,
+        finish_reason: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        empty: bool = False,
+        requested_tool_calls: Iterable[tuple[str, Any]] | None = None,
+        agent_name: str | None = None,
+        span: Span | None = None,
+        raise_on_stop: bool = True,
+        response_id: str | None = None,
+    ) -> Decision:
+        """Feed one model turn (usage, finish reason, emptiness, requested tool calls).
+
+        ``span`` is the model-call span when the wrapper made one: the decision event is
+        added to it (before it ends) and the processor will not feed it again. A
+        :meth:`model_turn` open around this call learns that its turn was reported.
+        ``response_id`` (the answer's ``gen_ai.response.id``) lets the turn count once when
+        another instrumentation's span reports the same answer outside the turn (see
+        :class:`~otel_loopguard.guard.model_turns.ReportedAnswers`): the later of the two reports
+        is dropped (then this returns ``continue``).
+        """
+        mark_reported()
+        try:
+            if not self.config.enabled:
+                return Decision(Action.CONTINUE)
+            from otel_loopguard.engine.signatures import call_signature
+
+            target = span if span is not None else trace.get_current_span()
+            identity = self.resolve_run(target)
+            if not self.reported_answers.first_report(
+                identity.run_id, response_id, by_wrapper=True
+            ):
+                if span is not None:
+                    self.mark_managed(span)  # nor may the processor read it as a turn
+                return Decision(Action.CONTINUE)
+            requested = None
+            if requested_tool_calls is not None:
+                max_chars = self.config.signature_max_chars
+                requested = tuple(
+                    sorted(
+                        call_signature(name, args, max_chars=max_chars)[0]
+                        for name, args in requested_tool_calls
+                    )
+                )
+            context = target.get_span_context()
+            handle = _CURRENT_RUN.get()
+            event = Event(
+                EventKind.LLM_RESPONSE,
+                identity.run_id,
+                actor=optional_text(agent_name) or (handle.agent if handle is not None else None),
+                model=optional_text(model),
+                finish_reason=optional_text(finish_reason),
+                input_tokens=token_count(input_tokens),
+                output_tokens=token_count(output_tokens),
+                empty=bool(empty),
+                requested_tool_calls=requested,
+                trace_id=format(context.trace_id, "032x") if context.is_valid else None,
+                span_id=format(context.span_id, "016x") if context.is_valid else None,
+                timestamp=time.time(),
+            )
+            if span is not None and context.is_valid:
+                self._add_managed(context.span_id)
+        except Exception as exc:
+            self.telemetry.internal_error("observe_llm_response", exc)
+            return Decision(Action.CONTINUE)
+        return self._observe_and_gate(event, target, "observe_llm_response", raise_on_stop)
+
+    def observe_handoff(
+        self,
+        source_agent: str | None,
+        target_agent: str,
+        *,
+        call_id: str | None = None,
+        span: Span | None = None,
+        raise_on_stop: bool = True,
+    ) -> Decision:
+        """Feed one handoff: ``source_agent`` (default: the current run's agent) hands the
+        task to ``target_agent``.
+
+        For wrappers whose handoff is a tool call their own gate spans (``transfer_to_*``,
+        LlamaIndex's ``handoff`` tool): that span is managed, so the processor never maps it
+        to a handoff. The decision event goes on ``span`` (default: the current span).
+        """
+        try:
+            if not self.config.enabled:
+                return Decision(Action.CONTINUE)
+            target = span if span is not None else trace.get_current_span()
+            identity = self.resolve_run(target)
+            handle = _CURRENT_RUN.get()
+            source = optional_text(source_agent) or (handle.agent if handle is not None else None)
+            target_name = run_key(target_agent)
+            event = Event(
+                EventKind.HANDOFF,
+                identity.run_id,
+                actor=source,
+                target_agent=target_name,
+                signature=f"handoff:{source or '?'}->{target_name}",
+                near_key=f"handoff:{source or '?'}->{target_name}",
+                call_id=optional_text(call_id),
+                **origin(target.get_span_context()),
+            )
+        except Exception as exc:
+            self.telemetry.internal_error("observe_handoff", exc)
+            return Decision(Action.CONTINUE)
+        return self._observe_and_gate(event, target, "observe_handoff", raise_on_stop)
+
+    def _observe_and_gate(
+        self, event: Event, span: Any, where: str, raise_on_stop: bool
+    ) -> Decision:
+        """Feed a wrapper's event, export a fresh decision on ``span``, raise at STOP."""
+        try:
+            decision, fresh = self.observe(event)
+            if fresh:
+                self._export_to(span, decision, event)
+        except Exception as exc:
+            self.telemetry.internal_error(where, exc)
+            return Decision(Action.CONTINUE)
+        if raise_on_stop and decision.action is Action.STOP:
+            self._maybe_interrupt(decision)
+        return decision
+
+    def mark_managed(self, span: Span) -> None:
+        """Tell the processor a span was fed by its wrapper already (it will skip it)."""
+        context = span.get_span_context()
+        if context.is_valid:
+            self._add_managed(context.span_id)
+
+    def unmark_managed(self, span: Span) -> None:
+        """Forget a :meth:`mark_managed` span once it has ended (the mark is only needed
+        until the processor has seen the span end); keeps the set small for long runs."""
+        context = span.get_span_context()
+        if context.is_valid:
+            self._managed.discard(context.span_id)
+
+    def _add_managed(self, span_id: int) -> None:
+        managed = self._managed
+        if len(managed) >= _MAX_MANAGED:  # no processor is removing them: stay bounded
+            managed.clear()
+            self._managed_tools.clear()
+        managed.add(span_id)
+
+    def model_turn(self) -> ModelTurn:
+        """Open a :class:`~otel_loopguard.guard.model_turns.ModelTurn` around one model call a
+        framework wrapper sees at its own level (an agent step), to report the turn after
+        the call only if no layer inside it (an SDK's instrumentation) did::
+
+            guard.preflight_llm()
+            with guard.model_turn() as turn:
+                answer = call_model()
+            if turn.needs_report:
+                guard.observe_llm_response(...)
+
+        Never raises; outside a run the turn has ``in_run`` False and needs no report.
+        """
+        try:
+            in_run = self.config.enabled and _CURRENT_RUN.get() is not None
+        except Exception as exc:  # pragma: no cover - a config object that fails to read
+            self.telemetry.internal_error("model_turn", exc)
+            in_run = False
+        return open_turn(in_run)
+
+    def current_run_steps(self) -> int | None:
+        """Model turns the current run has seen so far (``None`` outside a run).
+
+        To tell whether a layer below reported a turn, use :meth:`model_turn` instead: this
+        counter also moves for a model call running in parallel in the same run.
+        """
+        try:
+            handle = _CURRENT_RUN.get()
+            if handle is None or not self.config.enabled:
+                return None
+            summary = self.monitor.run_snapshot(handle.run_id)
+            return summary.counters.steps if summary is not None else 0
+        except Exception as exc:
+            self.telemetry.internal_error("current_run_steps", exc)
+            return None
+
+    def check_current_run(self) -> Decision:
+        """Raise :class:`LoopGuardInterrupt` if the current run is stopped (enforce mode)."""
+        try:
+            if not self.config.enabled:
+                return Decision(Action.CONTINUE)
+            identity = self.resolve_run()
+            snapshot = self.monitor.run_snapshot(identity.run_id)
+        except Exception as exc:
+            self.telemetry.internal_error("check_current_run", exc)
+            return Decision(Action.CONTINUE)
+        if snapshot is None or not snapshot.stopped:
+            return Decision(Action.CONTINUE, run_id=identity.run_id)
+        decision = snapshot.last_decision
+        self._maybe_interrupt(decision)
+        return decision
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _maybe_interrupt(self, decision: Decision, span: Any = None) -> None:
+        if self.enforcing and decision.action is Action.STOP:
+            try:
+                self.telemetry.record_interrupt(decision, context_of(span))
+            except Exception as exc:
+                self.telemetry.internal_error("record_interrupt", exc)
+            raise LoopGuardInterrupt(decision)
+
+    def _export_to(self, span: Any, decision: Decision, event: Event | None) -> None:
+        """Decision event on ``span`` if it is still open, else a zero-duration span."""
+        try:
+            context = context_of(span)
+            self.telemetry.record_decision(decision, event, context)
+            if self.telemetry.add_decision_event(span, decision, event):
+                return
+            if span is not None and span.get_span_context().is_valid:
+                self.telemetry.emit_decision_span(
+                    self.tracer(), decision, event, span.get_span_context(), time.time_ns()
+                )
+        except Exception as exc:
+            self.telemetry.internal_error("export_decision", exc)
+
+
+__all__ = ["LoopGuard", "OpenAgent", "RunHandle", "TraceState", "TraceTracker", "current_run"]
