@@ -54,8 +54,8 @@ from otel_loopguard_agno.runs import (
     run_wrapper,
 )
 from otel_loopguard_agno.tools import aexecute_wrapper, execute_wrapper
+from otel_loopguard_agno.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["AgnoInstrumentor", "__version__"]
 
 _RUN_MODULES = ("agno.agent._run", "agno.team._run")

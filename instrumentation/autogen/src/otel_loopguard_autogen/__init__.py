@@ -41,8 +41,8 @@ from otel_loopguard_autogen.model_turns import call_llm_wrapper, reflection_wrap
 from otel_loopguard_autogen.package import _instruments
 from otel_loopguard_autogen.runs import LoopGuardTeamInterrupt, agent_run_wrapper, stream_wrapper
 from otel_loopguard_autogen.tools import handoff_wrapper, tool_wrapper
+from otel_loopguard_autogen.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["AutoGenInstrumentor", "LoopGuardTeamInterrupt", "__version__"]
 
 _AGENT_MODULE = "autogen_agentchat.agents._base_chat_agent"

@@ -44,8 +44,8 @@ from otel_loopguard_google_adk.model_turns import call_llm_wrapper
 from otel_loopguard_google_adk.package import _instruments
 from otel_loopguard_google_adk.runs import run_async_wrapper, run_wrapper
 from otel_loopguard_google_adk.tools import tool_wrapper
+from otel_loopguard_google_adk.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["GoogleADKInstrumentor", "__version__"]
 
 _RUNNERS_MODULE = "google.adk.runners"

@@ -48,10 +48,10 @@ from wrapt import wrap_function_wrapper
 
 from otel_loopguard.kit.openai_format import CHAT, RESPONSES, ApiShape
 from otel_loopguard_litellm.package import _instruments
+from otel_loopguard_litellm.version import __version__
 from otel_loopguard_litellm.wrappers import ModelCallRecorder, async_wrapper, sync_wrapper
 
-__version__ = "0.1.0"
-__all__ = ["LiteLLMInstrumentor"]
+__all__ = ["LiteLLMInstrumentor", "__version__"]
 
 # (module, function, API shape, async?); a module or name missing in an older LiteLLM is
 # skipped. ``litellm.responses`` is the function, shadowing the subpackage of that name:

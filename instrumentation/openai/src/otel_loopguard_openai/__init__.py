@@ -26,10 +26,10 @@ from wrapt import wrap_function_wrapper
 
 from otel_loopguard.kit.openai_format import CHAT, RESPONSES
 from otel_loopguard_openai.package import _instruments
+from otel_loopguard_openai.version import __version__
 from otel_loopguard_openai.wrappers import ModelCallRecorder, async_wrapper, sync_wrapper
 
-__version__ = "0.1.0"
-__all__ = ["OpenAIInstrumentor"]
+__all__ = ["OpenAIInstrumentor", "__version__"]
 
 _CHAT_MODULE = "openai.resources.chat.completions.completions"
 _RESPONSES_MODULE = "openai.resources.responses.responses"

@@ -55,8 +55,8 @@ from otel_loopguard_strands.tools import (
     concurrent_task_wrapper,
     tool_stream_wrapper,
 )
+from otel_loopguard_strands.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["StrandsInstrumentor", "__version__"]
 
 _AGENT_MODULE = "strands.agent.agent"
