@@ -38,6 +38,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_loopguard.engine.decisions import Action, Decision, RunEndState
 from otel_loopguard.engine.events import Event
+from otel_loopguard.engine.run_identity import run_identity
 from otel_loopguard.guard import LoopGuard, get_guard
 from otel_loopguard.guard.model_turns import mark_reported
 from otel_loopguard.spans.follower import OpenAgent, TraceState
@@ -47,7 +48,6 @@ from otel_loopguard.spans.mapping import (
     classify_parts,
     conversation_in,
     is_mcp_tool_request,
-    run_identity,
     span_to_events,
 )
 from otel_loopguard.spans.view import (

@@ -37,14 +37,13 @@ from otel_loopguard.engine.detectors.base import Detector
 from otel_loopguard.engine.events import Event, EventKind
 from otel_loopguard.engine.monitor import Monitor, RunSummary
 from otel_loopguard.engine.policy import Policy
+from otel_loopguard.engine.run_identity import RunIdentity, run_identity
 from otel_loopguard.spans.mapping import (
-    RunIdentity,
     SpanClass,
     agent_name,
     classify_parts,
     conversation_in,
     is_mcp_tool_request,
-    run_identity,
     span_to_events,
 )
 from otel_loopguard.spans.view import SpanView

@@ -9,6 +9,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt, RunEndState
+from otel_loopguard.engine.run_identity import run_identity
 from otel_loopguard.guard.current_run import _CURRENT_RUN, RunHandle
 from otel_loopguard.guard.model_turns import (
     enter_run_scope,
@@ -16,9 +17,6 @@ from otel_loopguard.guard.model_turns import (
 )
 from otel_loopguard.guard.span_context import (
     baggage_conversation,
-)
-from otel_loopguard.spans.mapping import (
-    run_identity,
 )
 from otel_loopguard.telemetry import RUN_STATE_ATTRIBUTE, SCOPE_NAME
 

@@ -42,6 +42,7 @@ from otel_loopguard.engine.events import (
     optional_text,
     run_key,
 )
+from otel_loopguard.engine.run_identity import RunIdentity, run_identity
 from otel_loopguard.guard.agent_run import AgentRun
 from otel_loopguard.guard.current_run import _CURRENT_RUN, RunHandle, current_run
 from otel_loopguard.guard.model_turns import (
@@ -58,10 +59,6 @@ from otel_loopguard.guard.span_context import (
 )
 from otel_loopguard.guard.tool_call import ToolCall
 from otel_loopguard.spans.follower import OpenAgent, TraceState, TraceTracker
-from otel_loopguard.spans.mapping import (
-    RunIdentity,
-    run_identity,
-)
 from otel_loopguard.telemetry import SCOPE_NAME, Telemetry
 
 DecisionCallback = Callable[[Decision, Event], None]

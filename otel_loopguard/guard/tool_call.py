@@ -18,6 +18,7 @@ from otel_loopguard.engine.events import (
     tool_error,
     tool_result,
 )
+from otel_loopguard.engine.run_identity import RunIdentity
 from otel_loopguard.guard.current_run import _CURRENT_RUN
 from otel_loopguard.guard.model_turns import (
     enter_run_scope,
@@ -33,7 +34,6 @@ from otel_loopguard.spans.mapping import (
     CALL_SIGNATURE_ATTRIBUTE,
     RESULT_NEAR_KEY_ATTRIBUTE,
     RESULT_SIGNATURE_ATTRIBUTE,
-    RunIdentity,
     handoff_event,
     handoff_target,
 )

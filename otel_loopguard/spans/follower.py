@@ -8,7 +8,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from otel_loopguard.spans.mapping import RunIdentity, run_identity
+from otel_loopguard.engine.run_identity import RunIdentity, run_identity
 
 
 @dataclass(slots=True)

@@ -35,8 +35,7 @@ import enum
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind, tool_error
@@ -265,32 +264,6 @@ def conversation_in(attrs: Mapping[str, Any]) -> str | None:
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class RunIdentity:
-    """Which run a span belongs to, and what the run is keyed by."""
-
-    run_id: str
-    keyed_by: Literal["conversation", "root", "trace"]
-
-
-def run_identity(
-    trace_id: str,
-    *,
-    conversation: str | None = None,
-    root_span_id: str | None = None,
-) -> RunIdentity:
-    """Run identity, first match wins: conversation id, outermost agent/workflow span, trace.
-
-    ``root_span_id`` is the span id of the outermost agent/workflow span of the trace that
-    encloses the span (the on-line processor tracks open ones; replay knows the tree).
-    """
-    if conversation:
-        return RunIdentity(conversation, "conversation")
-    if root_span_id:
-        return RunIdentity(f"{trace_id}:{root_span_id}", "root")
-    return RunIdentity(trace_id, "trace")
 
 
 def span_to_events(

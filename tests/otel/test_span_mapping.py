@@ -14,11 +14,11 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.events import EventKind
+from otel_loopguard.engine.run_identity import run_identity
 from otel_loopguard.spans.mapping import (
     SpanClass,
     classify,
     conversation_id,
-    run_identity,
     span_to_events,
 )
 from otel_loopguard.spans.view import SpanView, from_readable_span
