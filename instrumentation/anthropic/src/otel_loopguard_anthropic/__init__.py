@@ -5,7 +5,7 @@ installed. Before each Messages request it runs the pre-flight check (a stopped 
 steps, timeout, token or cost budget: in ``enforce`` mode ``LoopGuardInterrupt`` and no
 request leaves the process); after it, the turn (stop reason, usage, the tool calls the
 model asked for, emptiness) feeds the loop detectors. The span is the SDK's own when it
-makes one, else ours (``chat {model}``); see :mod:`.calls`.
+makes one, else ours (``chat {model}``); see :mod:`.model_turns`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from otel_loopguard_anthropic.package import _instruments
-from otel_loopguard_anthropic.version import __version__
-from otel_loopguard_anthropic.wrappers import (
+from otel_loopguard_anthropic.model_turns import (
     async_request_wrapper,
     sdk_span_wrapper,
     sync_request_wrapper,
 )
+from otel_loopguard_anthropic.package import _instruments
+from otel_loopguard_anthropic.version import __version__
 
 _BASE_CLIENT = "anthropic._base_client"
 

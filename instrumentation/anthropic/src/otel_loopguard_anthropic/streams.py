@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import wrapt
 
 from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard_anthropic.calls import ModelCall
-from otel_loopguard_anthropic.turns import StreamedTurn
+from otel_loopguard_anthropic.messages import StreamedTurn
+
+if TYPE_CHECKING:  # pragma: no cover
+    from otel_loopguard_anthropic.model_turns import ModelCall
 
 
 class _Watch:

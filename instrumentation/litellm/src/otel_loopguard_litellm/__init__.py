@@ -27,7 +27,7 @@ acompletion``: Google ADK), so the same functions are replaced in every module t
 exports them: ``litellm``, ``litellm.chat_completions.dispatch`` (where
 ``completion(acompletion=True)`` finds ``acompletion``) and ``litellm.main`` (older import
 paths; also where ``main.acompletion`` finds ``completion``). Calls nested in an
-instrumented one pass through (see :mod:`otel_loopguard_litellm.wrappers`). A name bound
+instrumented one pass through (see :mod:`otel_loopguard_litellm.model_turns`). A name bound
 *before* :meth:`instrument` ran keeps the original function, which is why
 ``opentelemetry-instrument`` (instrumentors run before the program imports anything) or
 an early ``instrument()`` call is the way to use it. ``litellm.responses`` /
@@ -47,9 +47,9 @@ from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from otel_loopguard.kit.openai_format import CHAT, RESPONSES, ApiShape
+from otel_loopguard_litellm.model_turns import ModelCallRecorder, async_wrapper, sync_wrapper
 from otel_loopguard_litellm.package import _instruments
 from otel_loopguard_litellm.version import __version__
-from otel_loopguard_litellm.wrappers import ModelCallRecorder, async_wrapper, sync_wrapper
 
 __all__ = ["LiteLLMInstrumentor", "__version__"]
 
@@ -80,7 +80,7 @@ def _present_targets() -> list[tuple[Any, str, ApiShape, bool]]:
 
 
 def _default_guard() -> Any:
-    from otel_loopguard.guard import get_guard
+    from otel_loopguard import get_guard
 
     return get_guard()
 

@@ -43,7 +43,7 @@ from typing import Any
 
 from opentelemetry.trace import Span, SpanKind, Tracer
 
-from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard import LoopGuardInterrupt
 from otel_loopguard.kit import model_call_span as call_span
 from otel_loopguard.kit.openai_format import (
     ApiShape,

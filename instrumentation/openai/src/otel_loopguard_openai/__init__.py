@@ -25,9 +25,9 @@ from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from otel_loopguard.kit.openai_format import CHAT, RESPONSES
+from otel_loopguard_openai.model_turns import ModelCallRecorder, async_wrapper, sync_wrapper
 from otel_loopguard_openai.package import _instruments
 from otel_loopguard_openai.version import __version__
-from otel_loopguard_openai.wrappers import ModelCallRecorder, async_wrapper, sync_wrapper
 
 __all__ = ["OpenAIInstrumentor", "__version__"]
 
@@ -47,7 +47,7 @@ _TARGETS = (
 
 
 def _default_guard() -> Any:
-    from otel_loopguard.guard import get_guard
+    from otel_loopguard import get_guard
 
     return get_guard()
 
