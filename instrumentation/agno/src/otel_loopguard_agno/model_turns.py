@@ -15,7 +15,7 @@ they run.
 
 - Before the call: the pre-flight check (a stopped run, ``max_steps``, the run's timeout, no
   token headroom), so in ``enforce`` mode a vetoed call is never made nor paid for.
-- A :meth:`~otel_loopguard.guard.LoopGuard.model_turn` around the call (around each
+- A :meth:`~otel_loopguard.LoopGuard.model_turn` around the call (around each
   pull of a stream, never open while the caller holds a chunk), and one ``llm_response``
   when the call is complete, unless a layer below reported the turn: our OpenAI package,
   OpenInference's Agno instrumentation (whose model spans the span processor reads under
@@ -30,7 +30,7 @@ import json
 from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any
 
-from otel_loopguard.guard import get_guard
+from otel_loopguard import get_guard
 from otel_loopguard_agno.runs import raise_held
 
 

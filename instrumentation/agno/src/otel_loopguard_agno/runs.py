@@ -42,8 +42,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.engine.decisions import LoopGuardInterrupt, RunEndState
-from otel_loopguard.guard import current_run, get_guard
+from otel_loopguard import LoopGuardInterrupt, RunEndState, current_run, get_guard
 from otel_loopguard.kit.run_streams import events_in_run
 
 Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]

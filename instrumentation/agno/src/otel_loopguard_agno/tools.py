@@ -29,8 +29,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.engine.decisions import LoopGuardInterrupt
-from otel_loopguard.guard import get_guard
+from otel_loopguard import LoopGuardInterrupt, get_guard
 from otel_loopguard_agno.runs import Wrapper, hold_back
 
 

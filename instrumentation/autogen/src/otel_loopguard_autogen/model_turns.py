@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from otel_loopguard.engine.decisions import LoopGuardInterrupt
-from otel_loopguard.guard import get_guard
+from otel_loopguard import LoopGuardInterrupt, get_guard
 from otel_loopguard_autogen.runs import interrupt_for_host
 from otel_loopguard_autogen.tools import decode_arguments
 

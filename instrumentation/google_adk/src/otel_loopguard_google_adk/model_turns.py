@@ -10,7 +10,7 @@ for the next one.
 
 - Before the call: the pre-flight check (a stopped run, ``max_steps``, the run's timeout, no
   token headroom), so in ``enforce`` mode a vetoed call is never made nor paid for.
-- One :meth:`~otel_loopguard.guard.LoopGuard.model_turn` per pull of the generator
+- One :meth:`~otel_loopguard.LoopGuard.model_turn` per pull of the generator
   (never open while the flow runs the tools between two pulls); at the first complete
   response, unless a layer below reported the turn, one ``llm_response`` with its usage
   (``usage_metadata``: prompt tokens in, candidate and thinking tokens out), finish reason
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from otel_loopguard.guard import get_guard
+from otel_loopguard import get_guard
 
 
 def call_llm_wrapper(

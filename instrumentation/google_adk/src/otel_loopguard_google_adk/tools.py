@@ -19,7 +19,7 @@ tool runs, a STOP decided on a call's result raises once the call has run.
 
 Handoffs: ADK's one transfer tool, ``transfer_to_agent(agent_name=...)``, sets
 ``actions.transfer_to_agent`` on its response event; the target is read there, after the
-call, and reported with :meth:`~otel_loopguard.guard.LoopGuard.observe_handoff`
+call, and reported with :meth:`~otel_loopguard.LoopGuard.observe_handoff`
 from the agent that called it. The call goes through the gate like any tool (a stopped run
 transfers nowhere); its name names no agent, so the gate reports no handoff of its own.
 """
@@ -31,7 +31,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.guard import get_guard
+from otel_loopguard import get_guard
 from otel_loopguard_google_adk.runs import Wrapper
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 
-from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard import LoopGuardInterrupt
 
 
 class CarriedInterrupt(Exception):

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_loopguard.engine.decisions import LoopGuardInterrupt
-from otel_loopguard.guard import get_guard
+from otel_loopguard import LoopGuardInterrupt, get_guard
 
 
 def end_cycle_span(cycle_span: Any, interrupt: LoopGuardInterrupt) -> None:

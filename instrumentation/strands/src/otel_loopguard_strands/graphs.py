@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard import LoopGuardInterrupt
 from otel_loopguard_strands.carried import CarriedInterrupt, uncarried
 
 

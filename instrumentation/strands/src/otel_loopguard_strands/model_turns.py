@@ -11,7 +11,7 @@ middleware that answers for the model never calls the terminal: no model call, n
 
 - Before the call: the pre-flight check (a stopped run, ``max_steps``, the run's timeout, no
   token headroom), so in ``enforce`` mode a vetoed call is never made nor paid for.
-- One :meth:`~otel_loopguard.guard.LoopGuard.model_turn` per pull of the terminal's
+- One :meth:`~otel_loopguard.LoopGuard.model_turn` per pull of the terminal's
   generator; when it is exhausted, unless a layer below reported the turn, one
   ``llm_response`` with its usage (``inputTokens``, ``outputTokens``), stop reason and
   requested tool uses. A STOP there (a token budget) interrupts the run before those tools
@@ -28,8 +28,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from otel_loopguard.engine.decisions import LoopGuardInterrupt
-from otel_loopguard.guard import get_guard
+from otel_loopguard import LoopGuardInterrupt, get_guard
 from otel_loopguard_strands.cycles import end_cycle_span
 
 

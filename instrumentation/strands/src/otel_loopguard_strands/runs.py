@@ -31,9 +31,9 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.guard import current_run, get_guard
+from otel_loopguard import current_run, get_guard
+from otel_loopguard.kit.conversation import conversation_in
 from otel_loopguard.kit.run_streams import events_in_run
-from otel_loopguard.spans.mapping import conversation_in
 
 Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 

@@ -31,7 +31,7 @@ How a :class:`~otel_loopguard.LoopGuardInterrupt` (a ``BaseException``) leaves a
 Handoffs: a ``Swarm``'s agents hand off with its ``handoff_to_agent(agent_name, message)``
 tool. The gate spans the call like any other (a stopped run hands off nowhere); after a
 successful call the handoff from the calling agent to ``agent_name`` is reported with
-:meth:`~otel_loopguard.guard.LoopGuard.observe_handoff`, for the handoff-cycle
+:meth:`~otel_loopguard.LoopGuard.observe_handoff`, for the handoff-cycle
 detector.
 """
 
@@ -43,8 +43,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.engine.decisions import LoopGuardInterrupt
-from otel_loopguard.guard import get_guard
+from otel_loopguard import LoopGuardInterrupt, get_guard
 from otel_loopguard_strands.carried import CarriedInterrupt, uncarried
 from otel_loopguard_strands.cycles import end_cycle_span
 from otel_loopguard_strands.runs import Wrapper
