@@ -1,6 +1,101 @@
 """What framework packages import (beside the public face, :mod:`otel_loopguard`).
 
 The pieces every instrumentation package of an agent framework needs, written once: the
-gated tool wrapper, the model-turn wrapper, run-over-stream helpers, held-back interrupts,
-the model-call span, the streamed answer and the OpenAI wire format.
+gated tool wrapper (:mod:`.tool_gate`), the model-turn wrapper (:mod:`.model_turn`), the
+agent-run wrapper (:mod:`.agent_runs`), all three for plain and coroutine methods alike
+(:mod:`.scoped_call`); run-over-stream helpers (:mod:`.run_streams`), held-back interrupts
+(:mod:`.held_back`), the model-call span, the streamed answer and the OpenAI wire format;
+and the few core names a package needs beyond the public face (the open model turn, how
+spans are classified and read, the conversation id of a framework's attributes).
+
+A package imports only ``otel_loopguard`` and ``otel_loopguard.kit`` (or its modules). The
+names here are loaded on first use, so importing one kit module loads no other.
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from otel_loopguard.guard.current_run import RunHandle, current_run
+    from otel_loopguard.guard.model_turns import ModelTurn
+    from otel_loopguard.kit.agent_runs import agent_run_wrapper
+    from otel_loopguard.kit.conversation import conversation_in
+    from otel_loopguard.kit.model_turn import ModelCall, in_a_run, model_turn_wrapper, report_turn
+    from otel_loopguard.kit.scoped_call import PlainScope, Scope, Wrapper, is_async, scoped_wrapper
+    from otel_loopguard.kit.tool_gate import (
+        CHECK_AROUND,
+        CHECK_BEFORE,
+        CheckOnly,
+        GatedCall,
+        report_result,
+        tool_gate_wrapper,
+    )
+    from otel_loopguard.spans.mapping import SpanClass, classify_parts
+    from otel_loopguard.spans.view import span_attributes
+
+#: name -> the module it lives in
+_LAZY = {
+    # written for framework packages
+    "agent_run_wrapper": "otel_loopguard.kit.agent_runs",
+    "conversation_in": "otel_loopguard.kit.conversation",
+    "ModelCall": "otel_loopguard.kit.model_turn",
+    "in_a_run": "otel_loopguard.kit.model_turn",
+    "model_turn_wrapper": "otel_loopguard.kit.model_turn",
+    "report_turn": "otel_loopguard.kit.model_turn",
+    "PlainScope": "otel_loopguard.kit.scoped_call",
+    "Scope": "otel_loopguard.kit.scoped_call",
+    "Wrapper": "otel_loopguard.kit.scoped_call",
+    "is_async": "otel_loopguard.kit.scoped_call",
+    "scoped_wrapper": "otel_loopguard.kit.scoped_call",
+    "CHECK_AROUND": "otel_loopguard.kit.tool_gate",
+    "CHECK_BEFORE": "otel_loopguard.kit.tool_gate",
+    "CheckOnly": "otel_loopguard.kit.tool_gate",
+    "GatedCall": "otel_loopguard.kit.tool_gate",
+    "report_result": "otel_loopguard.kit.tool_gate",
+    "tool_gate_wrapper": "otel_loopguard.kit.tool_gate",
+    # the core's, re-exported: what packages need beyond the public face
+    "RunHandle": "otel_loopguard.guard.current_run",
+    "current_run": "otel_loopguard.guard.current_run",
+    "ModelTurn": "otel_loopguard.guard.model_turns",
+    "SpanClass": "otel_loopguard.spans.mapping",
+    "classify_parts": "otel_loopguard.spans.mapping",
+    "span_attributes": "otel_loopguard.spans.view",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'otel_loopguard.kit' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "CHECK_AROUND",
+    "CHECK_BEFORE",
+    "CheckOnly",
+    "GatedCall",
+    "ModelCall",
+    "ModelTurn",
+    "PlainScope",
+    "RunHandle",
+    "Scope",
+    "SpanClass",
+    "Wrapper",
+    "agent_run_wrapper",
+    "classify_parts",
+    "conversation_in",
+    "current_run",
+    "in_a_run",
+    "is_async",
+    "model_turn_wrapper",
+    "report_result",
+    "report_turn",
+    "scoped_wrapper",
+    "span_attributes",
+    "tool_gate_wrapper",
+]

@@ -1,0 +1,55 @@
+"""A real SDK tracer provider with the span processor and an in-memory exporter, and a real
+guard installed as the process-wide one, for the kit's tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_loopguard import LoopGuard, LoopGuardConfig, LoopGuardSpanProcessor, set_guard
+
+
+@dataclass
+class Kit:
+    guard: LoopGuard
+    exporter: InMemorySpanExporter
+    tracer: Any
+
+    def spans(self, name: str | None = None) -> list[ReadableSpan]:
+        return [
+            span for span in self.exporter.get_finished_spans() if name is None or span.name == name
+        ]
+
+    def steps(self, run_id: str) -> int:
+        summary = self.guard.monitor.run_snapshot(run_id)
+        return summary.counters.steps if summary is not None else 0
+
+
+def build(**config: Any) -> Kit:
+    provider = TracerProvider()
+    guard = LoopGuard(LoopGuardConfig(**config), tracer_provider=provider)
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(LoopGuardSpanProcessor(guard))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return Kit(guard, exporter, provider.get_tracer("tests.kit"))
+
+
+@pytest.fixture
+def make_kit() -> Iterator[Any]:
+    """``make_kit(**config)``: a fresh stack, its guard the process-wide one for the test."""
+    previous: list[Any] = []
+
+    def make(**config: Any) -> Kit:
+        kit = build(**config)
+        previous.append(set_guard(kit.guard))
+        return kit
+
+    yield make
+    if previous:
+        set_guard(previous[0])
