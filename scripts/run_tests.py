@@ -5,7 +5,9 @@ Agent frameworks pin conflicting versions (CrewAI pins mcp 1.x while the MCP pac
 2.x, for one), so, as opentelemetry-python-contrib does with tox, the core and each
 ``instrumentation/<framework>/`` package are installed and tested in a separate venv under
 ``.venvs/``. Suites are discovered: adding ``instrumentation/foo/pyproject.toml`` with a
-``test`` extra adds a suite, nothing else to edit.
+``test`` extra adds a suite, nothing else to edit. Every framework suite's venv also gets the
+suites' shared test helpers, ``testing/otel-loopguard-testing/`` (``otel_loopguard_testing``,
+editable; not a suite and not shipped).
 
 The core's tests run twice, on the source (``core``) and on the mypyc-compiled wheel users
 can build (``compiled``); so does each framework's (``<framework>`` on the source core,
@@ -58,6 +60,8 @@ PYTHON = os.environ.get("LOOPGUARD_TEST_PYTHON", sys.executable)
 OTHER_PYTHONS = ("3.10", "3.12", "3.13")
 #: framework suites that also run on another CPython (``<framework>-py<version>``)
 FRAMEWORKS_ON_OTHER_PYTHONS = {"openai": ("3.13",), "langchain": ("3.13",)}
+#: the framework suites' shared test helpers, installed (editable) into each of their venvs
+TESTING = ROOT / "testing" / "otel-loopguard-testing"
 #: the dists suite's tests: the core's suites must not collect them (tests/conftest.py)
 DISTS_TESTS = "tests/dists"
 #: all the dists suite's venv holds: its tests build and install the distributions themselves
@@ -99,11 +103,11 @@ def discover() -> list[Suite]:
     if instrumentation.is_dir():
         for child in sorted(instrumentation.iterdir()):
             if (child / "pyproject.toml").is_file() and (child / "tests").is_dir():
-                siblings = _siblings(child)
-                suites.append(Suite(child.name, child, extra_installs=(str(ROOT), *siblings)))
-                suites.append(Suite(f"{child.name}-compiled", child, siblings, compiled=True))
+                helpers = (str(TESTING), *_siblings(child))
+                suites.append(Suite(child.name, child, extra_installs=(str(ROOT), *helpers)))
+                suites.append(Suite(f"{child.name}-compiled", child, helpers, compiled=True))
                 suites += [
-                    Suite(f"{child.name}-py{v}", child, (str(ROOT), *siblings), python_version=v)
+                    Suite(f"{child.name}-py{v}", child, (str(ROOT), *helpers), python_version=v)
                     for v in FRAMEWORKS_ON_OTHER_PYTHONS.get(child.name, ())
                 ]
     return suites

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from agno.team import Team
-from loopguard_testing import metric_counter
+from otel_loopguard_testing import metric_counter
 from scripted_models import (
     QUESTION,
     CountingSearch,

@@ -23,7 +23,7 @@ from agno.models.openai import OpenAIChat
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
 
-from loopguard_testing import assert_run_totals, openai_package_fixture
+from otel_loopguard_testing import assert_run_totals, openai_package_fixture
 from scripted_api import ScriptedAPI, Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt

@@ -21,7 +21,7 @@ from openinference.instrumentation.agno import AgnoInstrumentor as OpenInference
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
 
-from loopguard_testing import assert_run_totals, instrumentor_fixture
+from otel_loopguard_testing import assert_run_totals, instrumentor_fixture
 from scripted_api import ScriptedAPI, Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt

@@ -1,17 +1,11 @@
 """A real OpenTelemetry SDK pipeline with otel-loopguard and this instrumentation installed
-(see ../../_testing/README.md)."""
+(see otel_loopguard_testing)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# the shared real-OpenTelemetry test support of the instrumentation suites
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_testing"))
-
-from loopguard_testing import Testbed, harness_fixtures
 from opentelemetry import trace
 from otel_loopguard_anthropic import AnthropicInstrumentor
+from otel_loopguard_testing import Testbed, harness_fixtures
 
 TESTBED = Testbed()
 # the SDK makes its own spans with the global provider: the same one, so we see them

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loopguard_testing import console_decisions, run_console_program
+from otel_loopguard_testing import console_decisions, run_console_program
 
 TESTS = Path(__file__).parent
 

@@ -25,7 +25,7 @@ from autogen_ext.models.openai import OpenAIChatCompletionClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
 
-from loopguard_testing import openai_package_fixture
+from otel_loopguard_testing import openai_package_fixture
 from scripted_api import ScriptedAPI, Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt

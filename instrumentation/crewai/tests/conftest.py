@@ -1,5 +1,5 @@
 """A real OpenTelemetry SDK pipeline with otel-loopguard and this instrumentation installed
-(see ../../_testing/README.md)."""
+(see otel_loopguard_testing)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,9 @@ import os
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
-import sys
-from pathlib import Path
 
-# the shared real-OpenTelemetry test support of the instrumentation suites
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_testing"))
-
-from loopguard_testing import Testbed, harness_fixtures
 from otel_loopguard_crewai import CrewAIInstrumentor
+from otel_loopguard_testing import Testbed, harness_fixtures
 
 TESTBED = Testbed()
 #: the hand-written agent loops' own spans

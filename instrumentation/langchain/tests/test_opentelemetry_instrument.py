@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from loopguard_testing import console_decisions, run_console_program
+from otel_loopguard_testing import console_decisions, run_console_program
 
 PROGRAM = Path(__file__).parent / "programs" / "looping_graph.py"
 

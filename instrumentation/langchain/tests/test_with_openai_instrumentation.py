@@ -36,7 +36,7 @@ from otel_loopguard.guard.decorators import agent_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
 
-from loopguard_testing import openai_package_fixture
+from otel_loopguard_testing import openai_package_fixture
 from scripted_api import ScriptedAPI, Turn
 
 QUESTION = [HumanMessage("How much is the Pro plan?")]

@@ -4,18 +4,11 @@ shared loop of the suites' test support (``run_chat_tool_loop``) calling
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import litellm
-
-# the shared test support; put on the path here too, for the apps that import this module
-# under ``opentelemetry-instrument`` (with only this folder on PYTHONPATH)
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_testing"))
-
-from loopguard_testing import CHAT_TOOL_SCHEMAS, ChatLoopOutcome, run_chat_tool_loop
+from otel_loopguard_testing import CHAT_TOOL_SCHEMAS, ChatLoopOutcome, run_chat_tool_loop
 
 MODEL = "openai/gpt-test"
 

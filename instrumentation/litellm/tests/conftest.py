@@ -1,5 +1,5 @@
 """A real OpenTelemetry SDK pipeline with otel-loopguard and this instrumentation installed
-(see ../../_testing/README.md), and LiteLLM talking to a scripted OpenAI-compatible API on
+(see otel_loopguard_testing), and LiteLLM talking to a scripted OpenAI-compatible API on
 a loopback port (the one stand-in: no network here)."""
 
 from __future__ import annotations
@@ -12,15 +12,13 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 INSTRUMENTATION = Path(__file__).resolve().parents[2]
-# the shared real-OpenTelemetry test support of the instrumentation suites
-sys.path.insert(0, str(INSTRUMENTATION / "_testing"))
 # the OpenAI suite's scripted API (its JSON and server-sent-event shapes), served over HTTP;
 # appended, so this folder's own modules come first
 sys.path.append(str(INSTRUMENTATION / "openai" / "tests"))
 
 import pytest  # noqa: E402
-from loopguard_testing import Testbed, harness_fixtures  # noqa: E402
 from otel_loopguard_litellm import LiteLLMInstrumentor  # noqa: E402
+from otel_loopguard_testing import Testbed, harness_fixtures  # noqa: E402
 from scripted_api import ScriptedAPI  # noqa: E402
 
 TESTBED = Testbed()

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from conftest import INSTRUMENTATION
-from loopguard_testing import run_console_program
+from otel_loopguard_testing import run_console_program
 
 TESTS = Path(__file__).parent
 

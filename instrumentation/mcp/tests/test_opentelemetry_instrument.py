@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from loopguard_testing import (
+from otel_loopguard_testing import (
     OTLPReceiver,
     printed_count,
     received_decisions,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from agent_loop import run_chat_agent
 from conftest import TRACER
-from loopguard_testing import (
+from otel_loopguard_testing import (
     assert_genai_chat_span,
     assert_run_totals,
     assert_vetoed_by_the_token_budget,

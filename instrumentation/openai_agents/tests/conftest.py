@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
-# shared real-OpenTelemetry helpers of the instrumentation suites
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_testing"))
 # the SDK's own tracing would try to upload traces to OpenAI
 os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
 
-from loopguard_testing import harness_fixtures
 from otel_loopguard_openai_agents import OpenAIAgentsInstrumentor
+from otel_loopguard_testing import harness_fixtures
 
-# the instrumentor once per session; a fresh guard per test (see ../../_testing/README.md)
+# the instrumentor once per session; a fresh guard per test (see otel_loopguard_testing)
 instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(
     OpenAIAgentsInstrumentor
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from loopguard_testing import (
+from otel_loopguard_testing import (
     OTLPReceiver,
     ReceivedSpan,
     printed_count,

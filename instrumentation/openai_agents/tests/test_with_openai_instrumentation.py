@@ -22,7 +22,7 @@ from agents import Agent, OpenAIResponsesModel, Runner, function_tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
 
-from loopguard_testing import openai_package_fixture
+from otel_loopguard_testing import openai_package_fixture
 from scripted_api import ScriptedAPI, Turn
 
 ANSWER = "The team plan costs 10 EUR per seat."

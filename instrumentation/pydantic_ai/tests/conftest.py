@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# shared real-OpenTelemetry helpers of the instrumentation suites
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_testing"))
-
-from loopguard_testing import harness_fixtures
 from otel_loopguard_pydantic_ai import PydanticAIInstrumentor
+from otel_loopguard_testing import harness_fixtures
 
-# the instrumentor once per session; a fresh guard per test (see ../../_testing/README.md)
+# the instrumentor once per session; a fresh guard per test (see otel_loopguard_testing)
 instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(
     PydanticAIInstrumentor
 )

@@ -31,7 +31,7 @@ from pydantic_ai.usage import RequestUsage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
 
-from loopguard_testing import openai_package_fixture
+from otel_loopguard_testing import openai_package_fixture
 from scripted_api import ScriptedAPI, Turn
 
 QUESTION = "How much is the Pro plan?"

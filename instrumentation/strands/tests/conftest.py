@@ -1,20 +1,14 @@
 """A real OpenTelemetry SDK pipeline with otel-loopguard and this instrumentation installed
-(see ../../_testing/README.md)."""
+(see otel_loopguard_testing)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-# the shared real-OpenTelemetry test support of the instrumentation suites
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_testing"))
-
-from loopguard_testing import harness_fixtures
 from otel_loopguard_strands import StrandsInstrumentor
+from otel_loopguard_testing import harness_fixtures
 
 # the instrumentor once per session; a fresh guard per test
 instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(StrandsInstrumentor)

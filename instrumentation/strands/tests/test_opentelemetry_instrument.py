@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loopguard_testing import console_decisions, run_suite_app
+from otel_loopguard_testing import console_decisions, run_suite_app
 from scripted_models import INPUT_TOKENS, OUTPUT_TOKENS
 
 TESTS = Path(__file__).parent

@@ -1,0 +1,72 @@
+"""Real-OpenTelemetry test helpers of the otel-loopguard suites (not shipped to users).
+
+One module per job; every name a suite uses is importable from here too:
+
+- :mod:`.lifecycle`: :class:`SpanLifecycle`, every span started ends exactly once.
+- :mod:`.harness`: :class:`Testbed` (the process's pipeline), :class:`Harness` (one test's
+  view of it), :func:`harness_fixtures`, :func:`instrumentor_fixture`,
+  :func:`openai_package_fixture`, :func:`assert_expected_build`.
+- :mod:`.metrics`: :func:`metric_counter`, the guard's metrics on a real meter provider.
+- :mod:`.receiver`: :class:`OTLPReceiver`, an OTLP/HTTP trace receiver on a loopback port.
+- :mod:`.instrument_runner`: programs run under the real ``opentelemetry-instrument``.
+- :mod:`.chat_loop`: the agent loop an application writes over an OpenAI-shaped chat API,
+  and what the chat-loop suites check alike.
+"""
+
+from __future__ import annotations
+
+from .chat_loop import (
+    CHAT_TOOL_SCHEMAS,
+    ChatLoopOutcome,
+    assert_genai_chat_span,
+    assert_run_totals,
+    assert_vetoed_by_the_token_budget,
+    run_chat_tool_loop,
+)
+from .harness import (
+    Harness,
+    Testbed,
+    assert_expected_build,
+    harness_fixtures,
+    instrumentor_fixture,
+    openai_package_fixture,
+)
+from .instrument_runner import (
+    console_decisions,
+    console_spans,
+    printed_count,
+    program_outcome,
+    run_console_program,
+    run_suite_app,
+    run_under_opentelemetry_instrument,
+)
+from .lifecycle import SpanLifecycle
+from .metrics import metric_counter
+from .receiver import OTLPReceiver, ReceivedSpan, received_decisions
+
+__all__ = [
+    "CHAT_TOOL_SCHEMAS",
+    "ChatLoopOutcome",
+    "Harness",
+    "OTLPReceiver",
+    "ReceivedSpan",
+    "SpanLifecycle",
+    "Testbed",
+    "assert_expected_build",
+    "assert_genai_chat_span",
+    "assert_run_totals",
+    "assert_vetoed_by_the_token_budget",
+    "console_decisions",
+    "console_spans",
+    "harness_fixtures",
+    "instrumentor_fixture",
+    "metric_counter",
+    "openai_package_fixture",
+    "printed_count",
+    "program_outcome",
+    "received_decisions",
+    "run_chat_tool_loop",
+    "run_console_program",
+    "run_suite_app",
+    "run_under_opentelemetry_instrument",
+]
