@@ -25,7 +25,7 @@ from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from otel_loopguard.kit.openai_format import CHAT, RESPONSES
-from otel_loopguard_openai.model_turns import ModelCallRecorder, async_wrapper, sync_wrapper
+from otel_loopguard_openai.model_turns import ModelCallRecorder, request_wrapper
 from otel_loopguard_openai.package import _instruments
 from otel_loopguard_openai.version import __version__
 
@@ -67,8 +67,8 @@ class OpenAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         )
         recorder = ModelCallRecorder(tracer, _default_guard)
         for module, cls, method, shape, is_async in _TARGETS:
-            make = async_wrapper if is_async else sync_wrapper
-            wrap_function_wrapper(module, f"{cls}.{method}", make(recorder, shape))
+            wrapper = request_wrapper(recorder, shape, asynchronous=is_async)
+            wrap_function_wrapper(module, f"{cls}.{method}", wrapper)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         import importlib

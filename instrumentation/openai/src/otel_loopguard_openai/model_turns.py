@@ -33,6 +33,7 @@ from otel_loopguard.kit.openai_format import (
     chat_span_name,
     output_token_cap,
 )
+from otel_loopguard.kit.scoped_call import scoped_wrapper
 from otel_loopguard.kit.streamed_answer import DoneCallback
 from otel_loopguard_openai.streams import ObservedAsyncStream, ObservedStream
 
@@ -236,33 +237,67 @@ def _parsed_raw_response(result: Any) -> Any:
     return parsed if hasattr(parsed, "choices") or hasattr(parsed, "output") else None
 
 
-def sync_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., Any]:
+class _RequestScope:
+    """One request of the wrapped method (a :class:`~otel_loopguard.kit.scoped_call.Scope`):
+    the span current around the call, a failure ending it, the answer (or the stream that
+    will bring it) judged once the call returned."""
+
+    __slots__ = ("_calling", "_kwargs", "_recorder", "_request_model", "_shape", "_span")
+
+    def __init__(
+        self,
+        recorder: ModelCallRecorder,
+        shape: ApiShape,
+        span: Span,
+        request_model: str | None,
+        kwargs: dict[str, Any],
+    ) -> None:
+        self._recorder = recorder
+        self._shape = shape
+        self._span = span
+        self._request_model = request_model
+        self._kwargs = kwargs
+        self._calling = recorder.calling(span)
+
+    def __enter__(self) -> None:
+        self._calling.__enter__()
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self._calling.__exit__(exc_type, exc, tb)
+
+    def inside(self, result: Any) -> Any:
+        return result
+
+    def after(self, result: Any) -> Any:
+        proxy: type[ObservedStream | ObservedAsyncStream] | None = None
+        if self._kwargs.get("stream") is True:
+            if hasattr(result, "__next__"):
+                proxy = ObservedStream
+            elif hasattr(result, "__anext__"):
+                proxy = ObservedAsyncStream
+        return self._recorder.returned(self._span, self._request_model, self._shape, proxy, result)
+
+
+def request_wrapper(
+    recorder: ModelCallRecorder, shape: ApiShape, *, asynchronous: bool
+) -> Callable[..., Any]:
+    """The wrapper of one request method, sync or async (``asynchronous``: the SDK's
+    ``required_args`` decorator hides that its async methods are coroutine functions)."""
+
+    def open_scope(
+        call: tuple[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> _RequestScope | None:
+        wrapped, instance = call
+        request_model = kwargs.get("model") if isinstance(kwargs.get("model"), str) else None
+        span = recorder.start(wrapped, instance, request_model, kwargs)
+        if span is None:
+            return None
+        return _RequestScope(recorder, shape, span, request_model, kwargs)
+
+    scoped = scoped_wrapper(open_scope, asynchronous=asynchronous)
+
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        request_model = kwargs.get("model") if isinstance(kwargs.get("model"), str) else None
-        span = recorder.start(wrapped, instance, request_model, kwargs)
-        if span is None:
-            return wrapped(*args, **kwargs)
-        with recorder.calling(span):
-            result = wrapped(*args, **kwargs)
-        streamed = kwargs.get("stream") is True and hasattr(result, "__next__")
-        proxy = ObservedStream if streamed else None
-        return recorder.returned(span, request_model, shape, proxy, result)
-
-    return wrapper
-
-
-def async_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., Any]:
-    async def wrapper(
-        wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        request_model = kwargs.get("model") if isinstance(kwargs.get("model"), str) else None
-        span = recorder.start(wrapped, instance, request_model, kwargs)
-        if span is None:
-            return await wrapped(*args, **kwargs)
-        with recorder.calling(span):
-            result = await wrapped(*args, **kwargs)
-        streamed = kwargs.get("stream") is True and hasattr(result, "__anext__")
-        proxy = ObservedAsyncStream if streamed else None
-        return recorder.returned(span, request_model, shape, proxy, result)
+        # the scope is opened with the wrapped method too: the pre-flight looks at what it wraps
+        return scoped(wrapped, (wrapped, instance), args, kwargs)
 
     return wrapper
