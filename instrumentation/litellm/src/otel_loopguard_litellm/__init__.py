@@ -47,7 +47,7 @@ from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from otel_loopguard.kit.openai_format import CHAT, RESPONSES, ApiShape
-from otel_loopguard_litellm.model_turns import ModelCallRecorder, async_wrapper, sync_wrapper
+from otel_loopguard_litellm.model_turns import ModelCallRecorder, call_wrapper
 from otel_loopguard_litellm.package import _instruments
 from otel_loopguard_litellm.version import __version__
 
@@ -98,8 +98,8 @@ class LiteLLMInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         )
         recorder = ModelCallRecorder(tracer, _default_guard)
         for module, name, shape, is_async in _present_targets():
-            make = async_wrapper if is_async else sync_wrapper
-            wrap_function_wrapper(module, name, make(recorder, shape))
+            wrapper = call_wrapper(recorder, shape, asynchronous=is_async)
+            wrap_function_wrapper(module, name, wrapper)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         for module, name, _, _ in _present_targets():

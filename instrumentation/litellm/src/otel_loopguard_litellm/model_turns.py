@@ -52,6 +52,7 @@ from otel_loopguard.kit.openai_format import (
     chat_span_name,
     output_token_cap,
 )
+from otel_loopguard.kit.scoped_call import Wrapper, scoped_wrapper
 from otel_loopguard.kit.streamed_answer import DoneCallback
 from otel_loopguard_litellm.streams import ObservedStream
 
@@ -260,34 +261,47 @@ def _is_stream(kwargs: dict[str, Any], result: Any) -> bool:
     )
 
 
-def sync_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., Any]:
-    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if _IN_CALL.get() or kwargs.get("acompletion") is True or kwargs.get("aresponses") is True:
-            # nested in a call we see, or completion(acompletion=True) (or responses'
-            # equivalent): it hands the call to the async function, instrumented itself,
-            # and returns its coroutine
-            return wrapped(*args, **kwargs)
-        call = recorder.start(args, kwargs, shape)
-        if call is None:
-            return wrapped(*args, **kwargs)
-        with call:
-            result = wrapped(*args, **kwargs)
-        return recorder.returned(call, kwargs, result)
+class _CallScope:
+    """One call of the wrapped function (a :class:`~otel_loopguard.kit.scoped_call.Scope`):
+    ``with`` the :class:`ModelCall`, then the answer (or the stream that brings it) judged."""
 
-    return wrapper
+    __slots__ = ("_call", "_kwargs", "_recorder")
+
+    def __init__(
+        self, recorder: ModelCallRecorder, call: ModelCall, kwargs: dict[str, Any]
+    ) -> None:
+        self._recorder = recorder
+        self._call = call
+        self._kwargs = kwargs
+
+    def __enter__(self) -> None:
+        self._call.__enter__()
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self._call.__exit__(exc_type, exc, tb)
+
+    def inside(self, result: Any) -> Any:
+        return result
+
+    def after(self, result: Any) -> Any:
+        return self._recorder.returned(self._call, self._kwargs, result)
 
 
-def async_wrapper(recorder: ModelCallRecorder, shape: ApiShape) -> Callable[..., Any]:
-    async def wrapper(
-        wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
+def call_wrapper(recorder: ModelCallRecorder, shape: ApiShape, *, asynchronous: bool) -> Wrapper:
+    """The wrapper of one LiteLLM function, sync or async (``acompletion``...)."""
+
+    def open_scope(
+        instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> _CallScope | None:
         if _IN_CALL.get():
-            return await wrapped(*args, **kwargs)
+            return None  # nested in a call we see
+        if not asynchronous and (
+            kwargs.get("acompletion") is True or kwargs.get("aresponses") is True
+        ):
+            # completion(acompletion=True) (or responses' equivalent): it hands the call to
+            # the async function, instrumented itself, and returns its coroutine
+            return None
         call = recorder.start(args, kwargs, shape)
-        if call is None:
-            return await wrapped(*args, **kwargs)
-        with call:
-            result = await wrapped(*args, **kwargs)
-        return recorder.returned(call, kwargs, result)
+        return None if call is None else _CallScope(recorder, call, kwargs)
 
-    return wrapper
+    return scoped_wrapper(open_scope, asynchronous=asynchronous)
