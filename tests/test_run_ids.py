@@ -1,4 +1,4 @@
-"""Run ids and names of any type through the direct-use API (README, "The monitor alone").
+"""Run ids and names of any type through the direct-use API (docs/python-api.md, "The monitor").
 
 Applications key sessions by what they have: a ``uuid.UUID``, a database integer. The pure
 build always took those; the compiled one checks declared types at run time and raised
@@ -31,7 +31,7 @@ def test_a_uuid_session_id_is_one_run_through_every_method() -> None:
 
     assert monitor.preflight(session, "tool_call").action is Action.CONTINUE
     monitor.start_run(session, agent="researcher")
-    assert _loop(monitor, session)[-1] is Action.STOP  # as with a str id (README example)
+    assert _loop(monitor, session)[-1] is Action.STOP  # as with a str id (the docs' example)
     assert monitor.preflight(session, "tool_call").action is Action.STOP  # the same run
 
     snapshot = monitor.run_snapshot(session)

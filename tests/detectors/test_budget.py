@@ -246,7 +246,7 @@ def test_monitor_export_restore_keeps_the_limit_reported_once() -> None:
     ],
 )
 def test_monitor_preflight_follows_the_same_limit_semantics(kind: str, usage: dict) -> None:
-    """README promises "a limit of N allows N"; the monitor's veto must agree with ours."""
+    """docs/configuration.md: "a limit of N allows N"; the monitor's veto must agree with ours."""
     config = LoopGuardConfig(
         max_steps=3, max_tool_calls=2, token_budget=1000, cost_limit=1.0, timeout=10
     )

@@ -18,7 +18,7 @@ them, as it may); that marker must appear nowhere but in those attributes themse
 
 With ``OTEL_LOOPGUARD_CAPTURE_CONTENT=true`` the same run does export the marker, so the
 test can fail. Exception messages of failing tools are recorded as OpenTelemetry records
-them (``exception`` events, README "Use it from Python"), so the marker stays out of them.
+them (``exception`` events, docs/python-api.md), so the marker stays out of them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The viewing stack's configuration is consistent with itself and with the README.
+"""The viewing stack's configuration is consistent with itself and with README.md.
 
 The OpenTelemetry Collector, Jaeger and Grafana cannot run on this machine (no container
 engine), so these tests check what can be checked without them: every pipeline names
