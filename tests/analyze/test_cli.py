@@ -14,8 +14,6 @@ import pytest
 
 from .traces import Recorder, agent_run, batches, gzip_file, jaeger_export, jsonl_text, write_otlp
 
-pytest.importorskip("otel_loopguard.engine.signatures", reason="signatures land with the detectors")
-
 SCRIPT = Path(sys.executable).with_name("otel-loopguard")
 HERE = Path(__file__).parent
 STOP_POLICY = "replay_policies:stop_at_third_tool_call"

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("otel_loopguard.demo")
-
 SCRIPT = Path(sys.executable).with_name("otel-loopguard")
 
 

@@ -7,9 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("otel_loopguard.engine.signatures", reason="signatures land with the detectors")
-
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor

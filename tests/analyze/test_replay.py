@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("otel_loopguard.engine.signatures", reason="signatures land with the detectors")
-
 from otel_loopguard.analyze.readers import read_spans
 from otel_loopguard.analyze.replay import Replayer, RunRecord
 from otel_loopguard.engine.config import LoopGuardConfig
@@ -151,8 +149,6 @@ def test_trace_without_agent_span_is_keyed_by_trace(tmp_path: Path) -> None:
 def test_default_detectors_stop_the_third_identical_call_with_the_same_empty_result(
     tmp_path: Path,
 ) -> None:
-    pytest.importorskip("otel_loopguard.engine.detectors.repetition")
-    pytest.importorskip("otel_loopguard.engine.detectors.no_progress")
     recorder = Recorder()
     spans = agent_run(recorder, "looper", [*LOOP, ("search", {"q": "pricing"}, ""), ("x", {}, "")])
     (run,) = _replay([write_otlp(tmp_path / "loop.json", spans)])

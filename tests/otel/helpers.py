@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -14,30 +12,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_loopguard.engine.config import LoopGuardConfig
-from otel_loopguard.engine.detectors import DEFAULT_DETECTORS
 from otel_loopguard.guard import LoopGuard
 from otel_loopguard.processor import LoopGuardSpanProcessor
-
-
-def _loop_detectors_present() -> bool:
-    try:
-        return any(getattr(f, "name", None) == "repetition" for f in DEFAULT_DETECTORS) or any(
-            getattr(f(LoopGuardConfig()), "name", None) == "repetition" for f in DEFAULT_DETECTORS
-        )
-    except Exception:
-        return False
-
-
-# signatures and the loop detectors land separately; until they do, tests that need them skip
-requires_signatures = pytest.mark.skipif(
-    importlib.util.find_spec("otel_loopguard.engine.signatures") is None,
-    reason="otel_loopguard.engine.signatures not landed yet",
-)
-requires_detectors = pytest.mark.skipif(
-    importlib.util.find_spec("otel_loopguard.engine.signatures") is None
-    or not _loop_detectors_present(),
-    reason="the repetition / no-progress detectors have not landed yet",
-)
 
 
 @dataclass

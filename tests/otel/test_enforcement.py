@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from otel_loopguard.engine.decisions import Action, LoopGuardInterrupt
 from otel_loopguard.guard.decorators import agent_run, loopguard_tool, tool_span
 
-from .helpers import Stack, make_stack, requires_detectors, requires_signatures
+from .helpers import Stack, make_stack
 
 
 def _framework_loop(search, times: int) -> list[str]:
@@ -30,7 +30,6 @@ def _framework_loop(search, times: int) -> list[str]:
     return seen
 
 
-@requires_detectors
 def test_enforce_interrupts_after_stop_and_vetoes_the_next_call(enforcing: Stack) -> None:
     executed: list[str] = []
 
@@ -61,7 +60,6 @@ def test_enforce_interrupts_after_stop_and_vetoes_the_next_call(enforcing: Stack
     assert enforcing.metric_total("loopguard.interrupts") >= 1
 
 
-@requires_detectors
 def test_pre_call_veto_keeps_the_tool_from_running(enforcing: Stack) -> None:
     executed: list[int] = []
     guard = enforcing.guard
@@ -86,7 +84,6 @@ def test_pre_call_veto_keeps_the_tool_from_running(enforcing: Stack) -> None:
     assert vetoed and all(s.status.status_code.name == "ERROR" for s in vetoed)
 
 
-@requires_signatures
 def test_preflight_limit_vetoes_the_third_tool_call() -> None:
     stack = make_stack(mode="enforce", max_tool_calls=2)
     executed = []
@@ -107,7 +104,6 @@ def test_preflight_limit_vetoes_the_third_tool_call() -> None:
     assert raised.value.decision.end_state.value in ("max_steps", "budget_exceeded")
 
 
-@requires_detectors
 def test_observe_mode_never_raises_but_records(stack: Stack) -> None:
     heard = []
     stack.guard.on_decision(lambda decision, event: heard.append(decision.action))
@@ -129,7 +125,6 @@ def test_observe_mode_never_raises_but_records(stack: Stack) -> None:
     assert len(snapshot_calls) == len(heard)
 
 
-@requires_detectors
 def test_async_tools_under_gather_keep_their_own_runs(enforcing: Stack) -> None:
     calls = {"looping": 0, "healthy": 0}
 
@@ -160,7 +155,6 @@ def test_async_tools_under_gather_keep_their_own_runs(enforcing: Stack) -> None:
     assert calls["looping"] < 10
 
 
-@requires_detectors
 def test_threads_with_propagated_context_share_the_run(stack: Stack) -> None:
     @loopguard_tool(tracer=stack.tracer)
     def search(query: str) -> str:
@@ -179,7 +173,6 @@ def test_threads_with_propagated_context_share_the_run(stack: Stack) -> None:
         assert snapshot is not None and snapshot.counters.tool_calls == 4
 
 
-@requires_signatures
 def test_every_span_ends_exactly_once_and_odd_arguments_never_raise(
     stack: Stack, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -208,7 +201,6 @@ def test_every_span_ends_exactly_once_and_odd_arguments_never_raise(
     assert stack.metric_total("loopguard.internal_errors") == 0
 
 
-@requires_signatures
 def test_content_capture_puts_arguments_and_result_on_the_span() -> None:
     private = make_stack()
     captured = make_stack(capture_content=True)
@@ -224,7 +216,6 @@ def test_content_capture_puts_arguments_and_result_on_the_span() -> None:
     assert shown.attributes["gen_ai.operation.name"] == "execute_tool"
 
 
-@requires_signatures
 def test_on_decision_hears_replan_with_its_recommendation_and_enforce_does_not_raise() -> None:
     stack = make_stack(mode="enforce")
     guard = stack.guard
@@ -252,7 +243,6 @@ def test_on_decision_hears_replan_with_its_recommendation_and_enforce_does_not_r
     assert events[0].attributes["loopguard.recommendation"] == replans[0].recommendation
 
 
-@requires_signatures
 @settings(max_examples=60, deadline=None)
 @given(
     arguments=st.recursive(
@@ -276,7 +266,6 @@ def test_any_arguments_and_results_pass_through_the_gate(arguments, capture: boo
     assert stack.metric_total("loopguard.internal_errors") == 0
 
 
-@requires_signatures
 def test_model_call_preflight_and_the_current_run_check_raise_only_when_enforcing() -> None:
     for mode in ("observe", "enforce"):
         stack = make_stack(mode=mode, token_budget=100)

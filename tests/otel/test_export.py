@@ -20,9 +20,7 @@ from otel_loopguard.guard import LoopGuard
 from otel_loopguard.guard.decorators import agent_run, loopguard_tool
 from otel_loopguard.processor import LoopGuardSpanProcessor
 
-from .helpers import Stack, requires_detectors
-
-pytestmark = requires_detectors
+from .helpers import Stack
 
 
 def _value(any_value: Any) -> Any:

@@ -9,12 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from .helpers import requires_detectors
-
-pytestmark = requires_detectors
-
 SCRIPT = Path(__file__).with_name("agent_script.py")
 INSTRUMENT = Path(sys.executable).with_name("opentelemetry-instrument")
 
@@ -64,7 +58,6 @@ def decisions(spans: list[dict], span_name: str) -> list[dict]:
     ]
 
 
-@pytest.mark.skipif(not INSTRUMENT.exists(), reason="opentelemetry-instrument not installed")
 def test_entry_point_loads_processor_and_the_mode_flag_enforces() -> None:
     outcome, spans, _ = run_instrumented("--loopguard_mode", "enforce")
     # foreign spans: only the processor, loaded through the entry point, can decide on them
@@ -80,7 +73,6 @@ def test_entry_point_loads_processor_and_the_mode_flag_enforces() -> None:
     assert helper[0]["attributes"]["loopguard.run.state"] == "stopped"
 
 
-@pytest.mark.skipif(not INSTRUMENT.exists(), reason="opentelemetry-instrument not installed")
 def test_observe_is_the_default_and_the_disable_variables_turn_it_off() -> None:
     outcome, spans, _ = run_instrumented()
     assert outcome == {"outcome": "finished", "executed": 10}  # observe mode never interrupts
@@ -97,7 +89,6 @@ def test_observe_is_the_default_and_the_disable_variables_turn_it_off() -> None:
     assert not any(e["name"] == "loopguard.decision" for s in spans for e in s["events"])
 
 
-@pytest.mark.skipif(not INSTRUMENT.exists(), reason="opentelemetry-instrument not installed")
 def test_without_an_sdk_provider_one_warning_and_the_program_runs() -> None:
     # a configurator name that matches none: the distro sets up no SDK provider
     outcome, spans, stderr = run_instrumented(OTEL_PYTHON_CONFIGURATOR="nothing-matches")
@@ -105,7 +96,6 @@ def test_without_an_sdk_provider_one_warning_and_the_program_runs() -> None:
     assert stderr.count("otel-loopguard: no OpenTelemetry SDK tracer provider") == 1
 
 
-@pytest.mark.skipif(not INSTRUMENT.exists(), reason="opentelemetry-instrument not installed")
 def test_a_provider_the_program_sets_itself_gets_the_processor() -> None:
     outcome, spans, _stderr = run_instrumented(
         OTEL_PYTHON_CONFIGURATOR="nothing-matches", AGENT_OWN_PROVIDER="1"

@@ -8,9 +8,7 @@ import threading
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from .helpers import Stack, make_stack, requires_detectors
-
-pytestmark = requires_detectors
+from .helpers import Stack, make_stack
 
 
 def looping_agent(

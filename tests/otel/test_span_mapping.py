@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
-pytest.importorskip("otel_loopguard.engine.signatures", reason="signatures land with the detectors")
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
