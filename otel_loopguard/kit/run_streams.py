@@ -13,14 +13,18 @@ the exception that escaped them (``LoopGuardInterrupt`` included), or the caller
 generator early (``GeneratorExit``, a cancelled run). Closing the framework's generator,
 which may still do work that belongs to the run, happens with the run current.
 
-Wrappers whose framework needs more per step (a context variable of its own, a check
-between events) keep their own loop; this is the plain case, written once.
+:func:`events_in_run` is the plain async case. :func:`run_over` is the same for a plain
+generator too, with a per-event hook (the end state an event reports); :func:`drive` is the
+loop under it, for wrappers whose framework needs more per step (a context variable of its
+own, a run opened at the first step, a check between events): they write a :class:`Steps`.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-from typing import Any, TypeVar
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from typing import Any, Protocol, TypeVar
+
+from otel_loopguard.engine.interrupt import LoopGuardInterrupt
 
 Item = TypeVar("Item")
 
@@ -56,3 +60,143 @@ async def events_in_run(run: Any, events: AsyncGenerator[Item, None]) -> AsyncGe
                 run.__exit__(None, None, None)
             else:
                 run.__exit__(type(outcome), outcome, outcome.__traceback__)
+
+
+# -- any stream, plain or async, with a per-step hook ------------------------------------------
+
+
+class Steps(Protocol):
+    """What :func:`drive` does around each step of a framework's stream.
+
+    ``enter`` / ``leave`` around each step (the framework computing its next item) and
+    around the close at the end, never while the caller holds an item; ``step(item)``
+    with each item, still entered (it may raise: a check between items); ``end(outcome)``
+    exactly once, entered, after the framework's generator was closed: ``None`` when the
+    stream was exhausted, else the exception that ended it (the framework's, ours, the
+    caller's ``GeneratorExit``).
+    """
+
+    def enter(self) -> None: ...
+
+    def leave(self) -> None: ...
+
+    def step(self, item: Any) -> None: ...
+
+    def end(self, outcome: BaseException | None) -> None: ...
+
+
+def drive(inner: Any, steps: Steps, *, quiet_close: bool = False) -> Any:
+    """Yield the items of ``inner`` (a generator or an async generator; the result is of the
+    same kind) with ``steps`` around each step; see :class:`Steps`. With ``quiet_close`` an
+    error of the framework's generator while it is closed is dropped (the outcome that
+    ended the stream goes on)."""
+    if hasattr(inner, "__anext__"):
+        return _drive_async(inner, steps, quiet_close)
+    return _drive(inner, steps, quiet_close)
+
+
+def run_over(run: Any, events: Any, on_event: Callable[[Any, Any], None] | None = None) -> Any:
+    """:func:`events_in_run` for a plain generator or an async one, with a per-event hook:
+    ``on_event(handle, event)`` runs with the run current, before the caller gets the event
+    (``handle`` is the run's ``RunHandle``; it may set the end state the event reports)."""
+    return drive(events, _RunSteps(run, on_event))
+
+
+class _RunSteps:
+    """The run current only while the framework computes (see the module docstring)."""
+
+    __slots__ = ("_entered", "_on_event", "_run")
+
+    def __init__(self, run: Any, on_event: Callable[[Any, Any], None] | None) -> None:
+        self._run = run
+        self._on_event = on_event
+        self._entered = False
+
+    def enter(self) -> None:
+        if self._entered:
+            self._run.resume()
+        else:
+            self._entered = True
+            self._run.__enter__()
+
+    def leave(self) -> None:
+        self._run.suspend()
+
+    def step(self, item: Any) -> None:
+        if self._on_event is not None:
+            self._on_event(self._run.handle, item)
+
+    def end(self, outcome: BaseException | None) -> None:
+        if outcome is None:
+            self._run.__exit__(None, None, None)
+        else:
+            self._run.__exit__(type(outcome), outcome, outcome.__traceback__)
+
+
+_DONE: Any = object()
+
+
+def _drive(inner: Any, steps: Steps, quiet_close: bool) -> Iterator[Any]:
+    outcome: BaseException | None = None
+    try:
+        while True:
+            steps.enter()
+            try:
+                item = next(inner, _DONE)
+                if item is _DONE:
+                    break
+                steps.step(item)
+            finally:
+                steps.leave()
+            yield item
+    except BaseException as exc:
+        outcome = exc
+        raise
+    finally:
+        steps.enter()
+        try:
+            close = getattr(inner, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except (Exception, LoopGuardInterrupt):
+                    if not quiet_close:
+                        raise
+        finally:
+            try:
+                steps.end(outcome)
+            finally:
+                steps.leave()
+
+
+async def _drive_async(inner: Any, steps: Steps, quiet_close: bool) -> AsyncIterator[Any]:
+    outcome: BaseException | None = None
+    try:
+        while True:
+            steps.enter()
+            try:
+                item = await anext(inner, _DONE)
+                if item is _DONE:
+                    break
+                steps.step(item)
+            finally:
+                steps.leave()
+            yield item
+    except BaseException as exc:
+        outcome = exc
+        raise
+    finally:
+        steps.enter()
+        try:
+            aclose = getattr(inner, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except (Exception, LoopGuardInterrupt):
+                    if not quiet_close:
+                        raise
+        finally:
+            try:
+                steps.end(outcome)
+            finally:
+                steps.leave()

@@ -8,7 +8,7 @@ run, every chat model call (``BaseChatModel._generate_with_cache`` / ``_agenerat
 and the ``stream`` / ``astream`` a caller reads itself) is pre-flight checked and its answer
 reported as a model turn (usage, tool calls, finish reason), for token budgets,
 ``max_steps``, truncation and premature ends. Loop
-detection, decisions and enforcement come from :mod:`otel_loopguard.guard`: in
+detection, decisions and enforcement come from otel-loopguard's guard: in
 ``enforce`` mode a looping run ends with :class:`~otel_loopguard.LoopGuardInterrupt` in the
 caller's ``invoke`` / ``stream`` and no tool runs after the STOP.
 """
@@ -24,12 +24,11 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from otel_loopguard_langchain.graph import astream_wrapper, stream_wrapper
-from otel_loopguard_langchain.model_streams import astream_wrapper as model_astream_wrapper
 from otel_loopguard_langchain.model_streams import stream_wrapper as model_stream_wrapper
-from otel_loopguard_langchain.model_turns import async_model_wrapper, sync_model_wrapper
+from otel_loopguard_langchain.model_turns import model_wrapper
 from otel_loopguard_langchain.package import _instruments
-from otel_loopguard_langchain.tools import async_tool_wrapper, sync_tool_wrapper
+from otel_loopguard_langchain.runs import stream_wrapper
+from otel_loopguard_langchain.tools import tool_wrapper
 from otel_loopguard_langchain.version import __version__
 
 _TOOLS_MODULE = "langchain_core.tools.base"
@@ -52,20 +51,20 @@ class LangChainInstrumentor(BaseInstrumentor):
             tracer_provider=kwargs.get("tracer_provider"),
             schema_url="https://opentelemetry.io/schemas/1.37.0",
         )
-        wrap_function_wrapper(_TOOLS_MODULE, "BaseTool.run", sync_tool_wrapper(tracer))
-        wrap_function_wrapper(_TOOLS_MODULE, "BaseTool.arun", async_tool_wrapper(tracer))
-        wrap_function_wrapper(
-            _CHAT_MODELS_MODULE, "BaseChatModel._generate_with_cache", sync_model_wrapper
-        )
-        wrap_function_wrapper(
-            _CHAT_MODELS_MODULE, "BaseChatModel._agenerate_with_cache", async_model_wrapper
-        )
-        wrap_function_wrapper(_CHAT_MODELS_MODULE, "BaseChatModel.stream", model_stream_wrapper)
-        wrap_function_wrapper(_CHAT_MODELS_MODULE, "BaseChatModel.astream", model_astream_wrapper)
+        tools = tool_wrapper(tracer)
+        wrap_function_wrapper(_TOOLS_MODULE, "BaseTool.run", tools)
+        wrap_function_wrapper(_TOOLS_MODULE, "BaseTool.arun", tools)
+        for method in ("_generate_with_cache", "_agenerate_with_cache"):
+            wrap_function_wrapper(_CHAT_MODELS_MODULE, f"BaseChatModel.{method}", model_wrapper)
+        for method in ("stream", "astream"):
+            wrap_function_wrapper(
+                _CHAT_MODELS_MODULE, f"BaseChatModel.{method}", model_stream_wrapper
+            )
         self._langgraph = _langgraph_available()
         if self._langgraph:
-            wrap_function_wrapper(_PREGEL_MODULE, "Pregel.stream", stream_wrapper(tracer))
-            wrap_function_wrapper(_PREGEL_MODULE, "Pregel.astream", astream_wrapper(tracer))
+            graph_runs = stream_wrapper(tracer)
+            wrap_function_wrapper(_PREGEL_MODULE, "Pregel.stream", graph_runs)
+            wrap_function_wrapper(_PREGEL_MODULE, "Pregel.astream", graph_runs)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         from langchain_core.language_models.chat_models import BaseChatModel

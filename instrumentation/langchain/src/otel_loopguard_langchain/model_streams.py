@@ -3,8 +3,9 @@
 A hand-written agent loop (``for chunk in model.stream(messages)`` inside an application's
 ``agent_run``), a LangGraph node that streams its model, or a chain's ``stream`` (which
 reaches the model's through ``Runnable.transform``) never passes through
-``_generate_with_cache``, which :mod:`otel_loopguard_langchain.model_turns` wraps. These
-wrappers give such a turn the same treatment, inside a run the guard knows only:
+``_generate_with_cache``, which :mod:`otel_loopguard_langchain.model_turns` wraps. This
+wrapper (the kit's :func:`~otel_loopguard.kit.streamed_turns.model_turn_stream`, for both)
+gives such a turn the same treatment, inside a run the guard knows only:
 
 - At the first chunk asked for (a stream does nothing before): ``preflight_llm``, so in
   ``enforce`` mode a vetoed call raises ``LoopGuardInterrupt`` before the provider is called.
@@ -47,11 +48,12 @@ was non-blank), and the tool call arguments are parsed once, at the end (see
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from otel_loopguard.guard import current_run, get_guard
-from otel_loopguard_langchain.model_turns import has_text, read_message, report_turn
+from otel_loopguard import current_run, get_guard
+from otel_loopguard.kit.streamed_turns import model_turn_stream
+from otel_loopguard_langchain.model_turns import has_text, read_message
 
 # chunks held before they are added to the running total: one ``AIMessageChunk`` addition
 # (a pydantic object, a long tool argument copied) per batch, not per chunk
@@ -61,88 +63,26 @@ _CALLS = "otel_loopguard_tool_call_chunks"
 
 
 def stream_wrapper(
-    wrapped: Callable[..., Generator[Any, None, None]],
+    wrapped: Callable[..., Any],
     instance: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-) -> Generator[Any, None, None]:
-    """Wrap ``BaseChatModel.stream``."""
+) -> Any:
+    """Wrap ``BaseChatModel.stream`` and ``BaseChatModel.astream``."""
     # langchain's generator, made now as without us (bad arguments fail here); it calls
     # the provider only when read
     chunks = wrapped(*args, **kwargs)
     if current_run() is None:  # no run we know of: left untouched
         return chunks
-    return _observed_stream(instance, chunks)
-
-
-def astream_wrapper(
-    wrapped: Callable[..., AsyncGenerator[Any, None]],
-    instance: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-) -> AsyncGenerator[Any, None]:
-    """Wrap ``BaseChatModel.astream``."""
-    chunks = wrapped(*args, **kwargs)
-    if current_run() is None:
-        return chunks
-    return _observed_astream(instance, chunks)
-
-
-def _observed_stream(model: Any, chunks: Generator[Any, None, None]) -> Iterator[Any]:
-    if current_run() is None:  # made in a run, read after it: the call is outside it
-        yield from chunks
-        return
-    guard = get_guard()
-    guard.preflight_llm()  # raises nothing but LoopGuardInterrupt (enforce, STOP)
-    answer = _StreamedAnswer(guard)
-    reported = finished = False
-    try:
-        while True:
-            with guard.model_turn() as step:  # never raises
-                try:
-                    chunk = next(chunks)
-                except StopIteration:
-                    finished = True
-            reported = reported or step.reported
-            if finished:
-                break
-            answer.add(chunk)
-            yield chunk
-    finally:
-        if not finished:  # abandoned (a no-op after a failure): close it inside a turn
-            with guard.model_turn():
-                chunks.close()
-    if not reported:
-        report_turn(guard, answer.read, model)
-
-
-async def _observed_astream(model: Any, chunks: AsyncGenerator[Any, None]) -> AsyncIterator[Any]:
-    if current_run() is None:
-        async for chunk in chunks:
-            yield chunk
-        return
-    guard = get_guard()
-    guard.preflight_llm()
-    answer = _StreamedAnswer(guard)
-    reported = finished = False
-    try:
-        while True:
-            with guard.model_turn() as step:
-                try:
-                    chunk = await chunks.__anext__()
-                except StopAsyncIteration:
-                    finished = True
-            reported = reported or step.reported
-            if finished:
-                break
-            answer.add(chunk)
-            yield chunk
-    finally:
-        if not finished:
-            with guard.model_turn():
-                await chunks.aclose()
-    if not reported:
-        report_turn(guard, answer.read, model)
+    answer = _StreamedAnswer(get_guard())
+    return model_turn_stream(
+        chunks,
+        lambda: answer.read(instance),
+        package="langchain",
+        add=answer.add,
+        # made in a run, read after it: the call is outside it
+        applies=lambda: current_run() is not None,
+    )
 
 
 class _StreamedAnswer:
@@ -190,7 +130,7 @@ class _StreamedAnswer:
             self._guard.telemetry.internal_error("langchain.model_stream", exc)
 
     def read(self, model: Any) -> dict[str, Any] | None:
-        """The report's arguments (for :func:`report_turn`, which catches our errors)."""
+        """The report's arguments (the kit's ``report_turn`` catches our errors)."""
         if self._failed:
             return None
         self._merge()

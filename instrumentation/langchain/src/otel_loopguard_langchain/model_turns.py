@@ -10,7 +10,9 @@ one call; ``_generate`` is what each provider overrides, so it cannot be wrapped
 When it returns, the answer's ``response_metadata`` (finish reason, model name) is filled
 in. A direct ``model.stream()`` / ``astream()`` call (and a chain's ``stream``, which
 reaches the model's) bypasses it: :mod:`otel_loopguard_langchain.model_streams` observes
-those turns, with the same reader (:func:`read_message`) and report (:func:`report_turn`).
+those turns, with the same reader (:func:`read_message`). Both wrappers are the kit's
+(:func:`~otel_loopguard.kit.model_turn.model_turn_wrapper`, for the plain and the async
+method alike).
 
 - Before the call: the pre-flight check (``LoopGuard.preflight_llm``: a stopped run,
   ``max_steps`` reached, the run's ``timeout`` passed, no token headroom left), so in
@@ -27,11 +29,11 @@ Only inside a run the guard knows (a LangGraph run, or an application's own
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from otel_loopguard.guard import current_run, get_guard
-from otel_loopguard_langchain.run_context import current_agent
+from otel_loopguard.kit.model_turn import ModelCall, in_a_run, model_turn_wrapper
+from otel_loopguard_langchain.runs import current_agent
 
 # where providers put the finish reason in ``response_metadata``: OpenAI, Gemini and most
 # others ``finish_reason``, Anthropic ``stop_reason``, Ollama ``done_reason``, Bedrock
@@ -40,54 +42,12 @@ _FINISH_REASON_KEYS = ("finish_reason", "stop_reason", "done_reason", "stopReaso
 _MODEL_NAME_KEYS = ("model_name", "model")
 
 
-def sync_model_wrapper(
-    wrapped: Callable[..., Any],
-    instance: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-) -> Any:
-    """Wrap ``BaseChatModel._generate_with_cache``."""
-    guard = get_guard()
-    if current_run() is None:  # no run we know of
-        return wrapped(*args, **kwargs)
-    guard.preflight_llm()  # raises nothing but LoopGuardInterrupt (enforce, STOP)
-    with guard.model_turn() as turn:  # never raises
-        result = wrapped(*args, **kwargs)
-    if turn.needs_report:  # no model-call instrumentation below reported it
-        report_turn(guard, _read_answer, instance, result)
-    return result
+def _read(call: ModelCall) -> dict[str, Any] | None:
+    return _read_answer(call.instance, call.result)
 
 
-async def async_model_wrapper(
-    wrapped: Callable[..., Awaitable[Any]],
-    instance: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-) -> Any:
-    """Wrap ``BaseChatModel._agenerate_with_cache``."""
-    guard = get_guard()
-    if current_run() is None:
-        return await wrapped(*args, **kwargs)
-    guard.preflight_llm()
-    with guard.model_turn() as turn:
-        result = await wrapped(*args, **kwargs)
-    if turn.needs_report:
-        report_turn(guard, _read_answer, instance, result)
-    return result
-
-
-def report_turn(guard: Any, read: Callable[..., dict[str, Any] | None], *args: Any) -> None:
-    """One ``llm_response`` for the answer ``read(*args)`` describes (``None``: nothing to
-    report); raises only ``LoopGuardInterrupt``."""
-    try:
-        report = read(*args)
-        if report is None:
-            return
-        report["agent_name"] = current_agent()
-    except Exception as exc:  # never let our bookkeeping break the agent
-        guard.telemetry.internal_error("langchain.model_turn", exc)
-        return
-    guard.observe_llm_response(**report)
+#: wraps ``BaseChatModel._generate_with_cache`` and ``_agenerate_with_cache``
+model_wrapper = model_turn_wrapper(_read, package="langchain", applies=in_a_run)
 
 
 def _read_answer(model: Any, result: Any) -> dict[str, Any] | None:
@@ -125,6 +85,7 @@ def read_message(model: Any, message: Any, text: bool) -> dict[str, Any]:
         "output_tokens": _tokens(usage.get("output_tokens")),
         "empty": not requested and not text,
         "requested_tool_calls": requested,
+        "agent_name": current_agent(),
     }
 
 

@@ -1,4 +1,4 @@
-"""The agent run boundary: ``Pregel.stream`` / ``Pregel.astream``.
+"""The agent run boundary: ``Pregel.stream`` / ``Pregel.astream``, and which agent runs.
 
 ``invoke`` / ``ainvoke`` are built on ``stream`` / ``astream``, so wrapping the two stream
 methods sees every LangGraph run. A subgraph (a compiled graph used as a node, or a
@@ -7,20 +7,57 @@ the ``invoke_agent`` span, inner graphs only name the agent their tools run for.
 
 The stream is driven one step at a time and the run is made current only while a step
 runs, never between two chunks the caller receives: a caller that drops a stream halfway
-must not find itself "inside" that run when it starts the next one.
+must not find itself "inside" that run when it starts the next one (the kit's
+:func:`~otel_loopguard.kit.run_streams.drive` runs the steps, plain or async).
+
+Which LangGraph agent is running in this context is a context variable, because LangGraph
+runs nodes in worker threads (sync) or tasks (async) with a copy of the caller's context:
+the agent name set around a graph step is seen by every tool that step runs, without
+passing anything through LangGraph.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
+import contextvars
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard.guard import get_guard
-from otel_loopguard_langchain import run_context
+from otel_loopguard import get_guard
+from otel_loopguard.kit.run_streams import drive
+
+_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "otel_loopguard_langchain_agent", default=None
+)
+# set while the outermost graph run of this context is open: nested graphs make no span
+_RUN_OPEN: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "otel_loopguard_langchain_run_open", default=False
+)
+
+
+def current_agent() -> str | None:
+    return _AGENT.get()
+
+
+def run_open() -> bool:
+    return _RUN_OPEN.get()
+
+
+def enter_agent(agent: str, *, outermost: bool) -> list[contextvars.Token]:  # type: ignore[type-arg]
+    tokens: list[contextvars.Token] = [_AGENT.set(agent)]  # type: ignore[type-arg]
+    if outermost:
+        tokens.append(_RUN_OPEN.set(True))
+    return tokens
+
+
+def leave_agent(tokens: list[contextvars.Token]) -> None:  # type: ignore[type-arg]
+    for token in reversed(tokens):
+        # ValueError: a generator finished in another context (closed by the GC)
+        with contextlib.suppress(ValueError):
+            token.var.reset(token)
+
 
 _CONFIGURABLE = "configurable"
 # LangGraph's config key for the task a subgraph runs in (langgraph._internal._constants)
@@ -55,11 +92,13 @@ def is_subgraph_call(config: dict[str, Any] | None) -> bool:
 
 
 class _Step:
-    """Enter/leave around one step of the inner stream; opens the run on the first step."""
+    """The kit's :class:`~otel_loopguard.kit.run_streams.Steps` of one graph run: the agent
+    named around each step, the run opened at the first step (outermost runs only), a run
+    another span stopped stops being consumed between two chunks."""
 
     def __init__(self, tracer: Tracer, agent: str, config: dict[str, Any] | None) -> None:
         self.agent = agent
-        self.nested = run_context.run_open() or is_subgraph_call(config)
+        self.nested = run_open() or is_subgraph_call(config)
         self._tracer = tracer
         self._conversation = None if self.nested else conversation_id(config)
         self._run: Any = None
@@ -67,7 +106,7 @@ class _Step:
         self._closed = False
 
     def enter(self) -> None:
-        self._tokens = run_context.enter(self.agent, outermost=not self.nested)
+        self._tokens = enter_agent(self.agent, outermost=not self.nested)
         if self.nested:
             return
         if self._run is None:
@@ -81,9 +120,14 @@ class _Step:
     def leave(self) -> None:
         if self._run is not None and not self._closed:
             self._run.suspend()
-        run_context.leave(self._tokens)
+        leave_agent(self._tokens)
 
-    def close(self, exc: BaseException | None) -> None:
+    def step(self, item: Any) -> None:
+        """Between two chunks: stop consuming a run another span already stopped."""
+        if not self.nested:
+            get_guard().check_current_run()
+
+    def end(self, exc: BaseException | None) -> None:
         """End the run (exactly once); called while entered."""
         if self._closed:
             return
@@ -92,101 +136,18 @@ class _Step:
         if run is not None:
             run.__exit__(type(exc) if exc is not None else None, exc, None)
 
-    def check_stopped(self) -> None:
-        """Between two chunks: stop consuming a run another span already stopped."""
-        if not self.nested:
-            get_guard().check_current_run()
-
-
-def _drive(inner: Iterator[Any], step: _Step) -> Iterator[Any]:
-    try:
-        while True:
-            step.enter()
-            try:
-                item = next(inner)
-                step.check_stopped()
-            except StopIteration:
-                step.close(None)
-                return
-            except BaseException as exc:
-                _close_inner(inner)
-                step.close(exc)
-                raise
-            finally:
-                step.leave()
-            yield item
-    except GeneratorExit as exc:  # the caller closed the stream early
-        step.enter()
-        try:
-            _close_inner(inner)
-            step.close(exc)
-        finally:
-            step.leave()
-        raise
-
-
-async def _adrive(inner: AsyncIterator[Any], step: _Step) -> AsyncIterator[Any]:
-    try:
-        while True:
-            step.enter()
-            try:
-                item = await inner.__anext__()
-                step.check_stopped()
-            except StopAsyncIteration:
-                step.close(None)
-                return
-            except BaseException as exc:
-                await _aclose_inner(inner)
-                step.close(exc)
-                raise
-            finally:
-                step.leave()
-            yield item
-    except GeneratorExit as exc:
-        step.enter()
-        try:
-            await _aclose_inner(inner)
-            step.close(exc)
-        finally:
-            step.leave()
-        raise
-
-
-def _close_inner(inner: Any) -> None:
-    close = getattr(inner, "close", None)
-    if close is not None:
-        with contextlib.suppress(Exception, LoopGuardInterrupt):
-            close()
-
-
-async def _aclose_inner(inner: Any) -> None:
-    aclose = getattr(inner, "aclose", None)
-    if aclose is not None:
-        with contextlib.suppress(Exception, LoopGuardInterrupt):
-            await aclose()
-
 
 def stream_wrapper(tracer: Tracer) -> Callable[..., Any]:
+    """Wrap ``Pregel.stream`` and ``Pregel.astream`` (a generator, or an async one)."""
+
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
         inner = wrapped(*args, **kwargs)
         try:
             step = _Step(tracer, graph_name(instance), _config(args, kwargs))
         except Exception as exc:  # never break the run for our bookkeeping
-            get_guard().telemetry.internal_error("langgraph.stream", exc)
+            where = "astream" if hasattr(inner, "__anext__") else "stream"
+            get_guard().telemetry.internal_error(f"langgraph.{where}", exc)
             return inner
-        return _drive(inner, step)
-
-    return wrapper
-
-
-def astream_wrapper(tracer: Tracer) -> Callable[..., Any]:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        inner = wrapped(*args, **kwargs)
-        try:
-            step = _Step(tracer, graph_name(instance), _config(args, kwargs))
-        except Exception as exc:
-            get_guard().telemetry.internal_error("langgraph.astream", exc)
-            return inner
-        return _adrive(inner, step)
+        return drive(inner, step, quiet_close=True)
 
     return wrapper

@@ -2,7 +2,8 @@
 
 Every LangChain tool execution goes through these two methods: ``tool.invoke`` /
 ``tool.ainvoke``, LangGraph's ``ToolNode`` and the classic agent executors all end up here,
-so one wrapper pair sees every tool without knowing how it was reached.
+so one wrapper (the kit's tool gate, for both) sees every tool without knowing how it was
+reached.
 
 Why enforcement works from here: ``ToolNode(handle_tool_errors=True)`` turns any
 ``Exception`` from a tool into a message for the model, which would let a loop go on.
@@ -20,8 +21,9 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.guard import get_guard
-from otel_loopguard_langchain.run_context import current_agent
+from otel_loopguard import get_guard
+from otel_loopguard.kit.tool_gate import GatedCall, tool_gate_wrapper
+from otel_loopguard_langchain.runs import current_agent
 
 # the handoff idiom of LangGraph multi-agent systems (swarm, supervisor): a tool named
 # ``transfer_to_<agent>`` that returns a ``Command`` sending the graph to that agent
@@ -103,53 +105,23 @@ def tool_outcome(output: Any) -> tuple[Any, str | None]:
     return output, None
 
 
-def _call_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, str | None]:
+def _read_call(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> GatedCall:
+    """``BaseTool.run(tool_input, ..., tool_call_id=None, ...)``: the call for the gate."""
     tool_input = args[0] if args else kwargs.get("tool_input")
-    return tool_input, kwargs.get("tool_call_id")
+    call_id = kwargs.get("tool_call_id")
+    agent = current_agent()
+    return GatedCall(
+        str(instance.name),
+        tool_arguments(instance, tool_input),
+        call_id=call_id,
+        agent=agent,
+        attributes=span_attributes(instance, agent),
+    )
 
 
-def sync_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        guard = get_guard()
-        try:
-            tool_input, call_id = _call_arguments(args, kwargs)
-            arguments = tool_arguments(instance, tool_input)
-            name = str(instance.name)
-            agent = current_agent()
-            attributes = span_attributes(instance, agent)
-        except Exception as exc:  # never break the tool call for our bookkeeping
-            guard.telemetry.internal_error("langchain.tool_arguments", exc)
-            return wrapped(*args, **kwargs)
-        with guard.tool_call(
-            tracer, name, arguments, call_id=call_id, agent_name=agent, attributes=attributes
-        ) as call:
-            output = wrapped(*args, **kwargs)
-            _record(call, output, guard, name, agent, call_id)
-        return output
-
-    return wrapper
-
-
-def async_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        guard = get_guard()
-        try:
-            tool_input, call_id = _call_arguments(args, kwargs)
-            arguments = tool_arguments(instance, tool_input)
-            name = str(instance.name)
-            agent = current_agent()
-            attributes = span_attributes(instance, agent)
-        except Exception as exc:
-            guard.telemetry.internal_error("langchain.tool_arguments", exc)
-            return await wrapped(*args, **kwargs)
-        with guard.tool_call(
-            tracer, name, arguments, call_id=call_id, agent_name=agent, attributes=attributes
-        ) as call:
-            output = await wrapped(*args, **kwargs)
-            _record(call, output, guard, name, agent, call_id)
-        return output
-
-    return wrapper
+def tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
+    """Wrap ``BaseTool.run`` and ``BaseTool.arun``."""
+    return tool_gate_wrapper(tracer, _read_call, _report, package="langchain")
 
 
 def span_attributes(tool: Any, agent: str | None) -> dict[str, str]:
@@ -164,24 +136,22 @@ def span_attributes(tool: Any, agent: str | None) -> dict[str, str]:
     return attributes
 
 
-def _record(
-    call: Any, output: Any, guard: Any, name: str, agent: str | None, call_id: str | None
-) -> None:
-    """Hand the outcome to the gate. Never raises: inside the gate's ``with`` block, our own
-    bookkeeping error would look like the tool failing."""
-    try:
-        content, error_text = tool_outcome(output)
-        if error_text is None:
-            call.set_result(content)
-        else:
-            call.set_error("ToolException", error_text)
-        handoff = _HANDOFF_TOOL.match(name) if error_text is None else None
-    except Exception as exc:
-        guard.telemetry.internal_error("langchain.tool_result", exc)
+def _report(gate: Any, output: Any, call: GatedCall) -> None:
+    """Hand the outcome to the gate (the kit counts our errors here, never raises them)."""
+    content, error_text = tool_outcome(output)
+    if error_text is None:
+        gate.set_result(content)
+    else:
+        gate.set_error("ToolException", error_text)
         return
+    handoff = _HANDOFF_TOOL.match(call.name)
     if handoff is not None:
         # the gate's span is ours, so no span processor will read it as a handoff: say so;
         # a STOP here is raised by the gate when the tool call ends (the run is stopped)
-        guard.observe_handoff(
-            agent, handoff.group(1), call_id=call_id, span=call.span, raise_on_stop=False
+        get_guard().observe_handoff(
+            call.agent,
+            handoff.group(1),
+            call_id=call.call_id,
+            span=gate.span,
+            raise_on_stop=False,
         )
