@@ -18,11 +18,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from otel_loopguard_anthropic.model_turns import (
-    async_request_wrapper,
-    sdk_span_wrapper,
-    sync_request_wrapper,
-)
+from otel_loopguard_anthropic.model_turns import request_wrapper, sdk_span_wrapper
 from otel_loopguard_anthropic.package import _instruments
 from otel_loopguard_anthropic.version import __version__
 
@@ -44,8 +40,9 @@ class AnthropicInstrumentor(BaseInstrumentor):
             tracer_provider=kwargs.get("tracer_provider"),
             schema_url="https://opentelemetry.io/schemas/1.37.0",
         )
-        wrap_function_wrapper(_BASE_CLIENT, "SyncAPIClient.request", sync_request_wrapper(tracer))
-        wrap_function_wrapper(_BASE_CLIENT, "AsyncAPIClient.request", async_request_wrapper(tracer))
+        for client, asynchronous in (("SyncAPIClient", False), ("AsyncAPIClient", True)):
+            wrapper = request_wrapper(tracer, asynchronous=asynchronous)
+            wrap_function_wrapper(_BASE_CLIENT, f"{client}.request", wrapper)
         self._sdk_spans = hasattr(_import(_BASE_CLIENT), "start_api_call_span")
         if self._sdk_spans:
             wrap_function_wrapper(_BASE_CLIENT, "start_api_call_span", sdk_span_wrapper)

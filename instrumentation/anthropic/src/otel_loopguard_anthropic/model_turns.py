@@ -29,6 +29,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from otel_loopguard import LoopGuard, LoopGuardInterrupt, current_run, get_guard
+from otel_loopguard.kit.scoped_call import Wrapper, scoped_wrapper
 from otel_loopguard_anthropic.messages import Turn, turn_from_message
 from otel_loopguard_anthropic.streams import AsyncObservedStream, ObservedStream
 
@@ -303,44 +304,49 @@ def _settle(call: ModelCall, result: Any) -> Any:
     return result
 
 
-def sync_request_wrapper(tracer: Tracer) -> Callable[..., Any]:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        call = _start(tracer, instance, args, kwargs)
-        if call is None:
-            return wrapped(*args, **kwargs)
-        token = IN_FLIGHT.set(call)
+class _RequestScope:
+    """One Messages request (a :class:`~otel_loopguard.kit.scoped_call.Scope`): in flight
+    and our span current while it is sent, a failure ending it, the answer (or the stream
+    that brings it) fed once the call returned."""
+
+    __slots__ = ("_call", "_current", "_token")
+
+    def __init__(self, call: ModelCall) -> None:
+        self._call = call
+        self._current: Any = None
+        self._token: Any = None
+
+    def __enter__(self) -> None:
+        self._token = IN_FLIGHT.set(self._call)
+        self._current = self._call.current()
+        self._current.__enter__()
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         try:
-            with call.current():
-                result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.fail(exc)
-            call.release()
-            raise
+            self._current.__exit__(exc_type, exc, tb)
+            if exc is not None:
+                self._call.fail(exc)
+                self._call.release()
         finally:
-            IN_FLIGHT.reset(token)
-        return _settle(call, result)
+            IN_FLIGHT.reset(self._token)
 
-    return wrapper
+    def inside(self, result: Any) -> Any:
+        return result
+
+    def after(self, result: Any) -> Any:
+        return _settle(self._call, result)
 
 
-def async_request_wrapper(tracer: Tracer) -> Callable[..., Any]:
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        call = _start(tracer, instance, args, kwargs)
-        if call is None:
-            return await wrapped(*args, **kwargs)
-        token = IN_FLIGHT.set(call)
-        try:
-            with call.current():
-                result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.fail(exc)
-            call.release()
-            raise
-        finally:
-            IN_FLIGHT.reset(token)
-        return _settle(call, result)
+def request_wrapper(tracer: Tracer, *, asynchronous: bool) -> Wrapper:
+    """Wrap ``SyncAPIClient.request`` (``asynchronous=False``) or ``AsyncAPIClient.request``."""
 
-    return wrapper
+    def open_scope(
+        client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> _RequestScope | None:
+        call = _start(tracer, client, args, kwargs)
+        return None if call is None else _RequestScope(call)
+
+    return scoped_wrapper(open_scope, asynchronous=asynchronous)
 
 
 def sdk_span_wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:

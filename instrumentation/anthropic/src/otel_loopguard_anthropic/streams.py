@@ -44,6 +44,19 @@ class _Watch:
             self.call.finish(self.turn.turn)
         return complete
 
+    def pull_failed(self, error: BaseException) -> None:
+        """The SDK stream's ``__next__`` / ``__anext__`` raised: its end, or its failure."""
+        self.ended(None if isinstance(error, (StopIteration, StopAsyncIteration)) else error)
+
+    def stop(self, event: Any) -> LoopGuardInterrupt | None:
+        """Feed ``event``; the interrupt to raise instead of handing it out (the caller
+        closes the SDK stream first, then raises it), else None."""
+        try:
+            self.event(event)
+        except LoopGuardInterrupt as interrupt:
+            return interrupt
+        return None
+
     def ended(self, error: BaseException | None) -> None:
         """The stream ended: read to the end, failed, closed or collected. The SDK's span
         (if any) has ended with its body by now; our span ends here unless the message was
@@ -57,12 +70,17 @@ def _finalizer(proxy: Any, watch: _Watch) -> None:
         weakref.finalize(proxy, watch.ended, None)
 
 
-class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
+class _WatchedStream(wrapt.ObjectProxy):  # type: ignore[misc]
+    """The proxy's state: what the sync and the async stream share (their own code is only
+    how they read, close and enter: ``next`` / ``await anext`` cannot be one function)."""
+
     def __init__(self, stream: Any, call: ModelCall) -> None:
         super().__init__(stream)
         self._self_watch = _Watch(call)
         _finalizer(self, self._self_watch)
 
+
+class ObservedStream(_WatchedStream):
     def __iter__(self) -> ObservedStream:
         return self
 
@@ -70,19 +88,15 @@ class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
         watch = self._self_watch
         try:
             item = self.__wrapped__.__next__()
-        except StopIteration:
-            watch.ended(None)
-            raise
         except BaseException as exc:
-            watch.ended(exc)
+            watch.pull_failed(exc)
             raise
-        try:
-            watch.event(item)
-        except LoopGuardInterrupt:
+        interrupt = watch.stop(item)
+        if interrupt is not None:
             with contextlib.suppress(Exception):
                 self.__wrapped__.close()
             watch.ended(None)
-            raise
+            raise interrupt
         return item
 
     def close(self) -> None:
@@ -98,12 +112,7 @@ class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
         self.close()
 
 
-class AsyncObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
-    def __init__(self, stream: Any, call: ModelCall) -> None:
-        super().__init__(stream)
-        self._self_watch = _Watch(call)
-        _finalizer(self, self._self_watch)
-
+class AsyncObservedStream(_WatchedStream):
     def __aiter__(self) -> AsyncObservedStream:
         return self
 
@@ -111,19 +120,15 @@ class AsyncObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
         watch = self._self_watch
         try:
             item = await self.__wrapped__.__anext__()
-        except StopAsyncIteration:
-            watch.ended(None)
-            raise
         except BaseException as exc:
-            watch.ended(exc)
+            watch.pull_failed(exc)
             raise
-        try:
-            watch.event(item)
-        except LoopGuardInterrupt:
+        interrupt = watch.stop(item)
+        if interrupt is not None:
             with contextlib.suppress(Exception):
                 await self.__wrapped__.close()
             watch.ended(None)
-            raise
+            raise interrupt
         return item
 
     async def close(self) -> None:
