@@ -5,7 +5,8 @@ people deciding what to set, so it must not drift from the model. The defaults a
 from ``LoopGuardConfig`` itself, so adding or changing a field without updating the docs
 fails here. Every ``OTEL_LOOPGUARD_*`` name written anywhere in README.md, docs/ or a
 framework package's README must exist; README.md stays short (at most 200 lines) and shows
-the test command CI runs; every relative link in them points at a file that exists.
+the test command CI runs; every relative link in them, and every repository path they
+write in backticks, points at a file that exists.
 """
 
 from __future__ import annotations
@@ -151,3 +152,25 @@ def test_every_relative_link_points_at_a_file(page: Path) -> None:
     links = [link for link in LINK.findall(text) if not re.match(r"[a-z]+:|#", link)]
     missing = [link for link in links if not (page.parent / link.split("#")[0]).exists()]
     assert missing == [], f"{page.relative_to(ROOT)} links to files that do not exist"
+
+
+#: a path of this repository written in backticks (``otel_loopguard/guard/tool_call.py``)
+REPO_PATH = re.compile(
+    r"`((?:otel_loopguard|tests|benchmarks|collector|dashboards|scripts|instrumentation|docs)"
+    r"/[^`\s]*)`"
+)
+#: written by the running viewing stack, not part of the checkout
+RUNTIME_PATHS = ("collector/data/",)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_file_a_page_names_exists(page: Path) -> None:
+    """A newcomer finds the gate or a detector by the file name the docs give."""
+    named = {path.split("::")[0] for path in REPO_PATH.findall(page.read_text(encoding="utf-8"))}
+    named = {path for path in named if not re.search(r"[<*{]", path)}
+    missing = [
+        path
+        for path in sorted(named)
+        if not path.startswith(RUNTIME_PATHS) and not (ROOT / path).exists()
+    ]
+    assert missing == [], f"{page.relative_to(ROOT)} names files that do not exist"
