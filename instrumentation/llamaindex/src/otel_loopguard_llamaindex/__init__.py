@@ -7,7 +7,8 @@ an ``invoke_agent {agent}`` span around every ``FunctionAgent`` / ``ReActAgent``
 turn's model answer (usage, finish reason, requested tool calls: see :mod:`.model_turns`),
 and in ``enforce`` mode ends a looping or over-budget run with
 :class:`~otel_loopguard.LoopGuardInterrupt` in the caller's ``await handler`` or
-``stream_events()`` (see :mod:`.workflow` for how it gets there).
+``stream_events()`` (see :mod:`.workflow` for how it gets there; the run spans are
+:mod:`.runs`').
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from wrapt import wrap_function_wrapper
 
 from otel_loopguard_llamaindex.model_turns import agent_step_wrapper
 from otel_loopguard_llamaindex.package import _instruments
-from otel_loopguard_llamaindex.tools import async_tool_wrapper, sync_tool_wrapper
+from otel_loopguard_llamaindex.runs import run_wrapper
+from otel_loopguard_llamaindex.tools import tool_wrapper
 from otel_loopguard_llamaindex.version import __version__
 from otel_loopguard_llamaindex.workflow import (
     LoopGuardWorkflowInterrupt,
     call_tool_step_wrapper,
     call_tool_wrapper,
-    run_wrapper,
 )
 
 _FUNCTION_TOOL = "llama_index.core.tools.function_tool"
@@ -51,8 +52,9 @@ class LlamaIndexInstrumentor(BaseInstrumentor):
             tracer_provider=kwargs.get("tracer_provider"),
             schema_url="https://opentelemetry.io/schemas/1.37.0",
         )
-        wrap_function_wrapper(_FUNCTION_TOOL, "FunctionTool.call", sync_tool_wrapper(tracer))
-        wrap_function_wrapper(_FUNCTION_TOOL, "FunctionTool.acall", async_tool_wrapper(tracer))
+        tools = tool_wrapper(tracer)
+        wrap_function_wrapper(_FUNCTION_TOOL, "FunctionTool.call", tools)
+        wrap_function_wrapper(_FUNCTION_TOOL, "FunctionTool.acall", tools)
         for module, cls in ((_BASE_AGENT, "BaseWorkflowAgent"), (_MULTI_AGENT, "AgentWorkflow")):
             wrap_function_wrapper(module, f"{cls}._call_tool", call_tool_wrapper())
             wrap_function_wrapper(module, f"{cls}.call_tool", call_tool_step_wrapper())

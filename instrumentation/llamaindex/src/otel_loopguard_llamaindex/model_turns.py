@@ -42,44 +42,22 @@ import enum
 from collections.abc import Callable
 from typing import Any
 
-from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard.guard import current_run, get_guard
+from otel_loopguard.kit.model_turn import ModelCall, in_a_run, model_turn_wrapper
 from otel_loopguard_llamaindex.workflow import _interrupt_for_workflow
 
-_WHERE = "llamaindex.model_turn"
+_PACKAGE = "llamaindex"  # our errors are counted as llamaindex.model_turn
 
 
 def agent_step_wrapper() -> Callable[..., Any]:
-    """``run_agent_step(ctx, ev: AgentSetup)`` of both agent workflow classes."""
-
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        guard = get_guard()
-        if current_run() is None:  # not inside a run the guard knows
-            return await wrapped(*args, **kwargs)
-        try:
-            guard.preflight_llm()  # raises only LoopGuardInterrupt (enforce, STOP)
-        except LoopGuardInterrupt as interrupt:
-            raise _interrupt_for_workflow(interrupt) from None
-        with guard.model_turn() as turn:  # never raises
-            output = await wrapped(*args, **kwargs)
-        if turn.needs_report:  # no model-call instrumentation below reported it
-            _observe_turn(guard, instance, output)
-        return output
-
-    return wrapper
+    """``run_agent_step(ctx, ev: AgentSetup)`` of both agent workflow classes (outside a run
+    the guard knows, left alone)."""
+    return model_turn_wrapper(
+        _read, package=_PACKAGE, applies=in_a_run, interrupt=_interrupt_for_workflow
+    )
 
 
-def _observe_turn(guard: Any, instance: Any, output: Any) -> None:
-    """Report the turn the step produced; raises only ``LoopGuardWorkflowInterrupt``."""
-    try:
-        report = _read_turn(instance, output)
-    except Exception as exc:  # never let our bookkeeping break the agent
-        guard.telemetry.internal_error(_WHERE, exc)
-        return
-    try:
-        guard.observe_llm_response(**report)
-    except LoopGuardInterrupt as interrupt:
-        raise _interrupt_for_workflow(interrupt) from None
+def _read(call: ModelCall) -> dict[str, Any]:
+    return _read_turn(call.instance, call.result)
 
 
 def _read_turn(instance: Any, output: Any) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Tool spans and the gate around ``FunctionTool.call`` / ``FunctionTool.acall``.
 
 Every function tool runs through these two methods, whether an agent workflow, a query
-pipeline or the application calls it (``tool(...)`` is ``call``). The gate raises
+pipeline or the application calls it (``tool(...)`` is ``call``); one wrapper, the kit's
+tool gate, serves both. The gate raises
 :class:`~otel_loopguard.LoopGuardInterrupt` at STOP in ``enforce`` mode; inside an agent
 workflow :mod:`otel_loopguard_llamaindex.workflow` carries it to the caller.
 """
@@ -14,7 +15,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.guard import get_guard
+from otel_loopguard.kit.tool_gate import GatedCall, tool_gate_wrapper
 
 # tool descriptions are prompts: keep the span small whatever their length
 _DESCRIPTION_MAX_CHARS = 1024
@@ -61,60 +62,27 @@ def span_attributes(tool: Any, agent: str | None) -> dict[str, str]:
     return attributes
 
 
-def _record(call: Any, output: Any, guard: Any) -> None:
-    """Hand the outcome to the gate. Never raises: inside the gate's ``with`` block, our own
-    bookkeeping error would look like the tool failing."""
-    try:
-        content, error_text = tool_outcome(output)
-        if error_text is None:
-            call.set_result(content)
-        else:
-            call.set_error("ToolError", error_text)
-    except Exception as exc:
-        guard.telemetry.internal_error("llamaindex.tool_result", exc)
-
-
-def _prepare(instance: Any, args: Any, kwargs: Any) -> tuple[str, Any, str | None, dict[str, str]]:
+def _read_call(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> GatedCall:
     name = str(instance.metadata.get_name())
     agent = CURRENT_AGENT.get()
-    return name, tool_arguments(instance, args, kwargs), agent, span_attributes(instance, agent)
+    return GatedCall(
+        name,
+        tool_arguments(instance, args, kwargs),
+        call_id=CURRENT_CALL_ID.get(),
+        agent=agent,
+        attributes=span_attributes(instance, agent),
+    )
 
 
-def _call_id() -> str | None:
-    return CURRENT_CALL_ID.get()
+def _report(gate: Any, output: Any, call: GatedCall) -> None:
+    """Hand the outcome to the gate (the kit counts our errors here, never raises them)."""
+    content, error_text = tool_outcome(output)
+    if error_text is None:
+        gate.set_result(content)
+    else:
+        gate.set_error("ToolError", error_text)
 
 
-def sync_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        guard = get_guard()
-        try:
-            name, arguments, agent, attributes = _prepare(instance, args, kwargs)
-        except Exception as exc:  # never break the tool call for our bookkeeping
-            guard.telemetry.internal_error("llamaindex.tool_arguments", exc)
-            return wrapped(*args, **kwargs)
-        with guard.tool_call(
-            tracer, name, arguments, _call_id(), agent, attributes=attributes
-        ) as call:
-            output = wrapped(*args, **kwargs)
-            _record(call, output, guard)
-        return output
-
-    return wrapper
-
-
-def async_tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        guard = get_guard()
-        try:
-            name, arguments, agent, attributes = _prepare(instance, args, kwargs)
-        except Exception as exc:
-            guard.telemetry.internal_error("llamaindex.tool_arguments", exc)
-            return await wrapped(*args, **kwargs)
-        with guard.tool_call(
-            tracer, name, arguments, _call_id(), agent, attributes=attributes
-        ) as call:
-            output = await wrapped(*args, **kwargs)
-            _record(call, output, guard)
-        return output
-
-    return wrapper
+def tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
+    """Wrap ``FunctionTool.call`` and ``FunctionTool.acall``."""
+    return tool_gate_wrapper(tracer, _read_call, _report, package="llamaindex")
