@@ -24,82 +24,66 @@ returned (the gate sees the call, not what the generator does later).
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard import LoopGuardInterrupt, get_guard
+from otel_loopguard import LoopGuardInterrupt
+from otel_loopguard.kit.tool_gate import GatedCall, tool_gate_wrapper
 from otel_loopguard_agno.runs import Wrapper, hold_back
 
 
-def _read_call(function_call: Any) -> tuple[str, Any, str | None]:
-    """The call's tool name, arguments and call id."""
+def _read_call(function_call: Any) -> GatedCall | None:
+    """The call to put through the gate (its tool name, arguments and call id), or None to
+    run it untouched: a call without a name."""
     name = function_call.function.name
-    call_id = function_call.call_id
-    return name, function_call.arguments, call_id if isinstance(call_id, str) else None
-
-
-def _call_to_gate(guard: Any, function_call: Any) -> tuple[str, Any, str | None] | None:
-    """The call to put through the gate, or None to run it untouched: a call without a
-    name, or a call shape we do not know (counted and logged)."""
-    try:
-        name, arguments, call_id = _read_call(function_call)
-    except Exception as exc:
-        guard.telemetry.internal_error("agno.tool_call", exc)
+    if not isinstance(name, str) or not name:
         return None
-    return (name, arguments, call_id) if isinstance(name, str) and name else None
+    call_id = function_call.call_id
+    return GatedCall(
+        name,
+        function_call.arguments,
+        call_id=call_id if isinstance(call_id, str) else None,
+        extra=function_call,
+    )
+
+
+def _call_of(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> GatedCall | None:
+    """The gate's ``read``: the ``FunctionCall`` is the instance (an error reading it is
+    counted as ``agno.tool_call`` and the call runs untouched)."""
+    return _read_call(instance)
+
+
+def _report_and_hold_back(gate: Any, outcome: Any, call: GatedCall) -> None:
+    """:func:`_record_outcome`, and an async generator the tool returned is held back."""
+    try:
+        _record_outcome(gate, outcome, call)
+    finally:
+        _hold_back_from_task(call.extra, outcome)
 
 
 def execute_wrapper(tracer: Tracer) -> Wrapper:
     """Wrap ``FunctionCall.execute()``."""
-
-    def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        guard = get_guard()
-        call = _call_to_gate(guard, instance)
-        if call is None:
-            return wrapped(*args, **kwargs)
-        name, arguments, call_id = call
-        with guard.tool_call(tracer, name, arguments, call_id=call_id) as gate:
-            outcome = wrapped(*args, **kwargs)
-            _record_outcome(guard, gate, outcome)
-            return outcome
-
-    return wrapper
+    return tool_gate_wrapper(tracer, _call_of, _record_outcome, package="agno", asynchronous=False)
 
 
 def aexecute_wrapper(tracer: Tracer) -> Wrapper:
-    """Wrap ``FunctionCall.aexecute()``."""
-
-    async def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        guard = get_guard()
-        call = _call_to_gate(guard, instance)
-        if call is None:
-            return await wrapped(*args, **kwargs)
-        name, arguments, call_id = call
-        with guard.tool_call(tracer, name, arguments, call_id=call_id) as gate:
-            outcome = await wrapped(*args, **kwargs)
-            _record_outcome(guard, gate, outcome)
-        _hold_back_from_task(guard, instance, outcome)
-        return outcome
-
-    return wrapper
+    """Wrap ``FunctionCall.aexecute()``: the same gate, and an async generator the tool
+    returned is held back from the task that drains it."""
+    return tool_gate_wrapper(
+        tracer, _call_of, _report_and_hold_back, package="agno", asynchronous=True
+    )
 
 
-def _hold_back_from_task(guard: Any, function_call: Any, outcome: Any) -> None:
+def _hold_back_from_task(function_call: Any, outcome: Any) -> None:
     """An async generator the tool returned is drained later in a task that would hang on
-    our interrupt (see :mod:`.runs`): drain it through :func:`_held_back`."""
-    try:
-        if isinstance(function_call.result, AsyncGenerator):
-            function_call.result = _held_back(function_call.result)
-            if getattr(outcome, "result", None) is not None:
-                outcome.result = function_call.result
-    except Exception as exc:  # never let our bookkeeping break the agent
-        guard.telemetry.internal_error("agno.tool_outcome", exc)
+    our interrupt (see :mod:`.runs`): drain it through :func:`_held_back`. (An error
+    here is counted as ``agno.tool_outcome`` by the gate and never breaks the agent.)"""
+    if isinstance(function_call.result, AsyncGenerator):
+        function_call.result = _held_back(function_call.result)
+        if getattr(outcome, "result", None) is not None:
+            outcome.result = function_call.result
 
 
 async def _held_back(items: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:
@@ -115,19 +99,16 @@ async def _held_back(items: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, No
         await items.aclose()
 
 
-def _record_outcome(guard: Any, gate: Any, outcome: Any) -> None:
+def _record_outcome(gate: Any, outcome: Any, call: GatedCall) -> None:
     """Report a ``FunctionExecutionResult`` to the gate: a failure Agno caught is the
     call's error, else its result (unknown for a generator, which runs later)."""
-    try:
-        if getattr(outcome, "status", None) == "failure":
-            error = getattr(outcome, "error", None)
-            gate.set_error("ToolError", error if isinstance(error, str) else None)
-            return
-        result = getattr(outcome, "result", None)
-        if not _is_lazy(result):
-            gate.set_result(result)
-    except Exception as exc:  # never let our bookkeeping break the agent
-        guard.telemetry.internal_error("agno.tool_outcome", exc)
+    if getattr(outcome, "status", None) == "failure":
+        error = getattr(outcome, "error", None)
+        gate.set_error("ToolError", error if isinstance(error, str) else None)
+        return
+    result = getattr(outcome, "result", None)
+    if not _is_lazy(result):
+        gate.set_result(result)
 
 
 def _is_lazy(result: Any) -> bool:
