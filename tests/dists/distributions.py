@@ -75,7 +75,9 @@ class Project:
 
 
 def discover() -> list[Project]:
-    """The core, then each ``instrumentation/<framework>/`` with a pyproject.toml."""
+    """The core, then each ``instrumentation/<framework>/`` with a pyproject.toml. Not the
+    suites' test helpers (``testing/otel-loopguard-testing/``): a distribution that is never
+    shipped, installed editable by ``scripts/run_tests.py`` only."""
     found = [ROOT / "pyproject.toml"]
     found += sorted((ROOT / "instrumentation").glob("*/pyproject.toml"))
     return [Project(path.parent, tomllib.loads(path.read_text("utf-8"))) for path in found]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from archives import sdist_files, wheel_metadata
 from conftest import Built
-from distributions import CORE, PROJECTS, Project
+from distributions import CORE, PROJECTS, ROOT, Project
 
 by_name = pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
 
@@ -38,6 +38,18 @@ def test_the_core_sdist_holds_no_instrumentation_file(built: dict[str, Built]) -
     the repository's root) must not carry their files or their test support."""
     files = sdist_files(built[CORE.name].require().sdist)
     assert sorted(name for name in files if name.startswith("instrumentation/")) == []
+
+
+def test_the_test_helpers_are_neither_shipped_nor_in_the_core_sdist(
+    built: dict[str, Built],
+) -> None:
+    """The suites' test helpers (``testing/otel-loopguard-testing/``) are a distribution the
+    suite runner installs, not one users get: not built here, not in the core's sdist."""
+    testing = ROOT / "testing"
+    assert (testing / "otel-loopguard-testing" / "pyproject.toml").is_file()
+    assert [p.name for p in PROJECTS if testing in p.directory.parents] == []
+    files = sdist_files(built[CORE.name].require().sdist)
+    assert sorted(name for name in files if name.startswith("testing/")) == []
 
 
 @by_name
