@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 import otel_loopguard
-from otel_loopguard.analyze.replay import RunRecord, _TraceState
+from otel_loopguard.analyze.replay import RunRecord
+from otel_loopguard.spans.follower import OpenAgent, RunStart, SpanEnd
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.detectors.base import build_default_detectors
 from otel_loopguard.engine.detectors.budget import BudgetState
@@ -119,7 +120,9 @@ WRITTEN_OUT_INIT = (
     ShellFailureState,
     TruncationState,
     RunRecord,
-    _TraceState,
+    OpenAgent,
+    RunStart,
+    SpanEnd,
 )
 
 

@@ -9,12 +9,12 @@ spans of each trace only until the trace can be replayed:
 * when the buffer's span cap is reached (the trace buffered longest goes first), or
 * at the end of the input.
 
-A flushed trace is replayed in end-time order. Each span gets its run identity exactly as
-on-line (:func:`otel_loopguard.spans.mapping.run_identity`): its conversation id (the span's
-own or its nearest ancestor's), else the outermost agent/workflow span enclosing it, else
-the trace id. Its events (:func:`~otel_loopguard.spans.mapping.span_to_events`, the one
-dialect mapping) go to :meth:`Monitor.observe`, whose clock is the span's end time, so
-timeouts and the run TTL are measured in trace time.
+A flushed trace is replayed as the span starts and ends the processor's hooks saw, in time
+order, through the same span follower as on-line
+(:class:`~otel_loopguard.spans.follower.SpanFollower`): each span gets its run identity
+exactly as on-line (conversation id, else the outermost agent/workflow span enclosing it,
+else the trace id), and its events go to :meth:`Monitor.observe_fresh`, whose clock is the
+span's end time, so timeouts and the run TTL are measured in trace time.
 
 A run keyed by its root span ends when that span is replayed; one keyed by its trace when
 the trace has been replayed; one keyed by a conversation when it has been idle (in trace
@@ -37,14 +37,11 @@ from otel_loopguard.engine.detectors.base import Detector
 from otel_loopguard.engine.events import Event, EventKind
 from otel_loopguard.engine.monitor import Monitor, RunSummary
 from otel_loopguard.engine.policy import Policy
-from otel_loopguard.engine.run_identity import RunIdentity, run_identity
+from otel_loopguard.spans.follower import SpanFollower, TraceState
 from otel_loopguard.spans.mapping import (
     SpanClass,
-    agent_name,
     classify_parts,
     conversation_in,
-    is_mcp_tool_request,
-    span_to_events,
 )
 from otel_loopguard.spans.view import SpanView
 from otel_loopguard.telemetry import DECISION_SPAN, RUN_SPAN, SCOPE_NAME
@@ -225,61 +222,6 @@ class TraceBuffer:
         return spans
 
 
-@dataclass(slots=True, init=False)
-class _TraceState:
-    """What the on-line processor tracks per trace, rebuilt from the saved spans: the local
-    root, the open agent/workflow spans (outermost keys the run, innermost is the actor),
-    the conversation id, tool spans whose child tool span was already fed."""
-
-    local_root: str | None = None
-    agents: list[tuple[str, str | None]] = field(default_factory=list)  # (span id, name)
-    conversation: str | None = None
-    fed_tool_parents: set[str] = field(default_factory=set)
-    # open tool spans, and MCP request spans inside one (not fed, as on-line)
-    open_tools: set[str] = field(default_factory=set)
-    transport_spans: set[str] = field(default_factory=set)
-    trace_run_used: bool = False
-    # the run identity last computed for this trace and what it was computed from: most
-    # spans of a trace share one, and computing it is a good part of a span's replay cost
-    identity_of: tuple[str | None, str | None] | None = None
-    identity: RunIdentity | None = None
-
-    # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
-    def __init__(
-        self,
-        local_root: str | None = None,
-        agents: list[tuple[str, str | None]] | None = None,
-        conversation: str | None = None,
-        fed_tool_parents: set[str] | None = None,
-        open_tools: set[str] | None = None,
-        transport_spans: set[str] | None = None,
-        trace_run_used: bool = False,
-        identity_of: tuple[str | None, str | None] | None = None,
-        identity: RunIdentity | None = None,
-    ) -> None:
-        self.local_root = local_root
-        self.agents = [] if agents is None else agents
-        self.conversation = conversation
-        self.fed_tool_parents = set() if fed_tool_parents is None else fed_tool_parents
-        self.open_tools = set() if open_tools is None else open_tools
-        self.transport_spans = set() if transport_spans is None else transport_spans
-        self.trace_run_used = trace_run_used
-        self.identity_of = identity_of
-        self.identity = identity
-
-    def identity_for(
-        self, trace_id: str, conversation: str | None, root: str | None
-    ) -> RunIdentity:
-        key = (conversation, root)
-        identity = self.identity
-        if identity is None or self.identity_of != key:
-            identity = self.identity = run_identity(
-                trace_id, conversation=conversation, root_span_id=root
-            )
-            self.identity_of = key
-        return identity
-
-
 class Replayer:
     """Feeds spans to a :class:`Monitor` trace by trace and reports finished runs."""
 
@@ -300,9 +242,15 @@ class Replayer:
         self._on_run = on_run
         self.buffer = TraceBuffer(buffer_spans)
         self._runs: OrderedDict[str, RunRecord] = OrderedDict()  # last-touched order
-        # trace state outlives one flush (a trace replayed in parts), bounded like on-line
-        self._traces: OrderedDict[str, _TraceState] = OrderedDict()
-        self._max_traces = max(config.max_runs, 1000)
+        # the one span follower, as on-line (trace state outlives one flush: a trace
+        # replayed in parts), bounded like on-line; ids are hex already
+        self.follower = SpanFollower(
+            config,
+            make_view=_view_itself,
+            trace_hex=str,
+            span_hex=str,
+            max_traces=max(config.max_runs, 1000),
+        )
         self._ttl_ns = int(config.run_ttl * 1e9)
         self._watermark_ns = 0
         self.spans = 0
@@ -330,7 +278,7 @@ class Replayer:
         """End of input: replay what is buffered, end every run still open."""
         for trace in self.buffer.drain():
             self._replay_trace(trace)
-        self._traces.clear()
+        self.follower.traces.clear()
         for run_id in list(self._runs):
             self._finish_run(run_id)
 
@@ -345,7 +293,6 @@ class Replayer:
         sort of integers and span depths are never needed. A start that changes nothing
         (a model or other span with a parent and no conversation id) is left out.
         """
-        trace_id = spans[0].trace_id
         keys: list[int] = []
         entries: list[tuple[SpanView, SpanClass, str | None]] = []
         quiet_start = None  # the latest start left out: it would have set the clock last
@@ -384,101 +331,74 @@ class Replayer:
 
             order = sorted(range(len(keys)), key=tie_break)  # stable: then file order
             timeline = [(keys[index], entries[index]) for index in order]
-        state = self._traces.get(trace_id)
-        if state is None:
-            state = self._traces[trace_id] = _TraceState()
-            if len(self._traces) > self._max_traces:
-                self._traces.popitem(last=False)
-        else:
-            self._traces.move_to_end(trace_id)
-        for key, (view, cls, conversation) in timeline:
+        parent_is_tool = _ParentIsTool(entries)
+        for key, (view, cls, _conversation) in timeline:
             time_ns = key >> 1
             self._now_ns = time_ns
             self._now = time_ns / 1e9
             if not key & 1:
-                self._span_started(state, view, cls, conversation)
+                self._span_started(view, cls, parent_is_tool)
                 continue
             if time_ns > self._watermark_ns:
                 self._watermark_ns = time_ns
-            if self._span_ended(state, view, cls, conversation):
-                state = self._traces[trace_id] = _TraceState()  # after the local root
+            self._span_ended(view, cls)
         if quiet_start is not None and timeline and quiet_start > self._now_ns:
             self._now_ns = quiet_start
             self._now = quiet_start / 1e9
-        if not (state.local_root or state.agents or state.conversation or state.trace_run_used):
-            self._traces.pop(trace_id, None)
         self._expire_idle_runs()
 
-    def _span_started(
-        self, state: _TraceState, view: SpanView, cls: SpanClass, conversation: str | None
-    ) -> None:
-        if view.parent_span_id is None:
-            if state.local_root is None:
-                state.local_root = view.span_id
-        elif cls is _OTHER:
+    def _span_started(self, view: SpanView, cls: SpanClass, parent_is_tool: _ParentIsTool) -> None:
+        parent = view.parent_span_id
+        if parent is not None and cls is _OTHER:
             return
-        if cls is _TOOL or cls is _HANDOFF:
-            if view.parent_span_id in state.open_tools and is_mcp_tool_request(view.attributes):
-                state.transport_spans.add(view.span_id)
-            state.open_tools.add(view.span_id)
-        if conversation and state.conversation is None:
-            state.conversation = conversation
-        if cls is _AGENT or cls is _WORKFLOW:  # RUN_ROOT_CLASSES
-            outermost = not state.agents
-            state.agents.append((view.span_id, agent_name(view)))
-            if outermost:
-                identity = run_identity(
-                    view.trace_id, conversation=state.conversation, root_span_id=view.span_id
-                )
-                self._record_for(identity.run_id, identity.keyed_by, view, agent_name(view))
+        parent_is_tool.parent = parent
+        started = self.follower.started(
+            view.trace_id,
+            view.span_id,
+            parent,
+            False,
+            view.name,
+            view.attributes,
+            cls,
+            None,
+            parent_is_tool=parent_is_tool,
+        )
+        if started is not None:
+            identity = started.identity
+            self._record_for(identity.run_id, identity.keyed_by, view, started.agent)
 
-    def _span_ended(
-        self, state: _TraceState, view: SpanView, cls: SpanClass, own_conversation: str | None
-    ) -> bool:
-        """Feed one ended span; True when it was the trace's local root (state dropped)."""
-        span_id = view.span_id
-        duplicate = False
-        if cls is _TOOL or cls is _HANDOFF:
-            state.open_tools.discard(span_id)
-            duplicate = span_id in state.fed_tool_parents
-            if span_id in state.transport_spans:
-                state.transport_spans.discard(span_id)
-                duplicate = True  # the enclosing tool span is fed instead
-            elif view.parent_span_id is not None:
-                state.fed_tool_parents.add(view.parent_span_id)
-        state.fed_tool_parents.discard(span_id)
-        conversation = own_conversation or state.conversation
-        root = state.agents[0][0] if state.agents else None
-        ending_root = False
-        run_root = cls is _AGENT or cls is _WORKFLOW  # RUN_ROOT_CLASSES
-        if run_root:
-            for index, (agent_span, _name) in enumerate(state.agents):
-                if agent_span == span_id:
-                    del state.agents[index]
-                    ending_root = index == 0
-                    break
-        actor = state.agents[-1][1] if state.agents else None
-        is_local_root = state.local_root == span_id
-        identity = state.identity_for(view.trace_id, conversation, root)
+    def _span_ended(self, view: SpanView, cls: SpanClass) -> None:
+        """Feed one ended span, end the runs it ends."""
+        follower = self.follower
+        if cls is _OTHER:
+            state = follower.ended_other(view.trace_id, view.span_id, view.parent_span_id is None)
+            if state is not None:
+                self._finish_run(state.hex_trace_id)
+            return
+        ended = follower.ended(
+            view.trace_id,
+            view.span_id,
+            view.parent_span_id,
+            False,
+            view.name,
+            view.attributes,
+            cls,
+            view,
+        )
+        identity = ended.identity
         run_id = identity.run_id
-        if run_root:
+        actor = ended.actor.name if ended.actor is not None else None
+        if cls is _AGENT or cls is _WORKFLOW:
             self._record_for(run_id, identity.keyed_by, view, actor).spans += 1
-            if ending_root and identity.keyed_by == "root":
+            if ended.ended_root is not None and identity.keyed_by.ends_with_root_span:
                 self._finish_run(run_id)
-        elif cls is not _OTHER and not duplicate:
-            events = span_to_events(view, run_id, self.config, actor=actor, span_class=cls)
-            if events:
-                record = self._record_for(run_id, identity.keyed_by, view, actor)
-                record.spans += 1
-                if identity.keyed_by == "trace":
-                    state.trace_run_used = True
-                for event in events:
-                    self._observe(record, event)
-        if is_local_root:
-            if state.trace_run_used:
-                self._finish_run(view.trace_id)
-            return True
-        return False
+        elif ended.events:
+            record = self._record_for(run_id, identity.keyed_by, view, actor)
+            record.spans += 1
+            for event in ended.events:
+                self._observe(record, event)
+        if ended.trace_ended:
+            self._finish_run(view.trace_id)
 
     def _record_for(
         self, run_id: str, keyed_by: str, view: SpanView, agent: str | None
@@ -523,12 +443,9 @@ class Replayer:
                 record.after_stop_tokens += tokens
         if record.agent is None and event.actor:
             record.agent = event.actor
-        decision = self.monitor.observe(event)
-        if decision.action is _CONTINUE:
-            return
-        if stopped and decision.action is _STOP:
-            return  # the run's standing STOP, repeated for every later event
-        self._record_decision(record, decision, event)
+        decision, fresh = self.monitor.observe_fresh(event)
+        if fresh:  # not continue, nor the run's standing STOP repeated for later events
+            self._record_decision(record, decision, event)
 
     def _record_decision(self, record: RunRecord, decision: Decision, event: Event) -> None:
         item = DecisionRecord(
@@ -590,6 +507,32 @@ def _merge_summary(record: RunRecord, summary: RunSummary) -> None:
         at_stop = record._cost_at_stop
         if at_stop is not None:
             record.after_stop_cost = max(record.cost - at_stop, 0.0)
+
+
+def _view_itself(
+    view: SpanView, _name: str, _attributes: Any, _state: TraceState, _span_id: Any
+) -> SpanView:
+    """The follower's ``make_view`` in replay: the saved span is its view already."""
+    return view
+
+
+class _ParentIsTool:
+    """Whether the span starting now has a tool span as parent (the follower asks it only
+    for an MCP tool request inside another span, the on-line processor looks at the live
+    parent span); the classes of the trace's spans are collected on the first question."""
+
+    __slots__ = ("classes", "entries", "parent")
+
+    def __init__(self, entries: list[tuple[SpanView, SpanClass, str | None]]) -> None:
+        self.entries = entries
+        self.classes: dict[str, SpanClass] | None = None
+        self.parent: str | None = None
+
+    def __call__(self) -> bool:
+        classes = self.classes
+        if classes is None:
+            classes = self.classes = {view.span_id: cls for view, cls, _ in self.entries}
+        return classes.get(self.parent or "") in (_TOOL, _HANDOFF)
 
 
 def _depths(spans: list[SpanView]) -> dict[str, int]:

@@ -224,6 +224,15 @@ class Monitor:
         """Count ``event``, run the detectors and the policy; never raises (not even for
         something that is not an :class:`Event`: ``| Any`` keeps a compiled build from
         checking the type before the ``try``)."""
+        return self.observe_fresh(event)[0]
+
+    def observe_fresh(self, event: Event | Any) -> tuple[Decision, bool]:
+        """:meth:`observe`, and whether the decision was made just now.
+
+        A stopped run answers every later event with its standing STOP; ``fresh`` is False
+        for that repeat and for ``continue``, True for a decision this event made (the one
+        the decision listeners hear). Callers export a decision only when it is fresh.
+        """
         try:  # the hot path: one function, locals, no allocation unless a signal fires
             run_id = event.run_id
             if run_id.__class__ is not str:  # an Event made by hand with a UUID or int id
@@ -272,7 +281,7 @@ class Monitor:
                 if run.agent is None and event.actor:
                     run.agent = event.actor
                 if run.stop is not None:
-                    return run.stop
+                    return run.stop, False
                 pair_tool_event(event, kind, run.pending, counters)
 
                 new_signals: list[Signal] | None = None
@@ -291,7 +300,7 @@ class Monitor:
                 if new_signals is None:
                     if self._policy_skips_quiet_events:
                         run.last_decision = run.continue_decision
-                        return run.continue_decision
+                        return run.continue_decision, False
                     fresh: tuple[Signal, ...] = ()
                 else:
                     fresh = tuple(new_signals)
@@ -300,15 +309,15 @@ class Monitor:
                 decision = self._decide(run, event, fresh)
                 if decision.action is Action.CONTINUE:
                     run.last_decision = decision
-                    return decision
+                    return decision, False
                 self._record(run, decision, event)
             finally:
                 lock.release()
             self._announce(decision, event)
-            return decision
+            return decision, True
         except Exception as exc:  # never break the host program
             self._internal_error("observe", exc)
-            return CONTINUE
+            return CONTINUE, False
 
     def preflight(
         self,
@@ -325,11 +334,22 @@ class Monitor:
         An unknown run is started and continues. Never raises. A run id that is not a
         ``str`` (a UUID, an int) names the run by its text, as the event builders do.
         """
+        return self.preflight_fresh(run_id, kind, expected_tokens=expected_tokens)[0]
+
+    def preflight_fresh(
+        self,
+        run_id: str | Any,
+        kind: Literal["tool_call", "llm_call"] = "tool_call",
+        *,
+        expected_tokens: int = 0,
+    ) -> tuple[Decision, bool]:
+        """:meth:`preflight`, and whether the decision was made just now (see
+        :meth:`observe_fresh`)."""
         try:
             return self._preflight(run_key(run_id), kind, expected_tokens)
         except Exception as exc:
             self._internal_error("preflight", exc)
-            return CONTINUE
+            return CONTINUE, False
 
     def start_run(
         self, run_id: str | Any, *, agent: str | Any = None, keyed_by: KeyedBy | None = None
@@ -526,12 +546,12 @@ class Monitor:
             except Exception as exc:
                 self._internal_error(f"decision listener {listener!r}", exc)
 
-    def _preflight(self, run_id: str, kind: str, expected_tokens: int) -> Decision:
+    def _preflight(self, run_id: str, kind: str, expected_tokens: int) -> tuple[Decision, bool]:
         now = self._clock()
         run = self._touch(run_id, now)
         with run.lock:
             if run.stop is not None:
-                return run.stop
+                return run.stop, False
             counters = run.counters
             counters.now = now
             signal = budget_exceeded(
@@ -541,7 +561,7 @@ class Monitor:
                 expected_tokens=expected_tokens,
             )
             if signal is None:
-                return run.continue_decision
+                return run.continue_decision, False
             run.window = (*run.window, signal)[-self._window_size :]
             run.signal_count += 1
             event = Event(
@@ -552,10 +572,10 @@ class Monitor:
             )
             decision = self._decide(run, event, (signal,))
             if decision.action is Action.CONTINUE:
-                return decision
+                return decision, False
             self._record(run, decision, event)
         self._announce(decision, event)
-        return decision
+        return decision, True
 
     def _count_tokens(self, event: Event, counters: RunCounters) -> None:
         in_tokens = event.input_tokens or 0

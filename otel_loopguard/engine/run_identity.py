@@ -75,7 +75,7 @@ def run_identity(
     return RunIdentity(trace_id, TRACE)
 
 
-def run_key(value: Any) -> RunKey:
+def as_run_key(value: Any) -> RunKey:
     """A ``keyed_by`` value (a :class:`RunKey` or its text) as a :class:`RunKey`; an
     unknown value counts as ``root`` (a run that ends with its span)."""
     if value.__class__ is RunKey:

@@ -9,7 +9,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt, RunEndState
-from otel_loopguard.engine.run_identity import run_identity
+from otel_loopguard.engine.run_identity import ROOT, as_run_key, end_state, run_identity
 from otel_loopguard.guard.current_run import _CURRENT_RUN, RunHandle
 from otel_loopguard.guard.model_turns import (
     enter_run_scope,
@@ -69,7 +69,7 @@ class AgentRun:
             parent = _CURRENT_RUN.get()
             context = span.get_span_context()
             if context.is_valid:
-                guard._add_managed(context.span_id)
+                guard.managed.add(context.span_id)
             conversation = self._conversation or baggage_conversation()
             if parent is not None and (not conversation or conversation == parent.run_id):
                 # nested agents and handoffs stay in the one run
@@ -88,7 +88,7 @@ class AgentRun:
             span.set_attribute("loopguard.run.id", handle.run_id)
         except Exception as exc:
             guard.telemetry.internal_error("agent_run.enter", exc)
-            handle = RunHandle(f"unknown-{id(self)}", "root", self._name, span, False)
+            handle = RunHandle(f"unknown-{id(self)}", ROOT, self._name, span, False)
         self.handle = handle
         self._token = (
             _CURRENT_RUN.set(handle),
@@ -145,7 +145,7 @@ class AgentRun:
                 span.set_status(Status(StatusCode.ERROR, str(exc)))
             span.set_attribute(RUN_STATE_ATTRIBUTE, state.value)
             if handle is not None and handle.outermost and guard.config.enabled:
-                if handle.keyed_by != "conversation":
+                if not as_run_key(handle.keyed_by).ends_when_idle:
                     summary = guard.monitor.end_run(handle.run_id, state)
                 else:
                     summary = guard.monitor.run_snapshot(handle.run_id)
@@ -155,28 +155,15 @@ class AgentRun:
             guard.telemetry.internal_error("agent_run.exit", error)
         finally:
             span.end()
-            guard._managed.discard(span.get_span_context().span_id)
+            guard.managed.discard(span.get_span_context().span_id)
 
     def _end_state(self, exc: BaseException | None) -> RunEndState:
         handle = self.handle
-        if handle is not None and handle.state is not None:
-            return handle.state
-        if isinstance(exc, LoopGuardInterrupt):
-            return exc.decision.end_state or RunEndState.STOPPED
-        if exc is not None:
-            import asyncio
-
-            if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)):
-                return RunEndState.CANCELLED
-            if isinstance(exc, TimeoutError):
-                return RunEndState.TIMED_OUT
-            return RunEndState.ERROR
-        if handle is not None and self._guard.config.enabled:
-            snapshot = self._guard.monitor.run_snapshot(handle.run_id)
-            if snapshot is not None and snapshot.stopped:
-                stop = snapshot.first_stop.decision if snapshot.first_stop else None
-                return (stop.end_state if stop else None) or RunEndState.STOPPED
-        return RunEndState.COMPLETED
+        override = handle.state if handle is not None else None
+        summary = None
+        if override is None and exc is None and handle is not None and self._guard.config.enabled:
+            summary = self._guard.monitor.run_snapshot(handle.run_id)
+        return end_state(summary, exception=exc, override=override)
 
 
 def _set_usage(span: Any, summary: Any) -> None:

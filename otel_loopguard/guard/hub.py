@@ -26,7 +26,6 @@ tasks) and, for spans made by other instrumentations, through the span context.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -42,9 +41,10 @@ from otel_loopguard.engine.events import (
     optional_text,
     run_key,
 )
-from otel_loopguard.engine.run_identity import RunIdentity, run_identity
+from otel_loopguard.engine.run_identity import RunIdentity, as_run_key, run_identity
 from otel_loopguard.guard.agent_run import AgentRun
 from otel_loopguard.guard.current_run import _CURRENT_RUN, RunHandle, current_run
+from otel_loopguard.guard.managed import ManagedSpans
 from otel_loopguard.guard.model_turns import (
     ModelTurn,
     ReportedAnswers,
@@ -58,7 +58,9 @@ from otel_loopguard.guard.span_context import (
     token_count,
 )
 from otel_loopguard.guard.tool_call import ToolCall
-from otel_loopguard.spans.follower import OpenAgent, TraceState, TraceTracker
+from otel_loopguard.spans.follower import OpenAgent, SpanFollower, TraceState
+from otel_loopguard.spans.sdk import status_and_end
+from otel_loopguard.spans.view import SpanView, detection_view
 from otel_loopguard.telemetry import SCOPE_NAME, Telemetry
 
 DecisionCallback = Callable[[Decision, Event], None]
@@ -85,20 +87,29 @@ class LoopGuard:
         self.telemetry = Telemetry(
             self.config, meter_provider, active_runs=lambda: self.monitor.active_runs
         )
-        self.tracker = TraceTracker(max_traces=max(self.config.max_runs, 1_000))
+        #: spans our wrappers made and fed themselves (the processor skips them)
+        self.managed = ManagedSpans()
+        #: the one span follower (span starts/ends -> runs, events, run ends), shared with
+        #: the processor: the gate asks it which run the current trace belongs to
+        self.follower = SpanFollower(
+            self.config,
+            make_view=_detection_view,
+            trace_hex=_trace_hex,
+            span_hex=_span_hex,
+            gate=self.managed,
+            model_span_ended=self._model_span_ended,
+            max_traces=max(self.config.max_runs, 1_000),
+        )
         self.tracer_provider = tracer_provider
         self._tracer: trace.Tracer | None = None
-        # span ids of spans the gate made and fed itself: the processor skips them
-        self._managed: set[int] = set()
-        # the subset that are gate tool spans (a tool span inside one is the same execution)
-        self._managed_tools: set[int] = set()
-        # open tool spans of other instrumentations nested (through tool spans only) inside
-        # a gate tool span: the same execution, which the gate reports
-        self._gate_nested: set[int] = set()
         # answers reported by a wrapper and by another instrumentation's span, counted once
         self.reported_answers = ReportedAnswers()
-        self._fresh = threading.local()
-        self.monitor.add_decision_listener(self._remember_fresh)
+        observe_fresh = getattr(self.monitor, "observe_fresh", None)
+        preflight_fresh = getattr(self.monitor, "preflight_fresh", None)
+        #: the monitor's decision and whether it is new (a user's own monitor without
+        #: ``observe_fresh``: every non-continue decision counts as new)
+        self.observe = observe_fresh if observe_fresh is not None else self._observe_any
+        self._preflight_fresh = preflight_fresh
         if hasattr(self.monitor, "add_error_listener"):  # a user's own monitor may lack it
             self.monitor.add_error_listener(self.telemetry.count_internal_error)
 
@@ -119,36 +130,26 @@ class LoopGuard:
 
     # -- feeding ----------------------------------------------------------------------------
 
-    def _remember_fresh(self, decision: Decision, _event: Event) -> None:
-        self._fresh.decision = decision
-
-    def observe(self, event: Event) -> tuple[Decision, bool]:
-        """Feed one event; returns the decision and whether it was made just now.
-
-        A stopped run answers every later event with its STOP decision; ``fresh`` tells
-        a new decision from that repeat, so each decision is exported once.
-        """
-        fresh = self._fresh
-        fresh.decision = None
+    def _observe_any(self, event: Event) -> tuple[Decision, bool]:
         decision = self.monitor.observe(event)
-        if decision.action is _CONTINUE:  # listeners only hear non-continue decisions
-            return decision, False
-        is_fresh = fresh.decision is decision
-        fresh.decision = None
-        return decision, is_fresh
+        return decision, decision.action is not _CONTINUE
 
     def preflight(self, run_id: str, kind: str, expected_tokens: int = 0) -> tuple[Decision, bool]:
         """Pre-flight limits and the stopped-run check; ``(decision, made just now)``."""
-        fresh = self._fresh
-        fresh.decision = None
-        decision = self.monitor.preflight(
-            run_id,
-            kind,  # type: ignore[arg-type]
-            expected_tokens=expected_tokens,
+        if self._preflight_fresh is not None:
+            return self._preflight_fresh(run_id, kind, expected_tokens=expected_tokens)  # type: ignore[no-any-return]
+        decision = self.monitor.preflight(run_id, kind, expected_tokens=expected_tokens)
+        return decision, decision.action is not _CONTINUE
+
+    def _model_span_ended(self, run_id: str, attributes: Mapping[str, Any]) -> bool:
+        """A model span of another instrumentation ended (in the thread and context that
+        ended it): it reports the turn of a framework wrapper's open model turn; and it is a
+        duplicate when a wrapper reported this very answer already (LiteLLM's own
+        OpenTelemetry callback makes its span later, in a worker thread or task)."""
+        mark_reported()
+        return not self.reported_answers.first_report(
+            run_id, attributes.get("gen_ai.response.id"), by_wrapper=False
         )
-        is_fresh = fresh.decision is decision and decision.action is not Action.CONTINUE
-        fresh.decision = None
-        return decision, is_fresh
 
     def tracer(self) -> trace.Tracer:
         """Our own tracer, for zero-duration ``loopguard.decision`` / ``loopguard.run`` spans."""
@@ -158,57 +159,19 @@ class LoopGuard:
             )
         return self._tracer
 
-    def is_managed(self, span_id: int) -> bool:
-        return span_id in self._managed
-
-    def is_gate_tool_span(self, span_id: int) -> bool:
-        """A still-open tool span of :meth:`tool_call`."""
-        return span_id in self._managed_tools
-
-    def enter_gate_nested(
-        self, span_id: int, parent_span_id: int, *, transport_of_parent: bool = False
-    ) -> None:
-        """Mark a starting tool span as part of its parent's execution (not fed) when the
-        parent is a gate tool span or already marked (e.g. an MCP library's ``tools/call``
-        span, and the SDK's ``MCP send`` in it), or when the caller found it to be the
-        transport of its parent tool span (``transport_of_parent``)."""
-        if (
-            transport_of_parent
-            or parent_span_id in self._managed_tools
-            or parent_span_id in self._gate_nested
-        ):
-            nested = self._gate_nested
-            if len(nested) >= _MAX_MANAGED:  # spans that never end: stay bounded
-                nested.clear()
-            nested.add(span_id)
-
-    def leave_gate_nested(self, span_id: int) -> bool:
-        """True (once) for a tool span marked by :meth:`enter_gate_nested`."""
-        if span_id in self._gate_nested:
-            self._gate_nested.discard(span_id)
-            return True
-        return False
-
     # -- run identity -------------------------------------------------------------------------
 
     def resolve_run(self, span: Span | None = None) -> RunIdentity:
         """The run the current code (or ``span``) belongs to; see DESIGN "Run identity"."""
         handle = _CURRENT_RUN.get()
         if handle is not None:
-            return RunIdentity(handle.run_id, handle.keyed_by)  # type: ignore[arg-type]
+            return RunIdentity(handle.run_id, as_run_key(handle.keyed_by))
         span = span if span is not None else trace.get_current_span()
         context = span.get_span_context()
         conversation = baggage_conversation()
         if not context.is_valid:
             return run_identity("no-trace", conversation=conversation)
-        trace_id = context.trace_id
-        state = self.tracker.tracked(trace_id)
-        if state is not None:
-            identity = state.identity(conversation or state.conversation, state.root_agent())
-            if identity.keyed_by == "trace":
-                state.trace_run_used = True
-            return identity
-        return run_identity(format(trace_id, "032x"), conversation=conversation)
+        return self.follower.identity_in_trace(context.trace_id, conversation)
 
     # -- context managers -------------------------------------------------------------------
 
@@ -292,7 +255,7 @@ class LoopGuard:
                 identity.run_id, response_id, by_wrapper=True
             ):
                 if span is not None:
-                    self.mark_managed(span)  # nor may the processor read it as a turn
+                    self.managed.add_span(span)  # nor may the processor read it as a turn
                 return Decision(Action.CONTINUE)
             requested = None
             if requested_tool_calls is not None:
@@ -320,7 +283,7 @@ class LoopGuard:
                 timestamp=time.time(),
             )
             if span is not None and context.is_valid:
-                self._add_managed(context.span_id)
+                self.managed.add(context.span_id)
         except Exception as exc:
             self.telemetry.internal_error("observe_llm_response", exc)
             return Decision(Action.CONTINUE)
@@ -382,23 +345,12 @@ class LoopGuard:
 
     def mark_managed(self, span: Span) -> None:
         """Tell the processor a span was fed by its wrapper already (it will skip it)."""
-        context = span.get_span_context()
-        if context.is_valid:
-            self._add_managed(context.span_id)
+        self.managed.add_span(span)
 
     def unmark_managed(self, span: Span) -> None:
         """Forget a :meth:`mark_managed` span once it has ended (the mark is only needed
-        until the processor has seen the span end); keeps the set small for long runs."""
-        context = span.get_span_context()
-        if context.is_valid:
-            self._managed.discard(context.span_id)
-
-    def _add_managed(self, span_id: int) -> None:
-        managed = self._managed
-        if len(managed) >= _MAX_MANAGED:  # no processor is removing them: stay bounded
-            managed.clear()
-            self._managed_tools.clear()
-        managed.add(span_id)
+        until the processor has seen the span end); keeps the registry small."""
+        self.managed.discard_span(span)
 
     def model_turn(self) -> ModelTurn:
         """Open a :class:`~otel_loopguard.guard.model_turns.ModelTurn` around one model call a
@@ -477,4 +429,22 @@ class LoopGuard:
             self.telemetry.internal_error("export_decision", exc)
 
 
-__all__ = ["LoopGuard", "OpenAgent", "RunHandle", "TraceState", "TraceTracker", "current_run"]
+def _trace_hex(trace_id: int) -> str:
+    return format(trace_id, "032x")
+
+
+def _span_hex(span_id: int) -> str:
+    return format(span_id, "016x")
+
+
+def _detection_view(
+    span: Any, name: str, attributes: Mapping[str, Any], state: TraceState, span_id: int
+) -> SpanView:
+    """The view of an ending SDK span, from the fields the processor reads directly."""
+    status, end_time = status_and_end(span)
+    return detection_view(
+        span, name, attributes, state.hex_trace_id, _span_hex(span_id), status, end_time
+    )
+
+
+__all__ = ["LoopGuard", "OpenAgent", "RunHandle", "TraceState", "current_run"]

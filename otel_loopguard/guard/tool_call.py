@@ -147,14 +147,13 @@ class ToolCall:
         try:
             context = span.get_span_context()
             if context.is_valid:
-                guard._add_managed(context.span_id)
-                guard._managed_tools.add(context.span_id)
+                guard.managed.add(context.span_id, gate_tool=True)
             identity = guard.resolve_run(span)
             self._identity = identity
             handle = _CURRENT_RUN.get()
             agent = self._agent or (handle.agent if handle is not None else None)
             if agent is None:
-                state = guard.tracker.get(context.trace_id)
+                state = guard.follower.get(context.trace_id)
                 inner = state.innermost_agent() if state is not None else None
                 agent = inner.name if inner is not None else None
             self._agent = agent
@@ -218,8 +217,7 @@ class ToolCall:
         leave_run_scope(self._turn_scope)
         self._span.end()
         span_id = self._span.get_span_context().span_id
-        self._guard._managed.discard(span_id)
-        self._guard._managed_tools.discard(span_id)
+        self._guard.managed.discard(span_id)
         try:
             self._guard.telemetry.record_processing(
                 time.perf_counter() - self._started, "tool_gate"

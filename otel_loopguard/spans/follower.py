@@ -1,56 +1,128 @@
-"""Per-trace bookkeeping of spans that start and end: open agent spans, local roots,
-conversation ids, run identity per trace."""
+"""The one span follower: span starts and ends in, run identities, events and run ends out.
+
+The live span processor (SDK spans, integer ids), ``analyze`` replay (saved spans, hex ids)
+and the detection service all follow spans with this one state machine, so a saved trace
+replays exactly as the processor saw it. The follower knows spans and runs, not detection
+nor export: its callers feed the events it returns to the monitor and export decisions.
+
+Per trace it keeps (:class:`TraceState`) the local root, the open agent/workflow spans (the
+outermost keys the run, the innermost is the actor and receives decision events), the
+conversation id, and tool spans whose child tool span was already fed. Across traces it
+keeps the tool spans nested in another tool's execution (the gate's own span, or an MCP
+``tools/call`` request that is the transport of the enclosing tool span): the enclosing span
+reports that execution, the nested one is not fed.
+
+Rules (DESIGN "Run identity", "Living beside other instrumentation"):
+
+* a span's run: its conversation id (its own, else the trace's), else the outermost open
+  agent/workflow span, else the trace (:func:`~otel_loopguard.engine.run_identity.run_identity`);
+* a tool span whose child tool span was fed describes the same call twice: the inner one
+  counts; a tool span inside a gate tool span (``gate.is_gate_tool_span``) or nested in the
+  execution of one is not fed;
+* a run keyed by its root span ends with that span; one keyed by its trace ends with the
+  trace's local root; a conversation outlives its traces (the caller's TTL ends it).
+
+Cheap by construction: a trace with no GenAI span has no state at all (only its spans'
+classification is paid, by the caller's filter); a tool or model span's end takes no lock
+(single-step changes, the open agents a tuple replaced whole under the lock when an agent
+span starts or ends); the run identity is cached per trace.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from otel_loopguard.engine.run_identity import RunIdentity, run_identity
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.events import Event
+from otel_loopguard.engine.run_identity import TRACE, RunIdentity, run_identity
+from otel_loopguard.spans.mapping import (
+    SpanClass,
+    agent_name,
+    conversation_in,
+    is_mcp_tool_request,
+    span_to_events,
+)
+from otel_loopguard.spans.view import SpanView
+
+_TOOL, _HANDOFF, _LLM = SpanClass.TOOL, SpanClass.HANDOFF, SpanClass.LLM
+_AGENT, _WORKFLOW = SpanClass.AGENT, SpanClass.WORKFLOW
+_MAX_NESTED = 100_000
 
 
-@dataclass(slots=True)
+class GateSpans(Protocol):
+    """What the follower asks about spans a gate (our wrappers) made and fed itself."""
+
+    def is_managed(self, span_id: Any) -> bool: ...
+
+    def is_gate_tool_span(self, span_id: Any) -> bool: ...
+
+    def gate_tools_open(self) -> bool: ...
+
+
+class NoGate:
+    """No gate: replay and the detection service see only exported spans."""
+
+    def is_managed(self, span_id: Any) -> bool:
+        return False
+
+    def is_gate_tool_span(self, span_id: Any) -> bool:
+        return False
+
+    def gate_tools_open(self) -> bool:
+        return False
+
+
+@dataclass(slots=True, init=False)
 class OpenAgent:
     """An agent or workflow span that has started and not ended yet."""
 
-    span_id: int
+    span_id: Any
     name: str | None
-    span: Any  # the live SDK span (to add decision events to) or None
+    span: Any  # the live SDK span (to add decision events to), or None in replay
     managed: bool
+
+    # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
+    def __init__(self, span_id: Any, name: str | None, span: Any, managed: bool) -> None:
+        self.span_id = span_id
+        self.name = name
+        self.span = span
+        self.managed = managed
 
 
 class TraceState:
     """What is open in one trace: its local root, agent spans, conversation.
 
     Written without a lock where one step is one atomic operation under the GIL (a set's
-    ``add``/``discard``, an attribute store): a tool span's end, the common case, then
-    touches no lock that other threads contend for. ``agents`` is a tuple replaced whole
-    (under the tracker's lock, when an agent span starts or ends), so a reader takes one
-    consistent snapshot by reading the attribute once.
+    ``add``/``discard``, an attribute store). ``agents`` is a tuple replaced whole (under the
+    follower's lock), so a reader takes one consistent snapshot by reading it once.
     """
 
     __slots__ = (
-        "_hex_trace_id",
         "_identity",
         "agents",
         "conversation",
         "fed_tool_parents",
+        "hex_trace_id",
         "local_root",
         "trace_id",
         "trace_run_used",
     )
 
-    def __init__(self, trace_id: int = 0) -> None:
+    def __init__(self, trace_id: Any, hex_trace_id: str) -> None:
         self.trace_id = trace_id
-        self.local_root: int | None = None
+        self.hex_trace_id = hex_trace_id
+        #: the local root span id when known (a GenAI root, or a root with a conversation);
+        #: None: any local root of the trace that ends ends it
+        self.local_root: Any = None
         self.agents: tuple[OpenAgent, ...] = ()
         # span ids that have a tool span child already fed (its parent must not be fed again)
-        self.fed_tool_parents: set[int] = set()
+        self.fed_tool_parents: set[Any] = set()
         self.conversation: str | None = None
         self.trace_run_used = False
-        self._hex_trace_id: str | None = None
         # (conversation, root agent, RunIdentity) of the last span: most spans of a trace
         # share both, and the identity's strings are then not formatted again
         self._identity: tuple[str | None, OpenAgent | None, RunIdentity] | None = None
@@ -63,112 +135,317 @@ class TraceState:
         agents = self.agents
         return agents[-1] if agents else None
 
-    def add_agent(self, agent: OpenAgent) -> None:
-        """Call with the tracker's lock held."""
-        self.agents = (*self.agents, agent)
-
-    def remove_agent(self, span_id: int) -> OpenAgent | None:
-        """The open agent span ``span_id``, taken out; call with the tracker's lock held."""
-        agents = self.agents
-        for index, agent in enumerate(agents):
-            if agent.span_id == span_id:
-                self.agents = agents[:index] + agents[index + 1 :]
-                return agent
-        return None
-
-    @property
-    def hex_trace_id(self) -> str:
-        hex_id = self._hex_trace_id
-        if hex_id is None:
-            hex_id = self._hex_trace_id = format(self.trace_id, "032x")
-        return hex_id
-
-    def identity(self, conversation: str | None, root: OpenAgent | None) -> RunIdentity:
-        """:func:`~otel_loopguard.spans.mapping.run_identity` of a span in this trace, given
-        its conversation and the outermost open agent span; the last answer is reused."""
+    def identity(
+        self, conversation: str | None, root: OpenAgent | None, span_hex: Callable[[Any], str]
+    ) -> RunIdentity:
+        """The run identity of a span in this trace, given its conversation and the
+        outermost open agent span; the last answer is reused."""
         cached = self._identity
         if cached is not None and cached[1] is root and cached[0] == conversation:
             return cached[2]
         identity = run_identity(
             self.hex_trace_id,
             conversation=conversation,
-            root_span_id=format(root.span_id, "016x") if root is not None else None,
+            root_span_id=span_hex(root.span_id) if root is not None else None,
         )
         self._identity = (conversation, root, identity)
         return identity
 
 
-class TraceTracker:
-    """Bounded map trace id -> :class:`TraceState` (oldest dropped first).
+@dataclass(slots=True, init=False)
+class RunStart:
+    """An outermost agent/workflow span started a run (the caller starts it in the monitor)."""
 
-    Only the processor's ``on_start``/``on_end`` and the gate touch it; all methods are
-    O(1). ``get`` and ``drop`` are single dictionary operations (atomic under the GIL) and
-    take no lock; ``lock`` serializes ``get_or_create`` (look-up, insert, eviction) and the
-    changes of a trace's open agent spans.
+    identity: RunIdentity
+    agent: str | None
 
-    Most traces of a service have no GenAI span at all: their local root is only noted
-    (:meth:`note_root`, one dictionary entry) and a state is made when a GenAI span of the
-    trace, or the gate, first needs one (:meth:`tracked`).
+    # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
+    def __init__(self, identity: RunIdentity, agent: str | None) -> None:
+        self.identity = identity
+        self.agent = agent
+
+
+@dataclass(slots=True, init=False)
+class SpanEnd:
+    """What one ended GenAI span means, as the follower saw it.
+
+    ``events`` are what to feed the monitor (empty for a span the gate fed itself, a
+    duplicate, an agent span); ``view`` the span's view when one was made; ``actor`` the
+    innermost agent still open (decision events go on its span); ``ended_root`` the run's
+    outermost agent span when this was it; ``trace_ended``: the trace's local root ended
+    and a run keyed by the trace was used (the caller ends run ``state.hex_trace_id``).
     """
 
-    def __init__(self, max_traces: int = 10_000) -> None:
-        self._traces: OrderedDict[int, TraceState] = OrderedDict()
-        #: trace id -> local root span id, for traces that have no state (yet)
-        self.roots: dict[int, int] = {}
-        self._max = max_traces
+    identity: RunIdentity
+    events: list[Event]
+    view: SpanView | None
+    actor: OpenAgent | None
+    ended_root: OpenAgent | None
+    trace_ended: bool
+    managed: bool
+    state: TraceState
+
+    # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
+    def __init__(
+        self,
+        identity: RunIdentity,
+        events: list[Event],
+        view: SpanView | None,
+        actor: OpenAgent | None,
+        ended_root: OpenAgent | None,
+        trace_ended: bool,
+        managed: bool,
+        state: TraceState,
+    ) -> None:
+        self.identity = identity
+        self.events = events
+        self.view = view
+        self.actor = actor
+        self.ended_root = ended_root
+        self.trace_ended = trace_ended
+        self.managed = managed
+        self.state = state
+
+
+class SpanFollower:
+    """Span starts and ends into run identities, events and run ends (module docstring).
+
+    ``trace_hex`` / ``span_hex`` turn the caller's ids into the hex text of run ids (the SDK
+    uses integers, saved traces hex already); ``make_view(span, name, attributes, state,
+    span_id)`` builds the :class:`SpanView` of an ending span (only for spans that are fed).
+    ``model_span_ended(run_id, attributes)`` (optional) is told of every model span not fed
+    by a gate and answers whether it is a duplicate of an answer reported already.
+    """
+
+    def __init__(
+        self,
+        config: LoopGuardConfig,
+        *,
+        make_view: Callable[[Any, str, Mapping[str, Any], TraceState, Any], SpanView],
+        trace_hex: Callable[[Any], str],
+        span_hex: Callable[[Any], str],
+        gate: GateSpans | None = None,
+        model_span_ended: Callable[[str, Mapping[str, Any]], bool] | None = None,
+        max_traces: int = 10_000,
+    ) -> None:
+        self.config = config
+        self.make_view = make_view
+        self.trace_hex = trace_hex
+        self.span_hex = span_hex
+        self.gate: GateSpans = gate if gate is not None else NoGate()
+        self.model_span_ended = model_span_ended
+        self.traces: OrderedDict[Any, TraceState] = OrderedDict()
+        self.max_traces = max_traces
         self.lock = threading.Lock()
         self.dropped = 0
+        # open tool spans nested (through tool spans only) inside a gate tool span, or an
+        # MCP request that is the transport of its parent tool span: not fed
+        self.nested: set[Any] = set()
 
-    def get(self, trace_id: int) -> TraceState | None:
-        return self._traces.get(trace_id)
+    # -- trace states ------------------------------------------------------------------------
 
-    def tracked(self, trace_id: int) -> TraceState | None:
-        """The trace's state; made now if only its local root was noted so far."""
-        state = self._traces.get(trace_id)
-        if state is None and trace_id in self.roots:
+    def get(self, trace_id: Any) -> TraceState | None:
+        return self.traces.get(trace_id)
+
+    def state(self, trace_id: Any) -> TraceState:
+        """The trace's state, made now if it has none."""
+        state = self.traces.get(trace_id)
+        if state is None:
             with self.lock:
-                state = self.get_or_create(trace_id)
+                state = self._get_or_create(trace_id)
         return state
 
-    def get_or_create(self, trace_id: int) -> TraceState:
+    def _get_or_create(self, trace_id: Any) -> TraceState:
         """Call with ``lock`` held."""
-        traces = self._traces
+        traces = self.traces
         state = traces.get(trace_id)
         if state is None:
-            state = TraceState(trace_id)
-            state.local_root = self.roots.pop(trace_id, None)
-            traces[trace_id] = state
-            if len(traces) > self._max:
+            state = traces[trace_id] = TraceState(trace_id, self.trace_hex(trace_id))
+            if len(traces) > self.max_traces:
                 traces.popitem(last=False)
                 self.dropped += 1
         return state
 
-    def note_root(self, trace_id: int, span_id: int) -> None:
-        """The local root of a trace started; the first one noted counts."""
-        state = self._traces.get(trace_id)
-        if state is not None:
-            if state.local_root is None:
-                state.local_root = span_id
-            return
-        roots = self.roots
-        roots.setdefault(trace_id, span_id)
-        if len(roots) > self._max:  # roots that never end: stay bounded
-            with self.lock:
-                while len(roots) > self._max:
-                    try:  # the oldest; other threads may end roots meanwhile (no lock there)
-                        roots.pop(next(iter(roots)), None)
-                    except (StopIteration, RuntimeError):
-                        break
-                    self.dropped += 1
-
-    def end_root(self, trace_id: int, span_id: int) -> None:
-        """A span of a trace without state ended: forget the trace if it was its root."""
-        roots = self.roots
-        if roots.get(trace_id) == span_id:
-            roots.pop(trace_id, None)
-
-    def drop(self, trace_id: int) -> TraceState | None:
-        return self._traces.pop(trace_id, None)
+    def drop(self, trace_id: Any) -> TraceState | None:
+        return self.traces.pop(trace_id, None)
 
     def __len__(self) -> int:
-        return len(self._traces) + len(self.roots)
+        return len(self.traces)
+
+    def nesting_possible(self) -> bool:
+        """Whether a tool span starting now could be nested in another's execution."""
+        return bool(self.nested) or self.gate.gate_tools_open()
+
+    # -- span starts ---------------------------------------------------------------------------
+
+    def started(
+        self,
+        trace_id: Any,
+        span_id: Any,
+        parent_id: Any,
+        parent_remote: bool,
+        name: str,
+        attributes: Mapping[str, Any],
+        span_class: SpanClass,
+        span: Any = None,
+        parent_is_tool: Callable[[], bool] | None = None,
+    ) -> RunStart | None:
+        """A span started; returns the run it starts, if it is an outermost agent span not
+        made by the gate. ``parent_is_tool()`` tells whether the parent is a tool span (only
+        asked for an MCP tool request inside another span)."""
+        is_root = parent_id is None or parent_remote
+        if parent_id is not None and (span_class is _TOOL or span_class is _HANDOFF):
+            transport = is_mcp_tool_request(attributes)
+            if (
+                (transport and parent_is_tool is not None and parent_is_tool())
+                or self.gate.is_gate_tool_span(parent_id)
+                or parent_id in self.nested
+            ):
+                # inside a gate tool span (directly or through other tool spans: an MCP
+                # library's span, the SDK's MCP send, an in-process server's span
+                # continuing the request's propagated context), or an MCP request that
+                # is the transport of its parent tool span: the enclosing span reports it
+                nested = self.nested
+                if len(nested) >= _MAX_NESTED:  # spans that never end: stay bounded
+                    nested.clear()
+                nested.add(span_id)
+        run_root = span_class is _AGENT or span_class is _WORKFLOW
+        conversation = conversation_in(attributes)
+        if not (is_root or run_root):
+            # tool and model spans are read when they end; only a conversation id they
+            # carry from the start matters now (it keys the run of the whole trace)
+            if conversation:
+                state = self.state(trace_id)
+                if state.conversation is None:
+                    state.conversation = conversation
+            return None
+        if not (run_root or conversation):
+            return None  # a local root that is not GenAI: no state until one needs it
+        with self.lock:
+            state = self._get_or_create(trace_id)
+            if is_root and state.local_root is None:
+                state.local_root = span_id
+            if conversation and state.conversation is None:
+                state.conversation = conversation
+            if not run_root:
+                return None
+            managed = self.gate.is_managed(span_id)
+            outermost = not state.agents
+            agent = agent_name(SpanView(name, "", "", attributes=attributes))
+            state.agents = (*state.agents, OpenAgent(span_id, agent, span, managed))
+        if outermost and not managed:
+            identity = run_identity(
+                state.hex_trace_id,
+                conversation=state.conversation,
+                root_span_id=self.span_hex(span_id),
+            )
+            return RunStart(identity, agent)
+        return None
+
+    # -- span ends -----------------------------------------------------------------------------
+
+    def ended_other(self, trace_id: Any, span_id: Any, is_local_root: bool) -> TraceState | None:
+        """A span that is not GenAI ended. Returns the trace's state when it was the trace's
+        local root and a run keyed by the trace was used (the caller ends that run)."""
+        state = self.traces.get(trace_id)
+        if state is None:
+            return None
+        state.fed_tool_parents.discard(span_id)
+        if not is_local_root or state.local_root not in (None, span_id):
+            return None
+        if self.traces.pop(trace_id, None) is not state:
+            return None
+        return state if state.trace_run_used else None
+
+    def ended(
+        self,
+        trace_id: Any,
+        span_id: Any,
+        parent_id: Any,
+        parent_remote: bool,
+        name: str,
+        attributes: Mapping[str, Any],
+        span_class: SpanClass,
+        span: Any,
+    ) -> SpanEnd:
+        """A GenAI span (tool, handoff, model, agent, workflow) ended."""
+        state = self.state(trace_id)
+        gate = self.gate
+        managed = gate.is_managed(span_id)
+        fed_tool_parents = state.fed_tool_parents
+        duplicate = False
+        if span_class is _TOOL or span_class is _HANDOFF:
+            duplicate = span_id in fed_tool_parents
+            nested = self.nested
+            if nested and span_id in nested:
+                nested.discard(span_id)
+                duplicate = True  # the enclosing span reports this execution
+            elif parent_id is not None and not parent_remote:
+                if gate.is_gate_tool_span(parent_id):
+                    duplicate = True
+                else:
+                    fed_tool_parents.add(parent_id)
+        fed_tool_parents.discard(span_id)
+        conversation = conversation_in(attributes) or state.conversation
+        agents = state.agents
+        root = agents[0] if agents else None
+        ending: OpenAgent | None = None
+        run_root = span_class is _AGENT or span_class is _WORKFLOW
+        if run_root:
+            with self.lock:
+                agents = state.agents
+                for index, agent in enumerate(agents):
+                    if agent.span_id == span_id:
+                        ending = agent
+                        state.agents = agents = agents[:index] + agents[index + 1 :]
+                        break
+        innermost = agents[-1] if agents else None
+        is_local_root = (parent_id is None or parent_remote) and state.local_root in (
+            None,
+            span_id,
+        )
+        if is_local_root:
+            self.traces.pop(trace_id, None)
+        identity = state.identity(conversation, root, self.span_hex)
+        if span_class is _LLM and not managed and self.model_span_ended is not None:
+            duplicate = self.model_span_ended(identity.run_id, attributes) or duplicate
+        view: SpanView | None = None
+        events: list[Event] = []
+        if not (managed or duplicate or run_root):
+            view = self.make_view(span, name, attributes, state, span_id)
+            events = span_to_events(
+                view,
+                identity.run_id,
+                self.config,
+                actor=innermost.name if innermost is not None else None,
+                span_class=span_class,
+            )
+            if events and identity.keyed_by is TRACE:
+                state.trace_run_used = True
+        return SpanEnd(
+            identity,
+            events,
+            view,
+            innermost,
+            ending if ending is not None and ending is root else None,
+            is_local_root and state.trace_run_used,
+            managed,
+            state,
+        )
+
+    # -- the gate's questions ------------------------------------------------------------------
+
+    def identity_in_trace(self, trace_id: Any, conversation: str | None) -> RunIdentity:
+        """The run of code running in this trace now (the gate's ``resolve_run``). A run
+        keyed by the trace makes the trace's state, so the trace's local root ends it."""
+        state = self.traces.get(trace_id)
+        if state is None:
+            if conversation:
+                return run_identity(self.trace_hex(trace_id), conversation=conversation)
+            state = self.state(trace_id)
+        identity = state.identity(
+            conversation or state.conversation, state.root_agent(), self.span_hex
+        )
+        if identity.keyed_by is TRACE:
+            state.trace_run_used = True
+        return identity

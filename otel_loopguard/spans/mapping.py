@@ -118,7 +118,7 @@ def classify(view: SpanView) -> SpanClass:
 # Every attribute key a non-name rule below needs. Most spans of a service (HTTP, database,
 # messaging) have none of them: one set operation in C then decides, instead of a dozen
 # lookups and string tests per span, twice (start and end) for every span in the process.
-_CLASS_KEYS = frozenset(
+CLASS_KEYS = frozenset(
     {
         "gen_ai.operation.name",
         "openinference.span.kind",
@@ -140,7 +140,7 @@ def classify_parts(name: str, attrs: Mapping[str, Any]) -> SpanClass:
             if found is _CLASS_TOOL and handoff_target(_tool_name(name, attrs)):
                 return _CLASS_HANDOFF
             return found
-    elif attrs.keys().isdisjoint(_CLASS_KEYS) and (
+    elif attrs.keys().isdisjoint(CLASS_KEYS) and (
         name[:7].lower() != "handoff" and name != "agent run"
     ):
         # only the name rule of invoke_agent spans can still apply
@@ -248,12 +248,12 @@ def conversation_id(view: SpanView) -> str | None:
     return conversation_in(view.attributes)
 
 
-_CONVERSATION_KEY_SET = frozenset(_CONVERSATION_KEYS)
+CONVERSATION_KEY_SET = frozenset(_CONVERSATION_KEYS)
 
 
 def conversation_in(attrs: Mapping[str, Any]) -> str | None:
     """:func:`conversation_id` for bare attributes (no view needed, for ``on_start``)."""
-    if attrs.keys().isdisjoint(_CONVERSATION_KEY_SET):  # most spans: one set test in C
+    if attrs.keys().isdisjoint(CONVERSATION_KEY_SET):  # most spans: one set test in C
         return None
     for key in _CONVERSATION_KEYS:
         value = attrs.get(key)

@@ -314,7 +314,7 @@ def test_a_gate_tool_call_inside_a_plain_request_span_ends_its_run_with_that_spa
         assert snapshot is not None and snapshot.counters.tool_calls == 1
     assert guard.monitor.run_snapshot(run_id) is None
     assert guard.monitor.active_runs == 0
-    assert len(guard.tracker) == 0
+    assert len(guard.follower) == 0
 
 
 def test_threads_of_plain_and_agent_traces_keep_their_runs_apart(stack: Stack) -> None:
@@ -358,16 +358,22 @@ def test_threads_of_plain_and_agent_traces_keep_their_runs_apart(stack: Stack) -
         looping = int(name.removeprefix("agent")) % 2 == 0
         assert states[run_id] == ("stopped" if looping else "completed"), name
     assert stack.guard.monitor.active_runs == 0
-    assert len(stack.guard.tracker) == 0
+    assert len(stack.guard.follower) == 0
     assert stack.metric_total("loopguard.internal_errors") == 0
 
 
 def test_plain_root_spans_that_never_end_stay_bounded() -> None:
-    """A request span that never ends (a leak in the host, a killed worker) leaves only a
-    noted root behind; the oldest are dropped past the tracker's bound (here 1,000 traces,
-    the floor of ``max(OTEL_LOOPGUARD_MAX_RUNS, 1000)``)."""
+    """A request span that never ends (a leak in the host, a killed worker) leaves nothing
+    behind: a trace with no GenAI span has no state in the follower at all. Traces that do
+    have one are dropped oldest first past the follower's bound (here 1,000 traces, the
+    floor of ``max(OTEL_LOOPGUARD_MAX_RUNS, 1000)``)."""
     stack = make_stack(max_runs=10)
     for index in range(1_500):
         stack.tracer.start_span(f"GET /items/{index}", kind=trace.SpanKind.SERVER)  # never ended
-    assert len(stack.guard.tracker) == 1_000
+    assert len(stack.guard.follower) == 0
+    for index in range(1_500):
+        stack.tracer.start_span(
+            f"invoke_agent a{index}", attributes={"gen_ai.operation.name": "invoke_agent"}
+        )  # never ended either
+    assert len(stack.guard.follower) == 1_000
     assert stack.metric_total("loopguard.internal_errors") == 0

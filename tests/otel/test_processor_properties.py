@@ -166,7 +166,7 @@ def test_arbitrary_spans_in_any_order_never_raise_nor_err(specs: list[dict], ord
         processor.on_end(build(specs, index, False))
     assert stack.metric_total("loopguard.internal_errors") == 0
     assert stack.guard.monitor.internal_errors == 0
-    assert len(stack.guard.tracker) <= 3
+    assert len(stack.guard.follower) <= 3
 
 
 def test_an_internal_failure_is_caught_counted_and_logged_once(

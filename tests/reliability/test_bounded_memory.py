@@ -108,6 +108,6 @@ def test_abandoned_agent_spans_through_the_processor_stay_bounded() -> None:
         f"{samples[-1] / 1024:,.0f} KiB at the end, at most {max(samples) / 1024:,.0f} KiB"
     )
     assert stack.guard.monitor.active_runs <= 1000
-    assert len(stack.guard.tracker) <= 1000
+    assert len(stack.guard.follower) <= 1000
     assert stack.metric_total("loopguard.internal_errors") == 0
     assert max(samples[1:]) - samples[0] < GROWTH_ALLOWED, samples

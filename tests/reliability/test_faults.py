@@ -259,4 +259,4 @@ def test_spans_out_of_order_after_eviction_and_without_parents() -> None:
     assert stack.metric_total("loopguard.internal_errors") == 0
     assert stack.guard.monitor.internal_errors == 0
     assert stack.guard.monitor.active_runs <= 1
-    assert len(stack.guard.tracker) <= 1
+    assert len(stack.guard.follower) <= 1
