@@ -32,8 +32,8 @@ import contextvars
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from otel_loopguard.guard import get_guard
-from otel_loopguard.guard.model_turns import ModelTurn
+from otel_loopguard import get_guard
+from otel_loopguard.kit import ModelTurn
 from otel_loopguard_openai_agents.tools import _decode_arguments
 
 # the model turn opened when the current turn's model call was made (None: none open)

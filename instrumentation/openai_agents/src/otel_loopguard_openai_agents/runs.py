@@ -1,32 +1,18 @@
-"""``invoke_agent {agent}`` spans around whole runs, streamed or not."""
+"""``invoke_agent {agent}`` spans around whole runs, streamed or not (the kit's run wrapper)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.guard import get_guard
+from otel_loopguard.kit.agent_runs import agent_run_wrapper
 from otel_loopguard_openai_agents.tools import AsyncWrapper
 
 
 def run_wrapper(tracer: Tracer) -> AsyncWrapper:
     """Wrap ``AgentRunner.run`` (``Runner.run`` and ``run_sync`` both go through it)."""
-
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]],
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        agent = kwargs.get("starting_agent", args[0] if args else None)
-        with get_guard().agent_run(
-            tracer, _agent_name(agent), conversation_id=kwargs.get("conversation_id")
-        ):
-            return await wrapped(*args, **kwargs)
-
-    return wrapper
+    return agent_run_wrapper(tracer, _describe_run, package="openai_agents", asynchronous=True)
 
 
 def streaming_wrapper(tracer: Tracer) -> AsyncWrapper:
@@ -36,21 +22,18 @@ def streaming_wrapper(tracer: Tracer) -> AsyncWrapper:
     it end exactly when the streamed run ends: normally, with an error, with our interrupt,
     or cancelled because the consumer called ``cancel()`` or stopped iterating.
     """
+    return agent_run_wrapper(
+        tracer, _describe_streaming, package="openai_agents", asynchronous=True
+    )
 
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]],
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        with get_guard().agent_run(
-            tracer,
-            _agent_name(kwargs.get("starting_agent")),
-            conversation_id=kwargs.get("conversation_id"),
-        ):
-            return await wrapped(*args, **kwargs)
 
-    return wrapper
+def _describe_run(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    agent = kwargs.get("starting_agent", args[0] if args else None)
+    return _agent_name(agent), kwargs.get("conversation_id")
+
+
+def _describe_streaming(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return _agent_name(kwargs.get("starting_agent")), kwargs.get("conversation_id")
 
 
 def _agent_name(agent: Any) -> str:

@@ -9,7 +9,8 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.guard import get_guard
+from otel_loopguard import get_guard
+from otel_loopguard.kit.tool_gate import GatedCall, tool_gate_wrapper
 
 AsyncWrapper = Callable[[Callable[..., Awaitable[Any]], Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -27,30 +28,23 @@ def tool_wrapper(tracer: Tracer) -> AsyncWrapper:
     the call is reported as that error: the failure detectors need "403 permission
     denied", not a generic "please try again" that reads as retryable.
     """
+    return tool_gate_wrapper(
+        tracer, _read_call, _record_outcome, package="openai_agents", asynchronous=True
+    )
 
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]],
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        function_tool = kwargs.get("function_tool")
-        name = getattr(function_tool, "name", None)
-        if not isinstance(name, str):  # a call shape we do not know: stay out of the way
-            return await wrapped(*args, **kwargs)
-        context = kwargs.get("context")
-        with get_guard().tool_call(
-            tracer,
-            name,
-            _decode_arguments(kwargs.get("arguments")),
-            call_id=getattr(context, "tool_call_id", None),
-            agent_name=getattr(getattr(context, "agent", None), "name", None),
-        ) as call:
-            invocation = await wrapped(*args, **kwargs)
-            _record_outcome(call, invocation, context)
-            return invocation
 
-    return wrapper
+def _read_call(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> GatedCall | None:
+    name = getattr(kwargs.get("function_tool"), "name", None)
+    if not isinstance(name, str):  # a call shape we do not know: stay out of the way
+        return None
+    context = kwargs.get("context")
+    return GatedCall(
+        name,
+        _decode_arguments(kwargs.get("arguments")),
+        call_id=getattr(context, "tool_call_id", None),
+        agent=getattr(getattr(context, "agent", None), "name", None),
+        extra=context,
+    )
 
 
 def failure_wrapper(
@@ -120,19 +114,18 @@ def _handoff_attributes(name: str, handoff_run: Any, kwargs: dict[str, Any]) -> 
     return attributes
 
 
-def _record_outcome(call: Any, invocation: Any, context: Any) -> None:
-    try:
-        output = getattr(invocation, "output", invocation)
-        error = getattr(context, _TOOL_ERROR_ATTRIBUTE, None)
-        if isinstance(error, BaseException):
-            delattr(context, _TOOL_ERROR_ATTRIBUTE)
-            call.set_error(type(error).__qualname__, str(error))
-        elif getattr(invocation, "is_sdk_generated_error", False) is True:  # e.g. a timeout
-            call.set_error("ToolError", output if isinstance(output, str) else None)
-        else:
-            call.set_result(output)
-    except Exception as exc:  # never let our bookkeeping break the agent
-        get_guard().telemetry.internal_error("openai_agents.tool_outcome", exc)
+def _record_outcome(call: Any, invocation: Any, gated: GatedCall) -> None:
+    """The invocation's outcome to the gate (the kit counts our errors, never raises them)."""
+    context = gated.extra
+    output = getattr(invocation, "output", invocation)
+    error = getattr(context, _TOOL_ERROR_ATTRIBUTE, None)
+    if isinstance(error, BaseException):
+        delattr(context, _TOOL_ERROR_ATTRIBUTE)
+        call.set_error(type(error).__qualname__, str(error))
+    elif getattr(invocation, "is_sdk_generated_error", False) is True:  # e.g. a timeout
+        call.set_error("ToolError", output if isinstance(output, str) else None)
+    else:
+        call.set_result(output)
 
 
 def _decode_arguments(arguments: Any) -> Any:
