@@ -31,34 +31,23 @@ from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any
 
 from otel_loopguard import get_guard
+from otel_loopguard.kit.model_turn import ModelCall, model_turn_wrapper, report_turn
 from otel_loopguard_agno.runs import raise_held
 
 
-def process_wrapper(
-    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    """Wrap ``Model._process_model_response(messages, assistant_message, ...)``."""
-    guard = get_guard()
-    guard.preflight_llm()
-    with guard.model_turn() as turn:
-        result = wrapped(*args, **kwargs)
-    if turn.needs_report:
-        _observe_message(guard, instance, _assistant_message(args, kwargs))
-    return result
+def _read_answer(call: ModelCall) -> dict[str, Any]:
+    """The answer of ``_process_model_response(messages, assistant_message, ...)`` (or its
+    async twin): the ``assistant_message`` Agno filled in."""
+    return _message_report(call.instance, _assistant_message(call.args, call.kwargs))
 
 
-async def aprocess_wrapper(
-    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    """Wrap ``Model._aprocess_model_response(messages, assistant_message, ...)``."""
-    raise_held()  # a member stopped in a task (see .runs): stop before the next call
-    guard = get_guard()
-    guard.preflight_llm()
-    with guard.model_turn() as turn:
-        result = await wrapped(*args, **kwargs)
-    if turn.needs_report:
-        _observe_message(guard, instance, _assistant_message(args, kwargs))
-    return result
+#: ``Model._process_model_response(messages, assistant_message, ...)``
+process_wrapper = model_turn_wrapper(_read_answer, package="agno", asynchronous=False)
+#: ``Model._aprocess_model_response(...)``: first, a member stopped in a task (see .runs)
+#: stops the run before the next call
+aprocess_wrapper = model_turn_wrapper(
+    _read_answer, package="agno", first=raise_held, asynchronous=True
+)
 
 
 def stream_wrapper(
@@ -75,27 +64,52 @@ def astream_wrapper(
     return _aobserved_stream(wrapped(*args, **kwargs), instance, _assistant_message(args, kwargs))
 
 
+class _StreamedTurn:
+    """One streamed model call, for the generator and the async generator alike: the
+    pre-flight check first, a model turn around each pull of the stream (never open while
+    the caller holds a chunk), one report when the stream is done, unless it ran outside
+    any run or a layer below reported the turn during any pull."""
+
+    __slots__ = ("_guard", "_in_run", "_message", "_model", "_reported", "_turn")
+
+    def __init__(self, model: Any, assistant_message: Any) -> None:
+        self._guard = get_guard()
+        self._model = model
+        self._message = assistant_message
+        self._in_run = False
+        self._reported = False
+        self._turn: Any = None
+
+    def start(self) -> None:
+        self._guard.preflight_llm()
+
+    def __enter__(self) -> None:
+        self._turn = self._guard.model_turn().__enter__()
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        turn = self._turn
+        turn.__exit__(exc_type, exc, tb)
+        self._in_run = self._in_run or turn.in_run
+        self._reported = self._reported or turn.reported
+
+    def done(self) -> None:
+        if self._in_run and not self._reported:
+            report_turn(self._guard, "agno", _message_report, self._model, self._message)
+
+
 def _observed_stream(
     chunks: Generator[Any, None, None], model: Any, assistant_message: Any
 ) -> Generator[Any, None, None]:
-    guard = get_guard()
     try:
-        guard.preflight_llm()
-        in_run = False
-        reported = False  # by a layer below, during any pull
+        streamed = _StreamedTurn(model, assistant_message)
+        streamed.start()
         while True:
-            with guard.model_turn() as turn:
-                try:
-                    chunk = next(chunks)
-                except StopIteration:
-                    chunk = _DONE
-            in_run = in_run or turn.in_run
-            reported = reported or turn.reported
+            with streamed:
+                chunk = next(chunks, _DONE)
             if chunk is _DONE:
                 break
             yield chunk
-        if in_run and not reported:
-            _observe_message(guard, model, assistant_message)
+        streamed.done()
     finally:
         chunks.close()
 
@@ -103,25 +117,17 @@ def _observed_stream(
 async def _aobserved_stream(
     chunks: AsyncGenerator[Any, None], model: Any, assistant_message: Any
 ) -> AsyncGenerator[Any, None]:
-    guard = get_guard()
     try:
         raise_held()
-        guard.preflight_llm()
-        in_run = False
-        reported = False
+        streamed = _StreamedTurn(model, assistant_message)
+        streamed.start()
         while True:
-            with guard.model_turn() as turn:
-                try:
-                    chunk = await chunks.__anext__()
-                except StopAsyncIteration:
-                    chunk = _DONE
-            in_run = in_run or turn.in_run
-            reported = reported or turn.reported
+            with streamed:
+                chunk = await anext(chunks, _DONE)
             if chunk is _DONE:
                 break
             yield chunk
-        if in_run and not reported:
-            _observe_message(guard, model, assistant_message)
+        streamed.done()
     finally:
         await chunks.aclose()
 
@@ -133,29 +139,24 @@ def _assistant_message(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return args[1] if len(args) > 1 else kwargs.get("assistant_message")
 
 
-def _observe_message(guard: Any, model: Any, message: Any) -> None:
-    """Report one complete assistant message; raises only our interrupt."""
-    try:
-        requested = [
-            (call["function"]["name"], _arguments(call["function"].get("arguments")))
-            for call in getattr(message, "tool_calls", None) or ()
-        ]
-        content = getattr(message, "content", None)
-        said = isinstance(content, str) and bool(content.strip())
-        said = said or (content is not None and not isinstance(content, str))  # structured
-        metrics = getattr(message, "metrics", None)
-        model_id = getattr(model, "id", None)
-        report: dict[str, Any] = {
-            "model": model_id if isinstance(model_id, str) and model_id else None,
-            "input_tokens": _tokens(getattr(metrics, "input_tokens", None)),
-            "output_tokens": _tokens(getattr(metrics, "output_tokens", None)),
-            "empty": not said and not requested,
-            "requested_tool_calls": requested,
-        }
-    except Exception as exc:  # never let our bookkeeping break the agent
-        guard.telemetry.internal_error("agno.model_turn", exc)
-        return
-    guard.observe_llm_response(**report)
+def _message_report(model: Any, message: Any) -> dict[str, Any]:
+    """The ``observe_llm_response`` arguments of one complete assistant message."""
+    requested = [
+        (call["function"]["name"], _arguments(call["function"].get("arguments")))
+        for call in getattr(message, "tool_calls", None) or ()
+    ]
+    content = getattr(message, "content", None)
+    said = isinstance(content, str) and bool(content.strip())
+    said = said or (content is not None and not isinstance(content, str))  # structured
+    metrics = getattr(message, "metrics", None)
+    model_id = getattr(model, "id", None)
+    return {
+        "model": model_id if isinstance(model_id, str) and model_id else None,
+        "input_tokens": _tokens(getattr(metrics, "input_tokens", None)),
+        "output_tokens": _tokens(getattr(metrics, "output_tokens", None)),
+        "empty": not said and not requested,
+        "requested_tool_calls": requested,
+    }
 
 
 def _arguments(raw: Any) -> Any:
