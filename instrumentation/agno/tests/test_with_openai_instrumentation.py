@@ -12,19 +12,14 @@ over HTTP on the loopback, and called by Agno's real ``OpenAIChat`` and the real
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from agno.agent import Agent
 from agno.models.openai import OpenAIChat
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
-
 from otel_loopguard_testing import assert_run_totals, openai_package_fixture
-from scripted_api import ScriptedAPI, Turn
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 

@@ -10,19 +10,14 @@ once (its tool spans nest in our gate spans). Model calls go through Agno's real
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from agno.agent import Agent
 from agno.models.openai import OpenAIChat
 from openinference.instrumentation.agno import AgnoInstrumentor as OpenInferenceAgno
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
-
 from otel_loopguard_testing import assert_run_totals, instrumentor_fixture
-from scripted_api import ScriptedAPI, Turn
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 

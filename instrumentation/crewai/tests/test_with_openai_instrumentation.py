@@ -14,16 +14,10 @@ network is out of reach. ``scripts/run_tests.py`` installs that package here
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from crewai import LLM
-from scripted_crew import CountingSearch, make_crew
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
-
 from otel_loopguard_openai import OpenAIInstrumentor
-from scripted_api import ScriptedAPI, Turn
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
+from scripted_crew import CountingSearch, make_crew
 
 ANSWER = "https://example.com/pricing"
 

@@ -15,9 +15,7 @@ scripted model nobody reports below, so it fails with this package's wrappers re
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,13 +29,10 @@ from agents import (
 )
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_openai import ChatOpenAI
+from otel_loopguard_testing import openai_package_fixture
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
 
 from otel_loopguard.guard.decorators import agent_run
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
-
-from otel_loopguard_testing import openai_package_fixture
-from scripted_api import ScriptedAPI, Turn
 
 QUESTION = [HumanMessage("How much is the Pro plan?")]
 

@@ -5,21 +5,14 @@ a loopback port (the one stand-in: no network here)."""
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 # LiteLLM would fetch its model price list from the network at import
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-INSTRUMENTATION = Path(__file__).resolve().parents[2]
-# the OpenAI suite's scripted API (its JSON and server-sent-event shapes), served over HTTP;
-# appended, so this folder's own modules come first
-sys.path.append(str(INSTRUMENTATION / "openai" / "tests"))
-
-import pytest  # noqa: E402
-from otel_loopguard_litellm import LiteLLMInstrumentor  # noqa: E402
-from otel_loopguard_testing import Testbed, harness_fixtures  # noqa: E402
-from scripted_api import ScriptedAPI  # noqa: E402
+import pytest
+from otel_loopguard_litellm import LiteLLMInstrumentor
+from otel_loopguard_testing import Testbed, harness_fixtures
+from otel_loopguard_testing.scripted_openai import ScriptedAPI
 
 TESTBED = Testbed()
 #: the hand-written agent loops' own spans

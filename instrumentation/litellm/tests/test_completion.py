@@ -12,7 +12,7 @@ from otel_loopguard_testing import (
     assert_run_totals,
     assert_vetoed_by_the_token_budget,
 )
-from scripted_api import Turn
+from otel_loopguard_testing.scripted_openai import Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 from otel_loopguard.guard import get_guard

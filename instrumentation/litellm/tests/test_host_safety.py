@@ -11,7 +11,7 @@ import pytest
 from agent_loop import MODEL
 from conftest import TRACER
 from litellm.types.utils import ModelResponse
-from scripted_api import Turn
+from otel_loopguard_testing.scripted_openai import Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 from otel_loopguard.guard import get_guard

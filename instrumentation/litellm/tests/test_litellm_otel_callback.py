@@ -25,7 +25,7 @@ from agent_loop import MODEL
 from conftest import TRACER
 from litellm.integrations.opentelemetry import OpenTelemetry
 from opentelemetry import trace
-from scripted_api import Turn
+from otel_loopguard_testing.scripted_openai import Turn
 
 from otel_loopguard.guard import get_guard
 

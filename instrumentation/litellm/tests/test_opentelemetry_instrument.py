@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from conftest import INSTRUMENTATION
 from otel_loopguard_testing import run_console_program
 
 TESTS = Path(__file__).parent
@@ -13,7 +11,7 @@ TESTS = Path(__file__).parent
 
 def test_budget_enforced_under_opentelemetry_instrument():
     env = {
-        "PYTHONPATH": os.pathsep.join([str(TESTS), str(INSTRUMENTATION / "openai" / "tests")]),
+        "PYTHONPATH": str(TESTS),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "OTEL_LOOPGUARD_MODE": "enforce",
         "OTEL_LOOPGUARD_TOKEN_BUDGET": "45",

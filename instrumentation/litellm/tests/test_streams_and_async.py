@@ -10,7 +10,7 @@ import litellm
 import pytest
 from agent_loop import MODEL
 from conftest import TRACER
-from scripted_api import Turn
+from otel_loopguard_testing.scripted_openai import Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 from otel_loopguard.guard import get_guard

@@ -18,7 +18,7 @@ import litellm
 import pytest
 from conftest import TRACER
 from otel_loopguard_openai import OpenAIInstrumentor
-from scripted_api import Turn
+from otel_loopguard_testing.scripted_openai import Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 from otel_loopguard.guard import get_guard

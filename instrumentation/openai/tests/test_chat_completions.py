@@ -10,7 +10,7 @@ from otel_loopguard_testing import (
     assert_run_totals,
     assert_vetoed_by_the_token_budget,
 )
-from scripted_api import ScriptedAPI, Turn
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conftest import TRACER
-from scripted_api import ScriptedAPI, http
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, http
 
 from otel_loopguard.guard import get_guard
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from conftest import TRACER
 from opentelemetry.trace import SpanKind
-from scripted_api import ScriptedAPI, Turn
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 from otel_loopguard.guard import get_guard

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 from conftest import TRACER
-from scripted_api import ScriptedAPI, Turn
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 from otel_loopguard.guard import get_guard

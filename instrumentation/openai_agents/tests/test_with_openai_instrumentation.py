@@ -15,15 +15,10 @@ pyproject.toml).
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 from agents import Agent, OpenAIResponsesModel, Runner, function_tool
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
-
 from otel_loopguard_testing import openai_package_fixture
-from scripted_api import ScriptedAPI, Turn
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
 
 ANSWER = "The team plan costs 10 EUR per seat."
 

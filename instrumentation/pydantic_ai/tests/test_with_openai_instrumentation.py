@@ -17,22 +17,17 @@ counts, so the tests fail with this package's model-request wrapper removed too.
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from otel_loopguard_testing import openai_package_fixture
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart
 from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.usage import RequestUsage
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai" / "tests"))
-
-from otel_loopguard_testing import openai_package_fixture
-from scripted_api import ScriptedAPI, Turn
 
 QUESTION = "How much is the Pro plan?"
 ANSWER = "The Pro plan costs 20 EUR per seat."

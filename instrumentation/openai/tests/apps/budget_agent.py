@@ -12,7 +12,7 @@ import sys
 
 from agent_loop import run_chat_agent
 from opentelemetry import trace
-from scripted_api import ScriptedAPI, Turn
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 

@@ -11,6 +11,9 @@ One module per job; every name a suite uses is importable from here too:
 - :mod:`.instrument_runner`: programs run under the real ``opentelemetry-instrument``.
 - :mod:`.chat_loop`: the agent loop an application writes over an OpenAI-shaped chat API,
   and what the chat-loop suites check alike.
+- :mod:`.scripted_openai`: a scripted OpenAI API behind the SDK's own HTTP client (or on a
+  loopback port), the one stand-in of these tests. It imports ``openai``, so it is not
+  imported here: ``from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn``.
 """
 
 from __future__ import annotations
