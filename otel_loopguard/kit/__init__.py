@@ -22,7 +22,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from otel_loopguard.guard.model_turns import ModelTurn
     from otel_loopguard.kit.agent_runs import agent_run_wrapper
     from otel_loopguard.kit.conversation import conversation_in
-    from otel_loopguard.kit.model_turn import ModelCall, in_a_run, model_turn_wrapper, report_turn
+    from otel_loopguard.kit.model_turn import (
+        ModelCall,
+        in_a_run,
+        model_turn_scope,
+        model_turn_wrapper,
+        report_turn,
+    )
     from otel_loopguard.kit.scoped_call import PlainScope, Scope, Wrapper, is_async, scoped_wrapper
     from otel_loopguard.kit.tool_gate import (
         CHECK_AROUND,
@@ -42,6 +48,7 @@ _LAZY = {
     "conversation_in": "otel_loopguard.kit.conversation",
     "ModelCall": "otel_loopguard.kit.model_turn",
     "in_a_run": "otel_loopguard.kit.model_turn",
+    "model_turn_scope": "otel_loopguard.kit.model_turn",
     "model_turn_wrapper": "otel_loopguard.kit.model_turn",
     "report_turn": "otel_loopguard.kit.model_turn",
     "PlainScope": "otel_loopguard.kit.scoped_call",
@@ -92,6 +99,7 @@ __all__ = [
     "current_run",
     "in_a_run",
     "is_async",
+    "model_turn_scope",
     "model_turn_wrapper",
     "report_result",
     "report_turn",

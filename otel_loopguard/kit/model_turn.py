@@ -111,18 +111,38 @@ def model_turn_wrapper(
     def open_scope(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Scope | None:
         if applies is not None and not applies(instance, args, kwargs):
             return None
-        return _Turn(
-            get_guard(),
-            ModelCall(instance, args, kwargs),
+        return model_turn_scope(
             read,
-            package,
-            before,
-            first,
-            interrupt,
-            report_failed,
+            ModelCall(instance, args, kwargs),
+            package=package,
+            before=before,
+            first=first,
+            interrupt=interrupt,
+            report_failed=report_failed,
         )
 
     return scoped_wrapper(open_scope, asynchronous=asynchronous)
+
+
+def model_turn_scope(
+    read: ReadAnswer,
+    call: ModelCall,
+    *,
+    package: str,
+    before: Callable[[ModelCall], Any] | None = None,
+    first: Callable[[], None] | None = None,
+    interrupt: Translate | None = None,
+    report_failed: bool = False,
+) -> Scope:
+    """What :func:`model_turn_wrapper` runs each call in, for a hook it cannot wrap (an
+    async context manager the framework's stream lives in)::
+
+        scope = model_turn_scope(read, ModelCall(instance, args, kwargs), package="...")
+        with scope:  # the pre-flight check, the turn open
+            call.result = ...  # (or ``scope.inside(result)``)
+        scope.after(None)  # the report, unless a layer below made it
+    """
+    return _Turn(get_guard(), call, read, package, before, first, interrupt, report_failed)
 
 
 class _Turn:

@@ -46,15 +46,18 @@ and any trace is left alone.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from opentelemetry import trace
 
-from otel_loopguard.guard import current_run, get_guard
+from otel_loopguard import current_run
+from otel_loopguard.kit.model_turn import ModelCall, model_turn_scope, model_turn_wrapper
 
-_WHERE = "pydantic_ai.model_turn"
+_PACKAGE = "pydantic_ai"
+#: how our errors are counted (``loopguard.internal_errors``) and logged
+_WHERE = f"{_PACKAGE}.model_turn"
 
 # response parts that neither say nor ask for anything
 _SILENT_PARTS = frozenset({"thinking", "compaction"})
@@ -64,29 +67,31 @@ _TEXT_PARTS = frozenset({"text", "speech"})
 _NATIVE_TOOL_PARTS = frozenset({"builtin-tool-call", "builtin-tool-return"})
 
 
-async def request_wrapper(
-    wrapped: Callable[..., Awaitable[Any]],
-    instance: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-) -> Any:
-    """Wrap ``ModelRequestNode.run(ctx)``."""
-    if _already_requested(instance) or not _observed():
-        # streamed before (``run`` returns the stream's result), or no run to report to
-        return await wrapped(*args, **kwargs)
-    guard = get_guard()
-    guard.preflight_llm()  # raises nothing but LoopGuardInterrupt (enforce, STOP)
-    before = _last_message(args, kwargs)
-    with guard.model_turn() as turn:  # never raises
-        try:
-            next_node = await wrapped(*args, **kwargs)
-        except BaseException:
-            if turn.needs_report:
-                _observe_turn(guard, instance, args, kwargs, before, raise_on_stop=False)
-            raise
-    if turn.needs_report:  # no model-call instrumentation below reported it
-        _observe_turn(guard, instance, args, kwargs, before, raise_on_stop=True)
-    return next_node
+def _applies(node: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    # streamed before (``run`` returns the stream's result), or no run to report to
+    return not _already_requested(node) and _observed()
+
+
+def _before(call: ModelCall) -> Any:
+    return _last_message(call.args, call.kwargs)
+
+
+def _read(call: ModelCall) -> dict[str, Any] | None:
+    """The step's response as ``observe_llm_response`` arguments (``None``: the request
+    failed before anything was committed)."""
+    response = _step_response(call.instance, _graph_context(call.args, call.kwargs), call.before)
+    return _read_response(response) if response is not None else None
+
+
+#: wraps ``ModelRequestNode.run(ctx)``
+request_wrapper = model_turn_wrapper(
+    _read,
+    package=_PACKAGE,
+    applies=_applies,
+    before=_before,
+    report_failed=True,
+    asynchronous=True,
+)
 
 
 def stream_wrapper(
@@ -96,7 +101,7 @@ def stream_wrapper(
     kwargs: dict[str, Any],
 ) -> AbstractAsyncContextManager[Any]:
     """Wrap ``ModelRequestNode.stream(ctx)``, an async context manager yielding the stream."""
-    if _already_requested(instance) or not _observed():
+    if not _applies(instance, args, kwargs):
         # a node streams once (pydantic-ai refuses a second time): its turn is counted
         return wrapped(*args, **kwargs)
     return _streamed_turn(wrapped, instance, args, kwargs)
@@ -110,20 +115,19 @@ async def _streamed_turn(
     kwargs: dict[str, Any],
 ) -> AsyncIterator[Any]:
     """The model turn is open while the caller holds the stream: pydantic-ai reads the rest
-    of the response, closes the stream and commits the response when the context is left."""
-    guard = get_guard()
-    guard.preflight_llm()  # before the request is opened: a vetoed one is never sent
-    before = _last_message(args, kwargs)
-    with guard.model_turn() as turn:
-        try:
-            async with wrapped(*args, **kwargs) as agent_stream:
-                yield agent_stream
-        except BaseException:
-            if turn.needs_report:
-                _observe_turn(guard, instance, args, kwargs, before, raise_on_stop=False)
-            raise
-    if turn.needs_report:
-        _observe_turn(guard, instance, args, kwargs, before, raise_on_stop=True)
+    of the response, closes the stream and commits the response when the context is left.
+    The pre-flight check comes before the request is opened: a vetoed one is never sent."""
+    scope = model_turn_scope(
+        _read,
+        ModelCall(instance, args, kwargs),
+        package=_PACKAGE,
+        before=_before,
+        report_failed=True,
+    )
+    with scope:
+        async with wrapped(*args, **kwargs) as agent_stream:
+            yield agent_stream
+    scope.after(None)
 
 
 def _observed() -> bool:
@@ -150,27 +154,6 @@ def _last_message(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return history[-1] if history else None
     except Exception:  # a context shape we do not know: the node's result still tells
         return None
-
-
-def _observe_turn(
-    guard: Any,
-    node: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    before: Any,
-    *,
-    raise_on_stop: bool,
-) -> None:
-    """One ``llm_response`` for the step's response; raises only ``LoopGuardInterrupt``."""
-    try:
-        response = _step_response(node, _graph_context(args, kwargs), before)
-        if response is None:  # the request failed before anything was committed
-            return
-        report = _read_response(response)
-    except Exception as exc:  # never let our bookkeeping break the agent
-        guard.telemetry.internal_error(_WHERE, exc)
-        return
-    guard.observe_llm_response(**report, raise_on_stop=raise_on_stop)
 
 
 def _step_response(node: Any, ctx: Any, before: Any) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.guard import get_guard
+from otel_loopguard import get_guard
 from otel_loopguard_pydantic_ai.instrumented import agent_makes_own_spans
 
 IterWrapper = Callable[

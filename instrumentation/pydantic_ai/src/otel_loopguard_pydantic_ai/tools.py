@@ -7,7 +7,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.guard import get_guard
+from otel_loopguard.kit.tool_gate import CHECK_AROUND, CheckOnly, GatedCall, tool_gate_wrapper
 from otel_loopguard_pydantic_ai.instrumented import tool_manager_makes_own_spans
 
 AsyncWrapper = Callable[[Callable[..., Awaitable[Any]], Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -15,38 +15,27 @@ AsyncWrapper = Callable[[Callable[..., Awaitable[Any]], Any, tuple[Any, ...], di
 
 def tool_wrapper(tracer: Tracer) -> AsyncWrapper:
     """Wrap ``ToolManager.execute_tool_call(validated, *, wrap_validation_errors=True)``."""
+    return tool_gate_wrapper(tracer, _read_call, package="pydantic_ai", asynchronous=True)
 
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]],
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        validated = args[0] if args else kwargs.get("validated")
-        call = getattr(validated, "call", None)
-        name = getattr(call, "tool_name", None)
-        if not isinstance(name, str):  # a call shape we do not know: stay out of the way
-            return await wrapped(*args, **kwargs)
-        guard = get_guard()
-        if tool_manager_makes_own_spans(instance):
-            # pydantic-ai's own execute_tool span ends inside ``wrapped``; the span
-            # processor turns it into events, then we only enforce its decision.
-            guard.check_current_run()
-            result = await wrapped(*args, **kwargs)
-            guard.check_current_run()
-            return result
-        with guard.tool_call(
-            tracer,
-            name,
-            getattr(validated, "validated_args", None),
-            call_id=getattr(call, "tool_call_id", None),
-            agent_name=_agent_name(validated),
-        ) as span_call:
-            result = await wrapped(*args, **kwargs)
-            span_call.set_result(result)
-            return result
 
-    return wrapper
+def _read_call(
+    instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> GatedCall | CheckOnly | None:
+    validated = args[0] if args else kwargs.get("validated")
+    call = getattr(validated, "call", None)
+    name = getattr(call, "tool_name", None)
+    if not isinstance(name, str):  # a call shape we do not know: stay out of the way
+        return None
+    if tool_manager_makes_own_spans(instance):
+        # pydantic-ai's own execute_tool span ends inside the call; the span processor
+        # turns it into events, then we only enforce its decision.
+        return CHECK_AROUND
+    return GatedCall(
+        name,
+        getattr(validated, "validated_args", None),
+        call_id=getattr(call, "tool_call_id", None),
+        agent=_agent_name(validated),
+    )
 
 
 def _agent_name(validated: Any) -> str | None:
