@@ -42,7 +42,6 @@ from wrapt import wrap_function_wrapper
 
 from otel_loopguard_agno.model_turns import (
     aprocess_wrapper,
-    astream_wrapper,
     process_wrapper,
     stream_wrapper,
 )
@@ -65,7 +64,7 @@ _MODEL_METHODS = {
     "_process_model_response": process_wrapper,
     "_aprocess_model_response": aprocess_wrapper,
     "process_response_stream": stream_wrapper,
-    "aprocess_response_stream": astream_wrapper,
+    "aprocess_response_stream": stream_wrapper,
 }
 
 

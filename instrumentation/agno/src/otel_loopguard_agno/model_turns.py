@@ -27,11 +27,11 @@ Agno keeps no finish reason (its ``ModelResponse`` has none): none is reported.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable, Generator
+from collections.abc import Callable
 from typing import Any
 
-from otel_loopguard import get_guard
-from otel_loopguard.kit.model_turn import ModelCall, model_turn_wrapper, report_turn
+from otel_loopguard.kit.model_turn import ModelCall, model_turn_wrapper
+from otel_loopguard.kit.streamed_turns import model_turn_stream
 from otel_loopguard_agno.runs import raise_held
 
 
@@ -53,86 +53,19 @@ aprocess_wrapper = model_turn_wrapper(
 def stream_wrapper(
     wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    """Wrap ``Model.process_response_stream(messages, assistant_message, ...)``."""
-    return _observed_stream(wrapped(*args, **kwargs), instance, _assistant_message(args, kwargs))
-
-
-def astream_wrapper(
-    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    """Wrap ``Model.aprocess_response_stream(messages, assistant_message, ...)``."""
-    return _aobserved_stream(wrapped(*args, **kwargs), instance, _assistant_message(args, kwargs))
-
-
-class _StreamedTurn:
-    """One streamed model call, for the generator and the async generator alike: the
-    pre-flight check first, a model turn around each pull of the stream (never open while
-    the caller holds a chunk), one report when the stream is done, unless it ran outside
-    any run or a layer below reported the turn during any pull."""
-
-    __slots__ = ("_guard", "_in_run", "_message", "_model", "_reported", "_turn")
-
-    def __init__(self, model: Any, assistant_message: Any) -> None:
-        self._guard = get_guard()
-        self._model = model
-        self._message = assistant_message
-        self._in_run = False
-        self._reported = False
-        self._turn: Any = None
-
-    def start(self) -> None:
-        self._guard.preflight_llm()
-
-    def __enter__(self) -> None:
-        self._turn = self._guard.model_turn().__enter__()
-
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        turn = self._turn
-        turn.__exit__(exc_type, exc, tb)
-        self._in_run = self._in_run or turn.in_run
-        self._reported = self._reported or turn.reported
-
-    def done(self) -> None:
-        if self._in_run and not self._reported:
-            report_turn(self._guard, "agno", _message_report, self._model, self._message)
-
-
-def _observed_stream(
-    chunks: Generator[Any, None, None], model: Any, assistant_message: Any
-) -> Generator[Any, None, None]:
-    try:
-        streamed = _StreamedTurn(model, assistant_message)
-        streamed.start()
-        while True:
-            with streamed:
-                chunk = next(chunks, _DONE)
-            if chunk is _DONE:
-                break
-            yield chunk
-        streamed.done()
-    finally:
-        chunks.close()
-
-
-async def _aobserved_stream(
-    chunks: AsyncGenerator[Any, None], model: Any, assistant_message: Any
-) -> AsyncGenerator[Any, None]:
-    try:
-        raise_held()
-        streamed = _StreamedTurn(model, assistant_message)
-        streamed.start()
-        while True:
-            with streamed:
-                chunk = await anext(chunks, _DONE)
-            if chunk is _DONE:
-                break
-            yield chunk
-        streamed.done()
-    finally:
-        await chunks.aclose()
-
-
-_DONE = object()
+    """Wrap ``Model.process_response_stream(messages, assistant_message, ...)`` or
+    ``aprocess_response_stream``: the generator of chunks is one model turn
+    (:func:`~otel_loopguard.kit.streamed_turns.model_turn_stream`), reported from the
+    ``assistant_message`` once the stream is done; an async stream first raises an interrupt
+    held back in the run (see .runs)."""
+    chunks = wrapped(*args, **kwargs)
+    message = _assistant_message(args, kwargs)
+    return model_turn_stream(
+        chunks,
+        lambda: _message_report(instance, message),
+        package="agno",
+        first=raise_held if hasattr(chunks, "__anext__") else None,
+    )
 
 
 def _assistant_message(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
