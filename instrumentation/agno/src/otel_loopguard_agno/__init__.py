@@ -48,7 +48,6 @@ from otel_loopguard_agno.model_turns import (
 from otel_loopguard_agno.package import _instruments
 from otel_loopguard_agno.runs import (
     arun_stream_wrapper,
-    arun_wrapper,
     run_stream_wrapper,
     run_wrapper,
 )
@@ -79,9 +78,9 @@ class AgnoInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
         )
         run_wrappers = {
-            "_run": run_wrapper(tracer),
+            "_run": run_wrapper(tracer, asynchronous=False),
             "_run_stream": run_stream_wrapper(tracer),
-            "_arun": arun_wrapper(tracer),
+            "_arun": run_wrapper(tracer, asynchronous=True),
             "_arun_stream": arun_stream_wrapper(tracer),
         }
         for module in _RUN_MODULES:

@@ -37,7 +37,7 @@ from otel_loopguard_agno.runs import raise_held
 
 def _read_answer(call: ModelCall) -> dict[str, Any]:
     """The answer of ``_process_model_response(messages, assistant_message, ...)`` (or its
-    async twin): the ``assistant_message`` Agno filled in."""
+    coroutine ``_aprocess_model_response``): the ``assistant_message`` Agno filled in."""
     return _message_report(call.instance, _assistant_message(call.args, call.kwargs))
 
 

@@ -37,13 +37,14 @@ the run returns (:func:`raise_held`).
 from __future__ import annotations
 
 import contextvars
-from collections.abc import AsyncGenerator, Callable, Generator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt, RunEndState, current_run, get_guard
-from otel_loopguard.kit.run_streams import events_in_run
+from otel_loopguard.kit.run_streams import events_in_run, run_over
+from otel_loopguard.kit.scoped_call import scoped_wrapper
 
 Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -138,47 +139,78 @@ def _run_id(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return getattr(run_response, "run_id", None)
 
 
-def run_wrapper(tracer: Tracer) -> Wrapper:
-    """Wrap ``_run(agent_or_team, run_response, ...)``, which returns the run's output."""
+class _RunScope:
+    """One run of ``_run`` / ``_arun`` (a :class:`~otel_loopguard.kit.scoped_call.Scope`):
+    the run open around the call, its end state from the ``RunOutput``; an async run also
+    keeps the interrupts held back in it (see the module docstring) and raises the one held
+    back when the run returns."""
 
-    def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        with _run_scope(tracer, args, kwargs) as handle:
-            output = wrapped(*args, **kwargs)
-            _note_status(get_guard(), handle, _run_id(args, kwargs), output)
-            return output
+    __slots__ = ("_handle", "_held", "_run", "_run_id", "_token")
 
-    return wrapper
+    def __init__(self, run: Any, run_id: Any, held: list[LoopGuardInterrupt] | None) -> None:
+        self._run = run
+        self._run_id = run_id
+        self._held = held
+        self._handle: Any = None
+        self._token: Any = None
 
-
-def arun_wrapper(tracer: Tracer) -> Wrapper:
-    """Wrap ``_arun(agent_or_team, run_response, ...)``, a coroutine."""
-
-    async def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        token = _HELD.set(_run_holds())
+    def __enter__(self) -> Any:
+        if self._held is not None:
+            self._token = _HELD.set(self._held)
         try:
-            with _run_scope(tracer, args, kwargs) as handle:
-                output = await wrapped(*args, **kwargs)
-                raise_held()
-                _note_status(get_guard(), handle, _run_id(args, kwargs), output)
-                return output
-        finally:
-            _HELD.reset(token)
+            self._handle = self._run.__enter__()
+        except BaseException:
+            self._reset()
+            raise
+        return self._handle
 
-    return wrapper
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Any:
+        try:
+            return self._run.__exit__(exc_type, exc, tb)
+        finally:
+            self._reset()
+
+    def _reset(self) -> None:
+        if self._token is not None:
+            _HELD.reset(self._token)
+            self._token = None
+
+    def inside(self, output: Any) -> Any:
+        if self._held is not None:
+            raise_held()
+        _note_status(get_guard(), self._handle, self._run_id, output)
+        return output
+
+    def after(self, output: Any) -> Any:
+        return output
+
+
+def run_wrapper(tracer: Tracer, *, asynchronous: bool) -> Wrapper:
+    """Wrap ``_run(agent_or_team, run_response, ...)``, which returns the run's output, or
+    ``_arun`` (``asynchronous``), a coroutine."""
+
+    def open_scope(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _RunScope:
+        held = _run_holds() if asynchronous else None  # before the run starts
+        return _RunScope(_run_scope(tracer, args, kwargs), _run_id(args, kwargs), held)
+
+    return scoped_wrapper(open_scope, asynchronous=asynchronous)
 
 
 def run_stream_wrapper(tracer: Tracer) -> Wrapper:
-    """Wrap ``_run_stream(...)``, a generator of run events."""
+    """Wrap ``_run_stream(...)``, a generator of run events: the run current only while
+    Agno computes the next event (:func:`~otel_loopguard.kit.run_streams.run_over`), its end
+    state from Agno's own error or cancelled event."""
 
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         run = _run_scope(tracer, args, kwargs)
-        return _observed_events(run, _run_id(args, kwargs), wrapped(*args, **kwargs))
+        run_id = _run_id(args, kwargs)
+
+        def on_event(handle: Any, event: Any) -> None:
+            _note_status(get_guard(), handle, run_id, event)
+
+        return run_over(run, wrapped(*args, **kwargs), on_event)
 
     return wrapper
 
@@ -195,45 +227,6 @@ def arun_stream_wrapper(tracer: Tracer) -> Wrapper:
         return events_in_run(run, events)
 
     return wrapper
-
-
-def _observed_events(
-    run: Any, run_id: Any, events: Generator[Any, None, None]
-) -> Generator[Any, None, None]:
-    """Yield the run's events inside its ``invoke_agent`` span (the synchronous twin of the
-    core's :func:`~otel_loopguard.kit.run_streams.events_in_run`, used for ``_arun_stream``).
-
-    The run is current only while Agno computes the next event, never while the caller
-    holds one: a caller that drops the stream halfway must not make its next run look
-    nested in this one. The span ends exactly once, also when the caller closes the stream
-    early (``cancelled``).
-    """
-    handle = run.__enter__()
-    run.suspend()
-    outcome: BaseException | None = None
-    try:
-        while True:
-            run.resume()
-            try:
-                event = next(events)
-            except StopIteration:
-                break
-            finally:
-                run.suspend()
-            _note_status(get_guard(), handle, run_id, event)
-            yield event
-    except BaseException as exc:
-        outcome = exc
-        raise
-    finally:
-        try:
-            run.resume()
-            try:
-                events.close()
-            finally:
-                run.suspend()
-        finally:
-            _exit(run, outcome)
 
 
 async def _held_events(
@@ -256,10 +249,3 @@ async def _held_events(
             yield event
     finally:
         await events.aclose()
-
-
-def _exit(run: Any, outcome: BaseException | None) -> None:
-    if outcome is None:
-        run.__exit__(None, None, None)
-    else:
-        run.__exit__(type(outcome), outcome, outcome.__traceback__)
