@@ -26,47 +26,46 @@ transfers nowhere); its name names no agent, so the gate reports no handoff of i
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import get_guard
+from otel_loopguard.kit.tool_gate import GatedCall, tool_gate_wrapper
 from otel_loopguard_google_adk.runs import Wrapper
 
 
 def tool_wrapper(tracer: Tracer) -> Wrapper:
     """Wrap ``_execute_single_prepared_call(invocation_context, prepared_call, agent, *,
     tool_runner)``; returns the call's function response event (or ``None``, deferred)."""
+    return tool_gate_wrapper(tracer, _read_call, _report, package="google_adk", asynchronous=True)
 
-    async def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        guard = get_guard()
-        try:
-            prepared = _argument(args, kwargs, 1, "prepared_call")
-            agent = _argument(args, kwargs, 2, "agent")
-            call = prepared.function_call
-            name = call.name
-            if not isinstance(name, str) or not name:
-                return await wrapped(*args, **kwargs)
-            arguments = call.args
-            call_id = call.id if isinstance(call.id, str) else None
-            agent_name = getattr(agent, "name", None)
-            agent_name = agent_name if isinstance(agent_name, str) else None
-        except Exception as exc:  # a call shape we do not know: stay out of the way
-            guard.telemetry.internal_error("google_adk.tool_call", exc)
-            return await wrapped(*args, **kwargs)
-        with guard.tool_call(
-            tracer, name, arguments, call_id=call_id, agent_name=agent_name
-        ) as gate:
-            response_event = await wrapped(*args, **kwargs)
-            target = _record_outcome(guard, gate, response_event)
-            if target is not None:  # raises only our interrupt (enforce mode, at STOP)
-                guard.observe_handoff(agent_name, target, call_id=call_id, span=gate.span)
-            return response_event
 
-    return wrapper
+def _read_call(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> GatedCall | None:
+    """The prepared call to gate (a call shape we do not know raises: the call runs untouched
+    and the error is counted as ``google_adk.tool_call``)."""
+    prepared = _argument(args, kwargs, 1, "prepared_call")
+    agent = _argument(args, kwargs, 2, "agent")
+    call = prepared.function_call
+    name = call.name
+    if not isinstance(name, str) or not name:
+        return None
+    agent_name = getattr(agent, "name", None)
+    return GatedCall(
+        name,
+        call.args,
+        call_id=call.id if isinstance(call.id, str) else None,
+        agent=agent_name if isinstance(agent_name, str) else None,
+    )
+
+
+def _report(gate: Any, response_event: Any, call: GatedCall) -> None:
+    """The response to the gate, and a transfer it asks for as a handoff (raises only our
+    interrupt, enforce mode, at STOP)."""
+    guard = get_guard()
+    target = _record_outcome(guard, gate, response_event)
+    if target is not None:
+        guard.observe_handoff(call.agent, target, call_id=call.call_id, span=gate.span)
 
 
 def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
