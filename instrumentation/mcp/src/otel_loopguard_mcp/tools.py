@@ -8,36 +8,26 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.guard import get_guard
-from otel_loopguard.spans.mapping import SpanClass, classify_parts
-from otel_loopguard.spans.view import span_attributes
+from otel_loopguard.kit import SpanClass, classify_parts, span_attributes
+from otel_loopguard.kit.tool_gate import CHECK_BEFORE, CheckOnly, GatedCall, tool_gate_wrapper
 
 AsyncWrapper = Callable[[Callable[..., Awaitable[Any]], Any, tuple[Any, ...], dict[str, Any]], Any]
 
 
 def call_tool_wrapper(tracer: Tracer) -> AsyncWrapper:
     """Wrap ``ClientSession.call_tool(name, arguments=None, ...)``."""
+    return tool_gate_wrapper(tracer, _read_call, _record_outcome, package="mcp", asynchronous=True)
 
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]],
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        name = args[0] if args else kwargs.get("name")
-        if not isinstance(name, str):  # a call shape we do not know: stay out of the way
-            return await wrapped(*args, **kwargs)
-        arguments = args[1] if len(args) > 1 else kwargs.get("arguments")
-        guard = get_guard()
-        if _inside_tool_span():
-            guard.check_current_run()
-            return await wrapped(*args, **kwargs)
-        with guard.tool_call(tracer, name, arguments) as call:
-            result = await wrapped(*args, **kwargs)
-            _record_outcome(call, result)
-            return result
 
-    return wrapper
+def _read_call(
+    instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> GatedCall | CheckOnly | None:
+    name = args[0] if args else kwargs.get("name")
+    if not isinstance(name, str):  # a call shape we do not know: stay out of the way
+        return None
+    if _inside_tool_span():  # the tool span around it is the execution: enforce only
+        return CHECK_BEFORE
+    return GatedCall(name, args[1] if len(args) > 1 else kwargs.get("arguments"))
 
 
 def _inside_tool_span() -> bool:
@@ -50,14 +40,12 @@ def _inside_tool_span() -> bool:
     return classify_parts(name, span_attributes(span)) in (SpanClass.TOOL, SpanClass.HANDOFF)
 
 
-def _record_outcome(call: Any, result: Any) -> None:
-    try:
-        if _is_error(result):
-            call.set_error("tool_error", _text(result))
-        else:
-            call.set_result(_output(result))
-    except Exception as exc:  # never let our bookkeeping break the client
-        get_guard().telemetry.internal_error("mcp.tool_outcome", exc)
+def _record_outcome(call: Any, result: Any, gated: GatedCall) -> None:
+    """The ``CallToolResult`` to the gate (the kit counts our errors, never raises them)."""
+    if _is_error(result):
+        call.set_error("tool_error", _text(result))
+    else:
+        call.set_result(_output(result))
 
 
 def _is_error(result: Any) -> bool:
