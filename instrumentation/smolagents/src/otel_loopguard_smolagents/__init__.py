@@ -23,19 +23,16 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
+from otel_loopguard_smolagents.executor import timeout_with_context
+from otel_loopguard_smolagents.model_turns import step_stream_wrapper
 from otel_loopguard_smolagents.package import _instruments
-from otel_loopguard_smolagents.wrappers import SmolagentsWrappers, timeout_with_context
+from otel_loopguard_smolagents.runs import run_stream_wrapper
+from otel_loopguard_smolagents.tools import execute_tool_call_wrapper, tool_call_wrapper
+from otel_loopguard_smolagents.version import __version__
 
-__version__ = "0.1.0"
-__all__ = ["SmolagentsInstrumentor"]
+__all__ = ["SmolagentsInstrumentor", "__version__"]
 
 _STEP_CLASSES = ("ToolCallingAgent", "CodeAgent")
-
-
-def _default_guard() -> Any:
-    from otel_loopguard.guard import get_guard
-
-    return get_guard()
 
 
 class SmolagentsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
@@ -48,17 +45,18 @@ class SmolagentsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         tracer = trace.get_tracer(
             __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
         )
-        wrappers = SmolagentsWrappers(tracer, _default_guard)
         wrap_function_wrapper(
-            "smolagents.agents", "MultiStepAgent._run_stream", wrappers.run_stream
+            "smolagents.agents", "MultiStepAgent._run_stream", run_stream_wrapper(tracer)
         )
         wrap_function_wrapper(
-            "smolagents.agents", "ToolCallingAgent.execute_tool_call", wrappers.execute_tool_call
+            "smolagents.agents",
+            "ToolCallingAgent.execute_tool_call",
+            execute_tool_call_wrapper(tracer),
         )
-        wrap_function_wrapper("smolagents.tools", "Tool.__call__", wrappers.tool_call)
+        wrap_function_wrapper("smolagents.tools", "Tool.__call__", tool_call_wrapper(tracer))
         for agent_class in _STEP_CLASSES:
             wrap_function_wrapper(
-                "smolagents.agents", f"{agent_class}._step_stream", wrappers.step_stream
+                "smolagents.agents", f"{agent_class}._step_stream", step_stream_wrapper
             )
         if hasattr(executor, "timeout"):  # newer 1.x run generated code in a worker thread
             wrap_function_wrapper(executor, "timeout", timeout_with_context)

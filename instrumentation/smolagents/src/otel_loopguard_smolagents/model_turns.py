@@ -18,8 +18,10 @@ overriding ``generate``; the one place common to all of them is the agent's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from typing import Any
+
+from otel_loopguard import get_guard
 
 
 def _requested(step: Any) -> list[tuple[str, Any]]:
@@ -43,14 +45,17 @@ def _report_step(guard: Any, agent: Any, step: Any) -> None:
     )
 
 
-def observed_step(
-    guard_provider: Callable[[], Any],
-    wrapped: Any,
-    agent: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
+def step_stream_wrapper(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Wrap ``ToolCallingAgent._step_stream`` / ``CodeAgent._step_stream``."""
+    return _observed_step(wrapped, instance, args, kwargs)
+
+
+def _observed_step(
+    wrapped: Any, agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Generator[Any, None, None]:
-    guard = guard_provider()
+    guard = get_guard()
     guard.preflight_llm()
     step = args[0] if args else kwargs.get("memory_step")
     # the step's tools run inside it too: the tool gate starts them with no turn open, so
