@@ -28,7 +28,8 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from otel_loopguard import LoopGuardInterrupt, get_guard
+from otel_loopguard import LoopGuardInterrupt
+from otel_loopguard.kit.streamed_turns import model_turn_stream
 from otel_loopguard_strands.cycles import end_cycle_span
 
 
@@ -48,62 +49,52 @@ def invoke_model_terminal_wrapper(
 async def _observed_call(
     events: AsyncGenerator[Any, None], context: Any, cycle_span: Any
 ) -> AsyncGenerator[Any, None]:
-    guard = get_guard()
-    in_run = False
-    reported = False
-    stop: Any = None
+    """The terminal's events as one model turn (:func:`~otel_loopguard.kit.streamed_turns.
+    model_turn_stream`), reported from its ``ModelStopReason`` once the stream is exhausted;
+    our interrupt ends the cycle span Strands would leave open (see :mod:`.cycles`)."""
+    stops: list[Any] = []
+
+    def add(event: Any) -> None:
+        if isinstance(event, dict) and "stop" in event:
+            stops.append(event["stop"])
+
+    def read() -> dict[str, Any] | None:
+        return _stop_report(stops[-1], context) if stops else None
+
+    turn = model_turn_stream(events, read, package="strands", add=add)
     try:
-        try:
-            guard.preflight_llm()
-            while True:
-                turn = guard.model_turn()  # never raises
-                in_run = turn.in_run
-                try:
-                    event = await events.__anext__()
-                except StopAsyncIteration:
-                    break
-                finally:
-                    turn.end()
-                    reported = reported or turn.reported
-                if isinstance(event, dict) and "stop" in event:
-                    stop = event["stop"]
-                yield event
-        finally:
-            await events.aclose()
-        if in_run and not reported and stop is not None:
-            _observe_stop(guard, stop, context)  # raises only our interrupt
+        async for event in turn:
+            yield event
     except LoopGuardInterrupt as interrupt:
         end_cycle_span(cycle_span, interrupt)
         raise
+    finally:
+        await turn.aclose()
 
 
-def _observe_stop(guard: Any, stop: Any, context: Any) -> None:
-    """Report one ``ModelStopReason`` (``(stop_reason, message, usage, metrics)``)."""
-    try:
-        stop_reason, message, usage, _metrics = stop
-        said = False
-        requested: list[tuple[str, Any]] = []
-        for block in message.get("content") or ():
-            tool_use = block.get("toolUse")
-            if isinstance(tool_use, dict) and isinstance(tool_use.get("name"), str):
-                requested.append((tool_use["name"], tool_use.get("input")))
-            text = block.get("text")
-            if isinstance(text, str) and text.strip():
-                said = True
-        agent_name = getattr(getattr(context, "agent", None), "name", None)
-        report: dict[str, Any] = {
-            "model": _model_id(getattr(context, "model", None)),
-            "finish_reason": stop_reason if isinstance(stop_reason, str) else None,
-            "input_tokens": _tokens(usage.get("inputTokens")),
-            "output_tokens": _tokens(usage.get("outputTokens")),
-            "empty": not said and not requested,
-            "requested_tool_calls": requested,
-            "agent_name": agent_name if isinstance(agent_name, str) else None,
-        }
-    except Exception as exc:  # never let our bookkeeping break the agent
-        guard.telemetry.internal_error("strands.model_turn", exc)
-        return
-    guard.observe_llm_response(**report)
+def _stop_report(stop: Any, context: Any) -> dict[str, Any]:
+    """The ``observe_llm_response`` arguments of one ``ModelStopReason`` (``(stop_reason,
+    message, usage, metrics)``)."""
+    stop_reason, message, usage, _metrics = stop
+    said = False
+    requested: list[tuple[str, Any]] = []
+    for block in message.get("content") or ():
+        tool_use = block.get("toolUse")
+        if isinstance(tool_use, dict) and isinstance(tool_use.get("name"), str):
+            requested.append((tool_use["name"], tool_use.get("input")))
+        text = block.get("text")
+        if isinstance(text, str) and text.strip():
+            said = True
+    agent_name = getattr(getattr(context, "agent", None), "name", None)
+    return {
+        "model": _model_id(getattr(context, "model", None)),
+        "finish_reason": stop_reason if isinstance(stop_reason, str) else None,
+        "input_tokens": _tokens(usage.get("inputTokens")),
+        "output_tokens": _tokens(usage.get("outputTokens")),
+        "empty": not said and not requested,
+        "requested_tool_calls": requested,
+        "agent_name": agent_name if isinstance(agent_name, str) else None,
+    }
 
 
 def _model_id(model: Any) -> str | None:
