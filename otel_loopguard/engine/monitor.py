@@ -46,11 +46,13 @@ from otel_loopguard.engine.detectors.call_tracking import PendingCalls, pair_too
 from otel_loopguard.engine.events import Event, EventKind, optional_text, run_key
 from otel_loopguard.engine.policy import Policy, PolicyInput, load_policy, only_on_signals
 from otel_loopguard.engine.pricing import PriceTable
+from otel_loopguard.engine.run_identity import RunKey
 
 logger = logging.getLogger("otel_loopguard.engine.monitor")
 
 DecisionListener = Callable[[Decision, Event], None]
-KeyedBy = Literal["conversation", "root", "trace"]
+#: what a run is keyed by: a RunKey, or its text
+KeyedBy = RunKey | Literal["conversation", "root", "trace"]
 
 EXPORT_VERSION = 1
 #: The run table is in last-touched order, so idle runs are at its front. Creating a run

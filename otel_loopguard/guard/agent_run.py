@@ -10,11 +10,11 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt, RunEndState
 from otel_loopguard.engine.run_identity import ROOT, as_run_key, end_state, run_identity
-from otel_loopguard.guard.current_run import _CURRENT_RUN, RunHandle
 from otel_loopguard.guard.model_turns import (
     enter_run_scope,
     leave_run_scope,
 )
+from otel_loopguard.guard.run_context import _CURRENT_RUN, RunHandle
 from otel_loopguard.guard.span_context import (
     baggage_conversation,
 )

@@ -43,7 +43,6 @@ from otel_loopguard.engine.events import (
 )
 from otel_loopguard.engine.run_identity import RunIdentity, as_run_key, run_identity
 from otel_loopguard.guard.agent_run import AgentRun
-from otel_loopguard.guard.current_run import _CURRENT_RUN, RunHandle, current_run
 from otel_loopguard.guard.managed import ManagedSpans
 from otel_loopguard.guard.model_turns import (
     ModelTurn,
@@ -51,6 +50,7 @@ from otel_loopguard.guard.model_turns import (
     mark_reported,
     open_turn,
 )
+from otel_loopguard.guard.run_context import _CURRENT_RUN, RunHandle, current_run
 from otel_loopguard.guard.span_context import (
     baggage_conversation,
     context_of,
@@ -136,9 +136,11 @@ class LoopGuard:
 
     def preflight(self, run_id: str, kind: str, expected_tokens: int = 0) -> tuple[Decision, bool]:
         """Pre-flight limits and the stopped-run check; ``(decision, made just now)``."""
-        if self._preflight_fresh is not None:
-            return self._preflight_fresh(run_id, kind, expected_tokens=expected_tokens)  # type: ignore[no-any-return]
-        decision = self.monitor.preflight(run_id, kind, expected_tokens=expected_tokens)
+        preflight_fresh: Any = self._preflight_fresh
+        if preflight_fresh is not None:
+            return preflight_fresh(run_id, kind, expected_tokens=expected_tokens)  # type: ignore[no-any-return]
+        monitor: Any = self.monitor
+        decision = monitor.preflight(run_id, kind, expected_tokens=expected_tokens)
         return decision, decision.action is not _CONTINUE
 
     def _model_span_ended(self, run_id: str, attributes: Mapping[str, Any]) -> bool:

@@ -62,7 +62,7 @@ class ModelTurn:
         if parent is not None and parent._depth >= _MAX_NESTING:
             parent = None
         self._parent = parent
-        self._depth = parent._depth + 1 if parent is not None else 0
+        self._depth: int = parent._depth + 1 if parent is not None else 0
 
     @property
     def needs_report(self) -> bool:

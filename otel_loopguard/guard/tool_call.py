@@ -19,11 +19,11 @@ from otel_loopguard.engine.events import (
     tool_result,
 )
 from otel_loopguard.engine.run_identity import RunIdentity
-from otel_loopguard.guard.current_run import _CURRENT_RUN
 from otel_loopguard.guard.model_turns import (
     enter_run_scope,
     leave_run_scope,
 )
+from otel_loopguard.guard.run_context import _CURRENT_RUN
 from otel_loopguard.guard.span_context import (
     content_attribute,
     origin,

@@ -18,7 +18,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from otel_loopguard.guard.current_run import RunHandle, current_run
+    from otel_loopguard.guard.run_context import RunHandle, current_run
     from otel_loopguard.guard.model_turns import ModelTurn
     from otel_loopguard.kit.agent_runs import agent_run_wrapper
     from otel_loopguard.kit.conversation import conversation_in
@@ -63,8 +63,8 @@ _LAZY = {
     "report_result": "otel_loopguard.kit.tool_gate",
     "tool_gate_wrapper": "otel_loopguard.kit.tool_gate",
     # the core's, re-exported: what packages need beyond the public face
-    "RunHandle": "otel_loopguard.guard.current_run",
-    "current_run": "otel_loopguard.guard.current_run",
+    "RunHandle": "otel_loopguard.guard.run_context",
+    "current_run": "otel_loopguard.guard.run_context",
     "ModelTurn": "otel_loopguard.guard.model_turns",
     "SpanClass": "otel_loopguard.spans.mapping",
     "classify_parts": "otel_loopguard.spans.mapping",
