@@ -1,4 +1,5 @@
-"""The model side of a CrewAI agent step, for budgets, max steps and repeated tool steps.
+"""The model side of a CrewAI agent step, for budgets, max steps and repeated tool steps
+(the kit's model-turn wrapper).
 
 The executor asks the model through ``get_llm_response`` (imported into
 ``crewai.agents.agent_executor``), whichever LLM class the agent uses (CrewAI's native
@@ -16,8 +17,9 @@ providers, LiteLLM, a custom ``BaseLLM``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
+
+from otel_loopguard.kit.model_turn import ModelCall, model_turn_wrapper
 
 
 def parse_arguments(raw: Any) -> Any:
@@ -56,30 +58,31 @@ def _requested(answer: Any) -> list[tuple[str, Any]] | None:
     return calls
 
 
-def observed_llm_response(
-    guard_provider: Callable[[], Any],
-    wrapped: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-) -> Any:
-    llm = kwargs.get("llm", args[0] if args else None)
-    guard = guard_provider()
-    guard.preflight_llm()
-    usage_before = _usage(llm)
-    with guard.model_turn() as turn:  # never raises
-        answer = wrapped(*args, **kwargs)
-    if not turn.needs_report:  # outside a run, or a layer below reported the turn
-        return answer
-    usage_after = _usage(llm)
+def _llm(call: ModelCall) -> Any:
+    return call.kwargs.get("llm", call.args[0] if call.args else None)
+
+
+def _before(call: ModelCall) -> tuple[int, int] | None:
+    return _usage(_llm(call))
+
+
+def _read(call: ModelCall) -> dict[str, Any]:
+    llm = _llm(call)
+    answer = call.result
+    usage_before, usage_after = call.before, _usage(llm)
     tokens: tuple[int | None, int | None] = (None, None)
     if usage_before is not None and usage_after is not None:
         tokens = (usage_after[0] - usage_before[0], usage_after[1] - usage_before[1])
-    requested = _requested(answer)
-    guard.observe_llm_response(
-        model=getattr(llm, "model", None),
-        input_tokens=tokens[0],
-        output_tokens=tokens[1],
-        empty=answer is None or (isinstance(answer, str) and not answer.strip()),
-        requested_tool_calls=requested,
-    )
-    return answer
+    return {
+        "model": getattr(llm, "model", None),
+        "input_tokens": tokens[0],
+        "output_tokens": tokens[1],
+        "empty": answer is None or (isinstance(answer, str) and not answer.strip()),
+        "requested_tool_calls": _requested(answer),
+    }
+
+
+#: wraps ``get_llm_response(llm, messages, ...)`` where the executor's module imported it
+llm_response_wrapper = model_turn_wrapper(
+    _read, package="crewai", before=_before, asynchronous=False
+)

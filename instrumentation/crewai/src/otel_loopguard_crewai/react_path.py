@@ -18,11 +18,16 @@ still count. A stopped run is vetoed when ``use`` starts.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.trace import Tracer
+
+from otel_loopguard import get_guard
+from otel_loopguard.kit.scoped_call import PlainScope, Wrapper, scoped_wrapper
+from otel_loopguard.kit.tool_gate import GatedCall, tool_gate_wrapper
+from otel_loopguard_crewai.runs import agent_name
+from otel_loopguard_crewai.tools import report_failure
 
 
 @dataclass(slots=True)
@@ -36,121 +41,93 @@ _USE: contextvars.ContextVar[_UseInProgress | None] = contextvars.ContextVar(
 )
 
 
-def report_failure(call: Any, failure: Any) -> None:
-    """A ``ToolFailure`` (returned, not raised) becomes the call's error."""
-    if failure is None:
-        return
-    reason = getattr(failure, "reason", None)
-    reason_name = getattr(reason, "value", None) or str(reason or "tool_failure")
-    # for a raised exception crewai keeps its class name in `code`
-    error_type = getattr(failure, "code", None) if reason_name == "exception" else None
-    call.set_error(error_type or reason_name, getattr(failure, "message", None))
-
-
 def _is_tool_failure(value: Any) -> bool:
     return type(value).__name__ == "ToolFailure" and hasattr(value, "reason")
-
-
-def _agent_name(agent: Any) -> str | None:
-    role = getattr(agent, "role", None)
-    return str(role) if role else None
 
 
 def _tool_input(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return kwargs["input"] if "input" in kwargs else (args[0] if args else None)
 
 
-class ReactPathWrappers:
-    """Mixed into :class:`~otel_loopguard_crewai.wrappers.CrewAIWrappers`, which sets both."""
+# -- ToolUsage.use / ause ---------------------------------------------------------------------
 
-    _tracer: Tracer
-    _guard: Callable[[], Any]
 
-    # -- ToolUsage.use / ause -----------------------------------------------------------------
+def tool_usage_wrapper(tracer: Tracer) -> Wrapper:
+    """Wrap ``ToolUsage.use(calling, tool_string)`` and ``ToolUsage.ause``."""
 
-    def _start_use(self, instance: Any) -> tuple[_UseInProgress, contextvars.Token[Any]]:
-        self._guard().check_current_run()  # enforce: a stopped run answers nothing more
-        state = _UseInProgress(_agent_name(getattr(instance, "agent", None)))
-        return state, _USE.set(state)
-
-    def _answered_without_running(
-        self, instance: Any, calling: Any, state: _UseInProgress, result: Any
-    ) -> None:
-        if state.executed:
-            return
-        with self._guard().tool_call(
-            self._tracer,
-            str(getattr(calling, "tool_name", "") or "unknown"),
-            getattr(calling, "arguments", None),
-            agent_name=state.agent,
-        ) as call:
-            report_failure(call, getattr(instance, "last_failure", None))
-            raw = getattr(instance, "get_last_raw_result", None)
-            call.set_result(raw(result) if callable(raw) else result)
-
-    def tool_usage_use(
-        self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
+    def open_scope(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         calling = args[0] if args else kwargs.get("calling")
         if not hasattr(calling, "tool_name"):  # a parse error, reported by crewai itself
-            return wrapped(*args, **kwargs)
-        state, token = self._start_use(instance)
-        try:
-            result = wrapped(*args, **kwargs)
-        finally:
-            _USE.reset(token)
-        self._answered_without_running(instance, calling, state, result)
-        return result
+            return None
+        return _Use(tracer, instance, calling)
 
-    async def tool_usage_ause(
-        self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        calling = args[0] if args else kwargs.get("calling")
-        if not hasattr(calling, "tool_name"):
-            return await wrapped(*args, **kwargs)
-        state, token = self._start_use(instance)
-        try:
-            result = await wrapped(*args, **kwargs)
-        finally:
-            _USE.reset(token)
-        self._answered_without_running(instance, calling, state, result)
-        return result
+    return scoped_wrapper(open_scope)
 
-    # -- CrewStructuredTool.invoke / ainvoke: the real executions -------------------------------
 
-    def _execution(self, instance: Any, state: _UseInProgress, tool_input: Any) -> Any:
-        state.executed = True
-        from crewai.utilities.string_utils import sanitize_tool_name
+class _Use(PlainScope):
+    """One ``use``: a stopped run is vetoed when it starts; the executions inside it are
+    gated one by one; a use that ran nothing gets one span after the fact."""
 
-        return self._guard().tool_call(
+    __slots__ = ("_calling", "_instance", "_state", "_token", "_tracer")
+
+    def __init__(self, tracer: Tracer, instance: Any, calling: Any) -> None:
+        self._tracer = tracer
+        self._instance = instance
+        self._calling = calling
+        self._state: _UseInProgress | None = None
+        self._token: contextvars.Token[Any] | None = None
+
+    def __enter__(self) -> Any:
+        get_guard().check_current_run()  # enforce: a stopped run answers nothing more
+        self._state = _UseInProgress(agent_name(getattr(self._instance, "agent", None)))
+        self._token = _USE.set(self._state)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Any:
+        if self._token is not None:
+            _USE.reset(self._token)
+        return None
+
+    def after(self, result: Any) -> Any:
+        state = self._state
+        if state is None or state.executed:
+            return result
+        with get_guard().tool_call(
             self._tracer,
-            sanitize_tool_name(str(getattr(instance, "name", "") or "unknown")),
-            tool_input,
+            str(getattr(self._calling, "tool_name", "") or "unknown"),
+            getattr(self._calling, "arguments", None),
             agent_name=state.agent,
-        )
-
-    def structured_tool_invoke(
-        self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        state = _USE.get()
-        if state is None:  # not the ReAct path (the native path has its own span)
-            return wrapped(*args, **kwargs)
-        with self._execution(instance, state, _tool_input(args, kwargs)) as call:
-            result = wrapped(*args, **kwargs)
-            if _is_tool_failure(result):
-                report_failure(call, result)
-            call.set_result(result)
+        ) as call:
+            report_failure(call, getattr(self._instance, "last_failure", None))
+            raw = getattr(self._instance, "get_last_raw_result", None)
+            call.set_result(raw(result) if callable(raw) else result)
         return result
 
-    async def structured_tool_ainvoke(
-        self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        state = _USE.get()
-        if state is None:
-            return await wrapped(*args, **kwargs)
-        with self._execution(instance, state, _tool_input(args, kwargs)) as call:
-            result = await wrapped(*args, **kwargs)
-            if _is_tool_failure(result):
-                report_failure(call, result)
-            call.set_result(result)
-        return result
+
+# -- CrewStructuredTool.invoke / ainvoke: the real executions ---------------------------------
+
+
+def structured_tool_wrapper(tracer: Tracer) -> Wrapper:
+    """Wrap ``CrewStructuredTool.invoke`` and ``ainvoke``: each one a gated execution, while
+    a ``use`` is in progress (not the native path, which has its own span)."""
+    return tool_gate_wrapper(tracer, _read_execution, _report_execution, package="crewai")
+
+
+def _read_execution(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    state = _USE.get()
+    if state is None:  # not the ReAct path
+        return None
+    state.executed = True
+    from crewai.utilities.string_utils import sanitize_tool_name
+
+    return GatedCall(
+        sanitize_tool_name(str(getattr(instance, "name", "") or "unknown")),
+        _tool_input(args, kwargs),
+        agent=state.agent,
+    )
+
+
+def _report_execution(call: Any, result: Any, gated: GatedCall) -> None:
+    if _is_tool_failure(result):
+        report_failure(call, result)
+    call.set_result(result)

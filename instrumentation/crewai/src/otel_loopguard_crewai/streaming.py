@@ -21,7 +21,7 @@ from typing import Any
 
 import wrapt
 
-from otel_loopguard.engine.decisions import LoopGuardInterrupt
+from otel_loopguard import LoopGuardInterrupt
 
 _MAILBOX: contextvars.ContextVar[list[LoopGuardInterrupt] | None] = contextvars.ContextVar(
     "otel_loopguard_crewai_stream_mailbox", default=None
