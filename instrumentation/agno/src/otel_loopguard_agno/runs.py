@@ -44,9 +44,7 @@ from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt, RunEndState, current_run, get_guard
 from otel_loopguard.kit.run_streams import events_in_run, run_over
-from otel_loopguard.kit.scoped_call import scoped_wrapper
-
-Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
+from otel_loopguard.kit.scoped_call import Wrapper, scoped_wrapper
 
 #: Agno's ``RunStatus`` values (a ``str`` enum) of a returned ``RunOutput``, and the events
 #: a streamed run yields instead, that end a run otherwise than completed

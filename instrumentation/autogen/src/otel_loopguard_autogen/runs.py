@@ -31,10 +31,9 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt, get_guard
+from otel_loopguard.kit.scoped_call import Wrapper
 
 logger = logging.getLogger(__name__)
-
-Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
 
 class _RunScope:

@@ -34,8 +34,7 @@ from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt, current_run, get_guard
 from otel_loopguard.kit.run_streams import events_in_run
-
-Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
+from otel_loopguard.kit.scoped_call import Wrapper
 
 
 def _root_agent_name(runner: Any) -> str:

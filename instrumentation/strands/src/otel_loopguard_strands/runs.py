@@ -34,8 +34,7 @@ from opentelemetry.trace import Tracer
 from otel_loopguard import current_run, get_guard
 from otel_loopguard.kit.conversation import conversation_in
 from otel_loopguard.kit.run_streams import events_in_run
-
-Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
+from otel_loopguard.kit.scoped_call import Wrapper
 
 
 def _name(instance: Any, attribute: str) -> str:
