@@ -18,10 +18,11 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from otel_loopguard.guard.run_context import RunHandle, current_run
     from otel_loopguard.guard.model_turns import ModelTurn
+    from otel_loopguard.guard.run_context import RunHandle, current_run
     from otel_loopguard.kit.agent_runs import agent_run_wrapper
     from otel_loopguard.kit.conversation import conversation_in
+    from otel_loopguard.kit.held_back import HeldInterrupts, exception_flavour, interrupt_again
     from otel_loopguard.kit.model_turn import (
         ModelCall,
         in_a_run,
@@ -29,7 +30,9 @@ if TYPE_CHECKING:  # pragma: no cover
         model_turn_wrapper,
         report_turn,
     )
+    from otel_loopguard.kit.run_streams import Steps, drive, events_in_run, run_over
     from otel_loopguard.kit.scoped_call import PlainScope, Scope, Wrapper, is_async, scoped_wrapper
+    from otel_loopguard.kit.streamed_turns import model_turn_stream
     from otel_loopguard.kit.tool_gate import (
         CHECK_AROUND,
         CHECK_BEFORE,
@@ -46,11 +49,19 @@ _LAZY = {
     # written for framework packages
     "agent_run_wrapper": "otel_loopguard.kit.agent_runs",
     "conversation_in": "otel_loopguard.kit.conversation",
+    "HeldInterrupts": "otel_loopguard.kit.held_back",
+    "exception_flavour": "otel_loopguard.kit.held_back",
+    "interrupt_again": "otel_loopguard.kit.held_back",
     "ModelCall": "otel_loopguard.kit.model_turn",
     "in_a_run": "otel_loopguard.kit.model_turn",
     "model_turn_scope": "otel_loopguard.kit.model_turn",
     "model_turn_wrapper": "otel_loopguard.kit.model_turn",
     "report_turn": "otel_loopguard.kit.model_turn",
+    "Steps": "otel_loopguard.kit.run_streams",
+    "drive": "otel_loopguard.kit.run_streams",
+    "events_in_run": "otel_loopguard.kit.run_streams",
+    "run_over": "otel_loopguard.kit.run_streams",
+    "model_turn_stream": "otel_loopguard.kit.streamed_turns",
     "PlainScope": "otel_loopguard.kit.scoped_call",
     "Scope": "otel_loopguard.kit.scoped_call",
     "Wrapper": "otel_loopguard.kit.scoped_call",
@@ -86,23 +97,31 @@ __all__ = [
     "CHECK_BEFORE",
     "CheckOnly",
     "GatedCall",
+    "HeldInterrupts",
     "ModelCall",
     "ModelTurn",
     "PlainScope",
     "RunHandle",
     "Scope",
     "SpanClass",
+    "Steps",
     "Wrapper",
     "agent_run_wrapper",
     "classify_parts",
     "conversation_in",
     "current_run",
+    "drive",
+    "events_in_run",
+    "exception_flavour",
     "in_a_run",
+    "interrupt_again",
     "is_async",
     "model_turn_scope",
+    "model_turn_stream",
     "model_turn_wrapper",
     "report_result",
     "report_turn",
+    "run_over",
     "scoped_wrapper",
     "span_attributes",
     "tool_gate_wrapper",

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_loopguard.engine.interrupt import LoopGuardInterrupt
-from otel_loopguard.guard.run_context import current_run
 from otel_loopguard.guard.global_guard import get_guard
+from otel_loopguard.guard.run_context import current_run
 from otel_loopguard.kit.scoped_call import Scope, Wrapper, scoped_wrapper
 
 

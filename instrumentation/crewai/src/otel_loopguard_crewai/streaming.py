@@ -15,33 +15,31 @@ interrupt reaches their consumer unaided (tested); ``akickoff`` streams are not 
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Iterator
 from typing import Any
 
 import wrapt
 
 from otel_loopguard import LoopGuardInterrupt
+from otel_loopguard.kit.held_back import HeldInterrupts
 
-_MAILBOX: contextvars.ContextVar[list[LoopGuardInterrupt] | None] = contextvars.ContextVar(
-    "otel_loopguard_crewai_stream_mailbox", default=None
-)
+_MAILBOX = HeldInterrupts("otel_loopguard_crewai_stream_mailbox")
+_DONE: Any = object()
 
 
 def crew_kickoff(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     if getattr(instance, "stream", False):
         output = wrapped(*args, **kwargs)
         return InterruptibleStream(output) if hasattr(output, "__iter__") else output
-    mailbox = _MAILBOX.get()
-    if mailbox is None:
-        return wrapped(*args, **kwargs)
     try:
         return wrapped(*args, **kwargs)
-    except LoopGuardInterrupt as interrupt:  # inside the streaming worker thread
-        # handed over, not re-raised: the worker would only die with a stray traceback;
-        # it now ends the stream normally and the consumer raises the interrupt
-        mailbox.append(interrupt)
-        return None
+    except LoopGuardInterrupt as interrupt:
+        # inside the streaming worker thread: handed over, not re-raised (the worker would
+        # only die with a stray traceback); it now ends the stream normally and the
+        # consumer raises the interrupt
+        if _MAILBOX.hold(interrupt):
+            return None
+        raise
 
 
 class InterruptibleStream(wrapt.ObjectProxy):  # type: ignore[misc]
@@ -54,13 +52,9 @@ class InterruptibleStream(wrapt.ObjectProxy):  # type: ignore[misc]
     def __iter__(self) -> Iterator[Any]:
         chunks = iter(self.__wrapped__)
         while True:
-            token = _MAILBOX.set(self._self_mailbox)
-            try:
-                chunk = next(chunks)
-            except StopIteration:
+            with _MAILBOX.opened(self._self_mailbox):
+                chunk = next(chunks, _DONE)
+            if chunk is _DONE:
                 break
-            finally:
-                _MAILBOX.reset(token)
             yield chunk
-        if self._self_mailbox:
-            raise self._self_mailbox[0]
+        _MAILBOX.raise_held(same=True, mailbox=self._self_mailbox)
