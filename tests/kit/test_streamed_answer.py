@@ -1,0 +1,110 @@
+"""kit.streamed_answer: a streamed model answer ends exactly once, however the stream ends."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import pytest
+
+from otel_loopguard import agent_run, get_guard
+from otel_loopguard.kit.openai_format import ChatChunkFolder
+from otel_loopguard.kit.streamed_answer import StreamedAnswer
+
+
+class Proxy:
+    """A model SDK package's stream proxy, reduced to what the kit asks of one."""
+
+    def __init__(self, chunks: list[Any], answer: StreamedAnswer) -> None:
+        self._chunks = iter(chunks)
+        self.answer = answer
+
+    def __iter__(self) -> Proxy:
+        return self
+
+    def __next__(self) -> Any:
+        with self.answer:
+            chunk = next(self._chunks)
+        self.answer.add(chunk)
+        return chunk
+
+    def close(self) -> None:
+        self.answer.finish(complete=False)
+
+
+def _chunk(text: str, reason: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "c-1",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": reason}],
+    }
+
+
+def _recorder() -> tuple[list[tuple[Any, ...]], Any]:
+    ends: list[tuple[Any, ...]] = []
+
+    def on_done(answer: Any, error: Any, complete: bool, reported_below: bool) -> None:
+        ends.append((answer.finish_reason if answer else None, error, complete, reported_below))
+
+    return ends, on_done
+
+
+def test_an_exhausted_stream_ends_once_complete() -> None:
+    ends, on_done = _recorder()
+    proxy = Proxy([_chunk("a"), _chunk("b", "stop")], StreamedAnswer(ChatChunkFolder(), on_done))
+    assert [c["choices"][0]["delta"]["content"] for c in proxy] == ["a", "b"]
+    proxy.close()  # a close after the end changes nothing
+    assert ends == [("stop", None, True, False)]
+
+
+def test_a_stream_left_early_or_failing_ends_once_incomplete() -> None:
+    ends, on_done = _recorder()
+    proxy = Proxy([_chunk("a"), _chunk("b")], StreamedAnswer(ChatChunkFolder(), on_done))
+    next(proxy)
+    proxy.close()
+    proxy.close()
+    assert ends == [(None, None, False, False)]
+
+    class Broken:
+        def __next__(self) -> Any:
+            raise ConnectionError("reset")
+
+    failing_ends, failing_done = _recorder()
+    failing = Proxy([], StreamedAnswer(ChatChunkFolder(), failing_done))
+    failing._chunks = Broken()  # type: ignore[assignment]
+    with pytest.raises(ConnectionError):
+        next(failing)
+    assert len(failing_ends) == 1 and isinstance(failing_ends[0][1], ConnectionError)
+    assert failing_ends[0][2] is False
+
+
+def test_a_dropped_stream_ends_when_collected_and_a_bad_chunk_never_breaks_it() -> None:
+    ends, on_done = _recorder()
+    answer = StreamedAnswer(ChatChunkFolder(), on_done)
+    answer.add(object())  # a chunk shape the folder does not know: logged, not raised
+    del answer
+    gc.collect()
+    assert ends == [(None, None, False, False)]
+
+
+def test_a_report_from_below_during_a_read_is_remembered(make_kit: Any) -> None:
+    kit = make_kit()
+    ends, on_done = _recorder()
+
+    class Below:
+        """The layer below reports while one chunk is read (an SDK stream ending inside)."""
+
+        def __init__(self) -> None:
+            self.left = [_chunk("a", "stop")]
+
+        def __next__(self) -> Any:
+            if not self.left:
+                get_guard().observe_llm_response(model="below", output_tokens=1)
+                raise StopIteration
+            return self.left.pop()
+
+    with agent_run("a", tracer=kit.tracer):
+        answer = StreamedAnswer(ChatChunkFolder(), on_done, open_turn=kit.guard.model_turn)
+        proxy = Proxy([], answer)
+        proxy._chunks = Below()  # type: ignore[assignment]
+        assert len(list(proxy)) == 1
+    assert ends == [("stop", None, True, True)]
