@@ -5,9 +5,9 @@ Agent frameworks pin conflicting versions (CrewAI pins mcp 1.x while the MCP pac
 2.x, for one), so, as opentelemetry-python-contrib does with tox, the core and each
 ``instrumentation/<framework>/`` package are installed and tested in a separate venv under
 ``.venvs/``. Suites are discovered: adding ``instrumentation/foo/pyproject.toml`` with a
-``test`` extra adds a suite, nothing else to edit. Every framework suite's venv also gets the
-suites' shared test helpers, ``testing/otel-loopguard-testing/`` (``otel_loopguard_testing``,
-editable; not a suite and not shipped).
+``test`` extra adds a suite, nothing else to edit. Every suite's venv but the ``dists`` one
+also gets the suites' shared test helpers, ``testing/otel-loopguard-testing/``
+(``otel_loopguard_testing``, editable; not a suite and not shipped).
 
 The core's tests run twice, on the source (``core``) and on the mypyc-compiled wheel users
 can build (``compiled``); so does each framework's (``<framework>`` on the source core,
@@ -60,7 +60,7 @@ PYTHON = os.environ.get("LOOPGUARD_TEST_PYTHON", sys.executable)
 OTHER_PYTHONS = ("3.10", "3.12", "3.13")
 #: framework suites that also run on another CPython (``<framework>-py<version>``)
 FRAMEWORKS_ON_OTHER_PYTHONS = {"openai": ("3.13",), "langchain": ("3.13",)}
-#: the framework suites' shared test helpers, installed (editable) into each of their venvs
+#: the suites' shared test helpers, installed (editable) into every venv but the dists suite's
 TESTING = ROOT / "testing" / "otel-loopguard-testing"
 #: the dists suite's tests: the core's suites must not collect them (tests/conftest.py)
 DISTS_TESTS = "tests/dists"
@@ -95,8 +95,9 @@ class Outcome:
 
 def discover() -> list[Suite]:
     # every suite runs twice: on the source core, and on the compiled wheel users can build
-    suites = [Suite("core", ROOT), Suite("compiled", ROOT, compiled=True)]
-    suites += [Suite(f"core-py{v}", ROOT, python_version=v) for v in OTHER_PYTHONS]
+    testing = (str(TESTING),)
+    suites = [Suite("core", ROOT, testing), Suite("compiled", ROOT, testing, compiled=True)]
+    suites += [Suite(f"core-py{v}", ROOT, testing, python_version=v) for v in OTHER_PYTHONS]
     # the built distributions, installed as users install them (tests/dists/)
     suites.append(Suite("dists", ROOT, tests=DISTS_TESTS, requirements=DISTS_REQUIREMENTS))
     instrumentation = ROOT / "instrumentation"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from otel_loopguard_testing import OTLPReceiver
 from prometheus_client import CollectorRegistry, generate_latest
 
 from otel_loopguard.engine.config import LoopGuardConfig
@@ -34,7 +34,7 @@ def _attrs(key_values: Any) -> dict[str, Any]:
     return {kv.key: _value(kv.value) for kv in key_values}
 
 
-def test_otlp_export_carries_decisions_and_run_state(receiver: ThreadingHTTPServer) -> None:
+def test_otlp_export_carries_decisions_and_run_state(receiver: OTLPReceiver) -> None:
     provider = TracerProvider()
     guard = LoopGuard(LoopGuardConfig(mode="enforce"), tracer_provider=provider)
     provider.add_span_processor(LoopGuardSpanProcessor(guard))
@@ -70,7 +70,7 @@ def test_otlp_export_carries_decisions_and_run_state(receiver: ThreadingHTTPServ
 
     spans = [
         span
-        for request in receiver.requests  # type: ignore[attr-defined]
+        for request in receiver.requests
         for resource_spans in request.resource_spans
         for scope_spans in resource_spans.scope_spans
         for span in scope_spans.spans

@@ -2,45 +2,23 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from otel_loopguard_testing import console_spans, run_under_opentelemetry_instrument
+
 SCRIPT = Path(__file__).with_name("agent_script.py")
-INSTRUMENT = Path(sys.executable).with_name("opentelemetry-instrument")
 
 
 def run_instrumented(*flags: str, **env: str) -> tuple[dict[str, Any], list[dict], str]:
     """Run the agent script under opentelemetry-instrument; spans come back on stdout."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PYTHONPATH"))}
-    environ.update(
-        OTEL_TRACES_EXPORTER="console",
-        OTEL_METRICS_EXPORTER="none",
-        OTEL_LOGS_EXPORTER="none",
-        OTEL_SERVICE_NAME="agent-under-test",
-        **env,
-    )
-    done = subprocess.run(
-        [str(INSTRUMENT), *flags, sys.executable, str(SCRIPT)],
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = run_under_opentelemetry_instrument(
+        SCRIPT, extra_args=flags, env={"OTEL_SERVICE_NAME": "agent-under-test", **env}
     )
     assert done.returncode == 0, done.stderr
     outcome: dict[str, Any] = {}
     spans: list[dict] = []
-    decoder = json.JSONDecoder()
-    text, index = done.stdout, 0
-    while True:
-        start = text.find("{", index)
-        if start < 0:
-            break
-        value, index = decoder.raw_decode(text, start)
+    for value in console_spans(done.stdout):
         if "outcome" in value:
             outcome = value
         elif "context" in value:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -37,6 +36,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otel_loopguard_testing import OTLPReceiver
 from prometheus_client import CollectorRegistry, generate_latest
 
 from otel_loopguard.engine.config import LoopGuardConfig
@@ -60,9 +60,7 @@ class Outputs:
     run_states: list[str] = field(default_factory=list)
 
 
-def _run_agents(
-    receiver: ThreadingHTTPServer, capture: bool, caplog: pytest.LogCaptureFixture
-) -> Outputs:
+def _run_agents(receiver: OTLPReceiver, capture: bool, caplog: pytest.LogCaptureFixture) -> Outputs:
     port = receiver.server_address[1]
     registry = CollectorRegistry()
     memory_reader = InMemoryMetricReader()
@@ -160,7 +158,7 @@ def _run_agents(
         "the agents did not loop: the test would prove nothing"
     )
     return Outputs(
-        otlp_bytes=b"".join(receiver.bodies),  # type: ignore[attr-defined]
+        otlp_bytes=b"".join(receiver.bodies),
         spans=spans,
         prometheus=generate_latest(registry).decode(),
         metrics_json=memory_reader.get_metrics_data().to_json(),
@@ -191,7 +189,7 @@ def _span_texts(spans: list[Any], skip_foreign_content: bool) -> list[str]:
 
 
 def test_no_argument_or_result_text_leaves_the_process(
-    receiver: ThreadingHTTPServer, caplog: pytest.LogCaptureFixture
+    receiver: OTLPReceiver, caplog: pytest.LogCaptureFixture
 ) -> None:
     out = _run_agents(receiver, capture=False, caplog=caplog)
     assert out.otlp_bytes, "nothing reached the OTLP receiver"
@@ -212,7 +210,7 @@ def test_no_argument_or_result_text_leaves_the_process(
 
 
 def test_with_content_capture_the_marker_is_exported(
-    receiver: ThreadingHTTPServer, caplog: pytest.LogCaptureFixture
+    receiver: OTLPReceiver, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The other side: the same run with capture on exports the content, so the check bites."""
     out = _run_agents(receiver, capture=True, caplog=caplog)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import gzip
 import threading
+import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 
 @dataclass
@@ -46,9 +49,15 @@ def _attributes(pairs: Any) -> dict[str, Any]:
 
 
 class OTLPReceiver:
-    """An OTLP/HTTP protobuf trace receiver on 127.0.0.1, run in a thread (``with`` block)."""
+    """An OTLP/HTTP protobuf trace receiver on 127.0.0.1, run in a thread (``with`` block).
+
+    ``bodies`` keeps every request body as the exporter sent it (compressed or not, any
+    path), ``requests`` each trace export decoded with the official protobuf class (after the
+    ``Content-Encoding`` the exporter used), :meth:`spans` their spans as plain values."""
 
     def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+        self.requests: list[ExportTraceServiceRequest] = []
         self._spans: list[ReceivedSpan] = []
         self._lock = threading.Lock()
         receiver = self
@@ -56,10 +65,7 @@ class OTLPReceiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                if self.headers.get("Content-Encoding") == "gzip":
-                    body = gzip.decompress(body)
-                if self.path.rstrip("/") == "/v1/traces":
-                    receiver._store(body)
+                receiver._store(self.path, self.headers.get("Content-Encoding", ""), body)
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", "0")
@@ -72,8 +78,13 @@ class OTLPReceiver:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
-    def endpoint(self) -> str:
+    def server_address(self) -> tuple[str, int]:
         host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    @property
+    def endpoint(self) -> str:
+        host, port = self.server_address
         return f"http://{host}:{port}"
 
     def __enter__(self) -> OTLPReceiver:
@@ -84,11 +95,15 @@ class OTLPReceiver:
         self._server.shutdown()
         self._server.server_close()
 
-    def _store(self, body: bytes) -> None:
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-            ExportTraceServiceRequest,
-        )
-
+    def _store(self, path: str, encoding: str, body: bytes) -> None:
+        with self._lock:
+            self.bodies.append(body)
+        if encoding == "gzip":
+            body = gzip.decompress(body)
+        elif encoding == "deflate":
+            body = zlib.decompress(body)
+        if path.rstrip("/") != "/v1/traces":
+            return
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
         decoded = []
@@ -110,6 +125,7 @@ class OTLPReceiver:
                         )
                     )
         with self._lock:
+            self.requests.append(request)
             self._spans.extend(decoded)
 
     def spans(self) -> list[ReceivedSpan]:
