@@ -27,6 +27,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from otel_loopguard import LoopGuardInterrupt, get_guard
+from otel_loopguard.kit.model_turn import report_turn
 from otel_loopguard_autogen.runs import interrupt_for_host
 from otel_loopguard_autogen.tools import decode_arguments
 
@@ -92,7 +93,8 @@ async def _observed_call(
             in_run = turn.in_run
             reported = reported or turn.reported
             if in_run and not reported:
-                _observe_answer(guard, output, answer_of, kwargs)  # raises only our interrupt
+                # raises only our interrupt; a chunk or another event: nothing yet
+                report_turn(guard, "autogen", _answer_report, output, answer_of, kwargs)
             yield output
     except LoopGuardInterrupt as interrupt:
         raise interrupt_for_host(interrupt) from interrupt.__cause__
@@ -100,41 +102,38 @@ async def _observed_call(
         await outputs.aclose()
 
 
-def _observe_answer(
-    guard: Any, output: Any, answer_of: Callable[[Any], _Answer | None], kwargs: dict[str, Any]
-) -> None:
-    try:
-        answer = answer_of(output)
-        if answer is None:  # a chunk or another event: the answer is still to come
-            return
-        content = answer.content
-        usage = answer.usage
-        requested: list[tuple[str, Any]] = []
-        said = False
-        if isinstance(content, str):
-            said = bool(content.strip())
-        elif not isinstance(content, list):  # a structured output model
-            said = content is not None
-        else:
-            for call in content or ():
-                name = getattr(call, "name", None)
-                if isinstance(name, str):
-                    requested.append((name, decode_arguments(getattr(call, "arguments", None))))
-        agent_name = kwargs.get("agent_name")
-        finish_reason = answer.finish_reason
-        report: dict[str, Any] = {
-            "model": _model_name(kwargs.get("model_client")),
-            "finish_reason": finish_reason if isinstance(finish_reason, str) else None,
-            "input_tokens": _tokens(getattr(usage, "prompt_tokens", None)),
-            "output_tokens": _tokens(getattr(usage, "completion_tokens", None)),
-            "empty": not said and not requested,
-            "requested_tool_calls": requested,
-            "agent_name": agent_name if isinstance(agent_name, str) else None,
-        }
-    except Exception as exc:  # never let our bookkeeping break the agent
-        guard.telemetry.internal_error("autogen.model_turn", exc)
-        return
-    guard.observe_llm_response(**report)
+def _answer_report(
+    output: Any, answer_of: Callable[[Any], _Answer | None], kwargs: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The ``observe_llm_response`` arguments of the answer ``output`` is, or None for a
+    chunk or another event (the answer is still to come)."""
+    answer = answer_of(output)
+    if answer is None:
+        return None
+    content = answer.content
+    usage = answer.usage
+    requested: list[tuple[str, Any]] = []
+    said = False
+    if isinstance(content, str):
+        said = bool(content.strip())
+    elif not isinstance(content, list):  # a structured output model
+        said = content is not None
+    else:
+        for call in content or ():
+            name = getattr(call, "name", None)
+            if isinstance(name, str):
+                requested.append((name, decode_arguments(getattr(call, "arguments", None))))
+    agent_name = kwargs.get("agent_name")
+    finish_reason = answer.finish_reason
+    return {
+        "model": _model_name(kwargs.get("model_client")),
+        "finish_reason": finish_reason if isinstance(finish_reason, str) else None,
+        "input_tokens": _tokens(getattr(usage, "prompt_tokens", None)),
+        "output_tokens": _tokens(getattr(usage, "completion_tokens", None)),
+        "empty": not said and not requested,
+        "requested_tool_calls": requested,
+        "agent_name": agent_name if isinstance(agent_name, str) else None,
+    }
 
 
 def _model_name(client: Any) -> str | None:

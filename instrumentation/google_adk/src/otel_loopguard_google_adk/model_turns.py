@@ -30,6 +30,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from otel_loopguard import get_guard
+from otel_loopguard.kit.model_turn import report_turn
 
 
 def call_llm_wrapper(
@@ -66,7 +67,9 @@ async def _observed_call(
                 and _is_complete(guard, response)
             ):
                 reported = True
-                _observe_response(guard, response, invocation_context, llm_request)
+                report_turn(  # raises only our interrupt
+                    guard, "google_adk", _response_report, response, invocation_context, llm_request
+                )
             yield response
     finally:
         await responses.aclose()
@@ -80,38 +83,33 @@ def _is_complete(guard: Any, response: Any) -> bool:
         return False
 
 
-def _observe_response(guard: Any, response: Any, invocation_context: Any, llm_request: Any) -> None:
-    """Report one complete ``LlmResponse``; raises only our interrupt."""
-    try:
-        content = getattr(response, "content", None)
-        said = False
-        requested: list[tuple[str, Any]] = []
-        for part in getattr(content, "parts", None) or ():
-            call = getattr(part, "function_call", None)
-            if call is not None and isinstance(call.name, str):
-                requested.append((call.name, call.args))
-            text = getattr(part, "text", None)
-            if isinstance(text, str) and text.strip() and not getattr(part, "thought", False):
-                said = True
-        usage = getattr(response, "usage_metadata", None)
-        output = _tokens(getattr(usage, "candidates_token_count", None))
-        thoughts = _tokens(getattr(usage, "thoughts_token_count", None))
-        if output is not None and thoughts is not None:
-            output += thoughts  # Gemini bills thinking as output
-        agent_name = getattr(getattr(invocation_context, "agent", None), "name", None)
-        report: dict[str, Any] = {
-            "model": _model_name(llm_request),
-            "finish_reason": _finish_reason(getattr(response, "finish_reason", None)),
-            "input_tokens": _tokens(getattr(usage, "prompt_token_count", None)),
-            "output_tokens": output,
-            "empty": not said and not requested,
-            "requested_tool_calls": requested,
-            "agent_name": agent_name if isinstance(agent_name, str) else None,
-        }
-    except Exception as exc:  # never let our bookkeeping break the agent
-        guard.telemetry.internal_error("google_adk.model_turn", exc)
-        return
-    guard.observe_llm_response(**report)
+def _response_report(response: Any, invocation_context: Any, llm_request: Any) -> dict[str, Any]:
+    """The ``observe_llm_response`` arguments of one complete ``LlmResponse``."""
+    content = getattr(response, "content", None)
+    said = False
+    requested: list[tuple[str, Any]] = []
+    for part in getattr(content, "parts", None) or ():
+        call = getattr(part, "function_call", None)
+        if call is not None and isinstance(call.name, str):
+            requested.append((call.name, call.args))
+        text = getattr(part, "text", None)
+        if isinstance(text, str) and text.strip() and not getattr(part, "thought", False):
+            said = True
+    usage = getattr(response, "usage_metadata", None)
+    output = _tokens(getattr(usage, "candidates_token_count", None))
+    thoughts = _tokens(getattr(usage, "thoughts_token_count", None))
+    if output is not None and thoughts is not None:
+        output += thoughts  # Gemini bills thinking as output
+    agent_name = getattr(getattr(invocation_context, "agent", None), "name", None)
+    return {
+        "model": _model_name(llm_request),
+        "finish_reason": _finish_reason(getattr(response, "finish_reason", None)),
+        "input_tokens": _tokens(getattr(usage, "prompt_token_count", None)),
+        "output_tokens": output,
+        "empty": not said and not requested,
+        "requested_tool_calls": requested,
+        "agent_name": agent_name if isinstance(agent_name, str) else None,
+    }
 
 
 def _model_name(llm_request: Any) -> str | None:
