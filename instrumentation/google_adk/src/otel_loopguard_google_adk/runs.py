@@ -27,7 +27,7 @@ How a :class:`~otel_loopguard.LoopGuardInterrupt` (a ``BaseException``) leaves A
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from opentelemetry.trace import Tracer
@@ -58,20 +58,13 @@ def run_async_wrapper(tracer: Tracer) -> Wrapper:
             # a runner inside a run (``AgentTool`` runs its agent in a runner of its own,
             # in a throwaway session): part of the enclosing run, as nested agents are
             conversation = None
-        return _observed_events(
-            tracer, _root_agent_name(instance), conversation, wrapped(*args, **kwargs)
+        run = get_guard().agent_run(
+            tracer, _root_agent_name(instance), conversation_id=conversation
         )
+        # the run current only while the next event is computed (kit.run_streams)
+        return events_in_run(run, wrapped(*args, **kwargs))
 
     return wrapper
-
-
-def _observed_events(
-    tracer: Tracer, name: str, conversation: str | None, events: AsyncGenerator[Any, None]
-) -> AsyncGenerator[Any, None]:
-    """Yield the invocation's events inside its ``invoke_agent`` span, the run current only
-    while the next event is computed (:func:`otel_loopguard.kit.run_streams.events_in_run`)."""
-    run = get_guard().agent_run(tracer, name, conversation_id=conversation)
-    return events_in_run(run, events)
 
 
 def run_wrapper(

@@ -26,7 +26,7 @@ except the concurrent tool executor's tasks: see :mod:`.tools`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry.trace import Tracer
@@ -54,7 +54,9 @@ def stream_async_wrapper(tracer: Tracer, name_attribute: str) -> Wrapper:
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         name = _name(instance, name_attribute)
-        return _observed_events(tracer, name, _conversation(instance), wrapped(*args, **kwargs))
+        run = get_guard().agent_run(tracer, name, conversation_id=_conversation(instance))
+        # the run current only while the next event is computed (kit.run_streams)
+        return events_in_run(run, wrapped(*args, **kwargs))
 
     return wrapper
 
@@ -74,12 +76,3 @@ def _conversation(instance: Any) -> str | None:
     except Exception as exc:  # attributes we cannot read: a run keyed by its own span
         get_guard().telemetry.internal_error("strands.run_conversation", exc)
     return None
-
-
-def _observed_events(
-    tracer: Tracer, name: str, conversation: str | None, events: AsyncGenerator[Any, None]
-) -> AsyncGenerator[Any, None]:
-    """Yield the invocation's events inside its ``invoke_agent`` span, the run current only
-    while the next event is computed (:func:`otel_loopguard.kit.run_streams.events_in_run`)."""
-    run = get_guard().agent_run(tracer, name, conversation_id=conversation)
-    return events_in_run(run, events)
