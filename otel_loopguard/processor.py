@@ -48,7 +48,7 @@ from otel_loopguard.spans.mapping import (
     SpanClass,
     classify_parts,
 )
-from otel_loopguard.spans.sdk import plain_fields
+from otel_loopguard.spans.sdk import PLAIN_CLASSES, plain_fields
 from otel_loopguard.spans.view import SpanView, from_readable_span, span_attributes
 from otel_loopguard.telemetry import DECISION_SPAN, RUN_SPAN, SCOPE_NAME
 
@@ -72,11 +72,6 @@ _FILTER_KEYS = CLASS_KEYS | CONVERSATION_KEY_SET
 _NAME_PREFIXES = frozenset({"invoke_", "handoff", "agent r"})
 
 
-def _maybe_genai(name: str, attributes: Any) -> bool:
-    """The cheap filter (see the module docstring); a few C operations per span."""
-    return not attributes.keys().isdisjoint(_FILTER_KEYS) or name[:7].lower() in _NAME_PREFIXES
-
-
 class LoopGuardSpanProcessor(SpanProcessor):
     """Feeds ended GenAI spans to the loop monitor and exports its decisions.
 
@@ -89,6 +84,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
     def __init__(self, guard: LoopGuard | None = None, *, tracer_provider: Any = None) -> None:
         self.guard = guard if guard is not None else get_guard()
         self._follower = self.guard.follower
+        self._gate_tool_ids = self._follower.gate_tool_ids
         #: False after the instrumentor's uninstrument (the SDK cannot remove a processor)
         self.enabled = True
         if tracer_provider is not None and self.guard.tracer_provider is None:
@@ -98,44 +94,59 @@ class LoopGuardSpanProcessor(SpanProcessor):
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         try:
-            attributes = span_attributes(span)
-            name = span._name if plain_fields(span.__class__) else span.name
-            name = name or ""
-            if not _maybe_genai(name, attributes):
+            # the filter, inlined (it runs for every span of the host program)
+            if span.__class__ in PLAIN_CLASSES:
+                try:
+                    attributes = span._attributes._dict  # type: ignore[union-attr]
+                except AttributeError:
+                    attributes = span_attributes(span)
+                name = span._name or ""
+            else:
+                attributes = span_attributes(span)
+                name = (span._name if plain_fields(span.__class__) else span.name) or ""
+            if (
+                attributes.keys().isdisjoint(_FILTER_KEYS)
+                and name[:7].lower() not in _NAME_PREFIXES
+            ):
                 return  # most spans of a service: nothing to track
-            guard = self.guard
-            if not (self.enabled and guard.config.enabled):
+            if not (self.enabled and self.guard.config.enabled):
                 return
-            self._on_start(span, parent_context, name, attributes)
+            # GenAI tool and model spans by their operation name, else the full rules; a
+            # handoff tool span counts as a tool span here (the follower treats both alike)
+            operation = attributes.get("gen_ai.operation.name")
+            span_class = _START_CLASSES.get(operation) if operation.__class__ is str else None
+            if span_class is None:
+                span_class = classify_parts(name, attributes)
+            parent = span._parent if span.__class__ in PLAIN_CLASSES else span.parent
+            local_parent = parent is not None and not parent.is_remote
+            if local_parent:
+                if span_class is _OTHER:
+                    return  # among the other spans only a local root's conversation matters
+                if (
+                    (span_class is _LLM or span_class is _TOOL)
+                    and not (self._follower.nested or self._gate_tool_ids)
+                    and attributes.get("mcp.method.name") != "tools/call"
+                    and CONVERSATION_KEY_SET.isdisjoint(attributes.keys())
+                ):
+                    # a model or tool span inside its trace, no gate span open, no MCP
+                    # request, no conversation id: read when it ends, nothing to do now
+                    return
+            elif span_class is _OTHER and CONVERSATION_KEY_SET.isdisjoint(attributes.keys()):
+                return
+            self._on_start(span, parent_context, name, attributes, span_class, parent)
         except Exception as exc:
             self.guard.telemetry.internal_error("on_start", exc)
 
     def _on_start(
-        self, span: Span, parent_context: Context | None, name: str, attributes: Any
+        self,
+        span: Span,
+        parent_context: Context | None,
+        name: str,
+        attributes: Any,
+        span_class: SpanClass,
+        parent: Any,
     ) -> None:
-        # GenAI tool and model spans by their operation name, else the full rules; a
-        # handoff tool span counts as a tool span here (the follower treats both alike)
-        operation = attributes.get("gen_ai.operation.name")
-        span_class = _START_CLASSES.get(operation) if operation.__class__ is str else None
-        if span_class is None:
-            span_class = classify_parts(name, attributes)
-        parent = span._parent if plain_fields(span.__class__) else span.parent
-        local_parent = parent is not None and not parent.is_remote
-        if span_class is _OTHER and (
-            local_parent or CONVERSATION_KEY_SET.isdisjoint(attributes.keys())
-        ):
-            return  # only a local root's conversation id matters among the other spans
         follower = self._follower
-        if (
-            local_parent
-            and (span_class is _LLM or span_class is _TOOL)
-            and not follower.nesting_possible()
-            and attributes.get("mcp.method.name") != "tools/call"
-            and CONVERSATION_KEY_SET.isdisjoint(attributes.keys())
-        ):
-            # a model or tool span inside its trace, no gate span open, no MCP request, no
-            # conversation id: read when it ends, nothing to do now
-            return
         context = span.context
         if context is None:
             return
@@ -162,11 +173,23 @@ class LoopGuardSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            attributes = span_attributes(span)
-            plain = plain_fields(span.__class__)
-            name = (span._name if plain else span.name) or ""
-            if not _maybe_genai(name, attributes):
-                if self._follower.traces:
+            # the filter, inlined (it runs for every span of the host program)
+            plain = span.__class__ in PLAIN_CLASSES
+            if plain:
+                try:
+                    attributes = span._attributes._dict  # type: ignore[union-attr]
+                except AttributeError:
+                    attributes = span_attributes(span)
+                name = span._name or ""
+            else:
+                attributes = span_attributes(span)
+                plain = plain_fields(span.__class__)
+                name = (span._name if plain else span.name) or ""
+            if (
+                attributes.keys().isdisjoint(_FILTER_KEYS)
+                and name[:7].lower() not in _NAME_PREFIXES
+            ):
+                if self._follower.traces:  # a local root may end a trace-keyed run
                     self._end_other(span, plain)
                 return
             guard = self.guard

@@ -59,7 +59,7 @@ from otel_loopguard.guard.span_context import (
 )
 from otel_loopguard.guard.tool_call import ToolCall
 from otel_loopguard.spans.follower import OpenAgent, SpanFollower, TraceState
-from otel_loopguard.spans.sdk import status_and_end
+from otel_loopguard.spans.sdk import PLAIN_CLASSES, status_and_end
 from otel_loopguard.spans.view import SpanView, detection_view
 from otel_loopguard.telemetry import SCOPE_NAME, Telemetry
 
@@ -443,9 +443,12 @@ def _detection_view(
     span: Any, name: str, attributes: Mapping[str, Any], state: TraceState, span_id: int
 ) -> SpanView:
     """The view of an ending SDK span, from the fields the processor reads directly."""
-    status, end_time = status_and_end(span)
+    if span.__class__ in PLAIN_CLASSES:
+        status, end_time = span._status, span._end_time
+    else:
+        status, end_time = status_and_end(span)
     return detection_view(
-        span, name, attributes, state.hex_trace_id, _span_hex(span_id), status, end_time
+        span, name, attributes, state.hex_trace_id, format(span_id, "016x"), status, end_time
     )
 
 

@@ -55,7 +55,17 @@ class ManagedSpans:
         if context.is_valid:
             self.discard(context.span_id)
 
-    # -- questions (the follower) ----------------------------------------------------------
+    # -- questions (the follower reads the two sets directly) --------------------------------
+
+    @property
+    def managed_ids(self) -> set[int]:
+        """Every span the gate fed itself (a live set: read, never write)."""
+        return self._spans
+
+    @property
+    def gate_tool_ids(self) -> set[int]:
+        """The gate's still-open tool spans (a live set: read, never write)."""
+        return self._tools
 
     def is_managed(self, span_id: Any) -> bool:
         return span_id in self._spans

@@ -17,7 +17,7 @@ Rules (DESIGN "Run identity", "Living beside other instrumentation"):
 * a span's run: its conversation id (its own, else the trace's), else the outermost open
   agent/workflow span, else the trace (:func:`~otel_loopguard.engine.run_identity.run_identity`);
 * a tool span whose child tool span was fed describes the same call twice: the inner one
-  counts; a tool span inside a gate tool span (``gate.is_gate_tool_span``) or nested in the
+  counts; a tool span inside a gate tool span (``gate.gate_tool_ids``) or nested in the
   execution of one is not fed;
 * a run keyed by its root span ends with that span; one keyed by its trace ends with the
   trace's local root; a conversation outlives its traces (the caller's TTL ends it).
@@ -33,6 +33,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -54,26 +55,23 @@ _MAX_NESTED = 100_000
 
 
 class GateSpans(Protocol):
-    """What the follower asks about spans a gate (our wrappers) made and fed itself."""
+    """The spans a gate (our wrappers) made and fed itself, as two live sets the follower
+    reads (never writes): every span the gate fed (``managed_ids``) and its still-open tool
+    spans (``gate_tool_ids``). Sets, not methods: the follower asks per span, on the host
+    program's hot path, and a set look-up costs a fraction of a call."""
 
-    def is_managed(self, span_id: Any) -> bool: ...
+    @property
+    def managed_ids(self) -> AbstractSet[Any]: ...
 
-    def is_gate_tool_span(self, span_id: Any) -> bool: ...
-
-    def gate_tools_open(self) -> bool: ...
+    @property
+    def gate_tool_ids(self) -> AbstractSet[Any]: ...
 
 
 class NoGate:
     """No gate: replay and the detection service see only exported spans."""
 
-    def is_managed(self, span_id: Any) -> bool:
-        return False
-
-    def is_gate_tool_span(self, span_id: Any) -> bool:
-        return False
-
-    def gate_tools_open(self) -> bool:
-        return False
+    managed_ids: AbstractSet[Any] = frozenset()
+    gate_tool_ids: AbstractSet[Any] = frozenset()
 
 
 @dataclass(slots=True, init=False)
@@ -232,7 +230,10 @@ class SpanFollower:
         self.make_view = make_view
         self.trace_hex = trace_hex
         self.span_hex = span_hex
-        self.gate: GateSpans = gate if gate is not None else NoGate()
+        gate = gate if gate is not None else NoGate()
+        #: the gate's live sets (read only here; see GateSpans)
+        self.managed_ids = gate.managed_ids
+        self.gate_tool_ids = gate.gate_tool_ids
         self.model_span_ended = model_span_ended
         self.traces: OrderedDict[Any, TraceState] = OrderedDict()
         self.max_traces = max_traces
@@ -274,7 +275,7 @@ class SpanFollower:
 
     def nesting_possible(self) -> bool:
         """Whether a tool span starting now could be nested in another's execution."""
-        return bool(self.nested) or self.gate.gate_tools_open()
+        return bool(self.nested or self.gate_tool_ids)
 
     # -- span starts ---------------------------------------------------------------------------
 
@@ -298,7 +299,7 @@ class SpanFollower:
             transport = is_mcp_tool_request(attributes)
             if (
                 (transport and parent_is_tool is not None and parent_is_tool())
-                or self.gate.is_gate_tool_span(parent_id)
+                or parent_id in self.gate_tool_ids
                 or parent_id in self.nested
             ):
                 # inside a gate tool span (directly or through other tool spans: an MCP
@@ -329,7 +330,7 @@ class SpanFollower:
                 state.conversation = conversation
             if not run_root:
                 return None
-            managed = self.gate.is_managed(span_id)
+            managed = span_id in self.managed_ids
             outermost = not state.agents
             agent = agent_name(SpanView(name, "", "", attributes=attributes))
             state.agents = (*state.agents, OpenAgent(span_id, agent, span, managed))
@@ -369,9 +370,10 @@ class SpanFollower:
         span: Any,
     ) -> SpanEnd:
         """A GenAI span (tool, handoff, model, agent, workflow) ended."""
-        state = self.state(trace_id)
-        gate = self.gate
-        managed = gate.is_managed(span_id)
+        state = self.traces.get(trace_id)
+        if state is None:
+            state = self.state(trace_id)
+        managed = span_id in self.managed_ids
         fed_tool_parents = state.fed_tool_parents
         duplicate = False
         if span_class is _TOOL or span_class is _HANDOFF:
@@ -381,7 +383,7 @@ class SpanFollower:
                 nested.discard(span_id)
                 duplicate = True  # the enclosing span reports this execution
             elif parent_id is not None and not parent_remote:
-                if gate.is_gate_tool_span(parent_id):
+                if parent_id in self.gate_tool_ids:
                     duplicate = True
                 else:
                     fed_tool_parents.add(parent_id)

@@ -38,6 +38,8 @@ def _fields_are_plain() -> bool:
 _SDK_FIELDS_PLAIN = _fields_are_plain()
 _PROPERTIES = ("name", "context", "parent", "status", "end_time")
 _plain_classes: dict[type, bool] = {}
+#: the span classes known to be plain (a set: the processor's filter tests membership)
+PLAIN_CLASSES: set[type] = set()
 
 
 def plain_fields(cls: type) -> bool:
@@ -51,6 +53,8 @@ def plain_fields(cls: type) -> bool:
         )
         if len(_plain_classes) < 64:  # a handful of span classes; stay bounded
             _plain_classes[cls] = plain
+            if plain:
+                PLAIN_CLASSES.add(cls)
     return plain
 
 
