@@ -44,7 +44,7 @@ from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt, RunEndState, current_run, get_guard
 from otel_loopguard.kit.run_streams import events_in_run, run_over
-from otel_loopguard.kit.scoped_call import Wrapper, scoped_wrapper
+from otel_loopguard.kit.scoped_call import PlainScope, Wrapper, scoped_wrapper
 
 #: Agno's ``RunStatus`` values (a ``str`` enum) of a returned ``RunOutput``, and the events
 #: a streamed run yields instead, that end a run otherwise than completed
@@ -137,7 +137,7 @@ def _run_id(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return getattr(run_response, "run_id", None)
 
 
-class _RunScope:
+class _RunScope(PlainScope):
     """One run of ``_run`` / ``_arun`` (a :class:`~otel_loopguard.kit.scoped_call.Scope`):
     the run open around the call, its end state from the ``RunOutput``; an async run also
     keeps the interrupts held back in it (see the module docstring) and raises the one held
@@ -177,9 +177,6 @@ class _RunScope:
         if self._held is not None:
             raise_held()
         _note_status(get_guard(), self._handle, self._run_id, output)
-        return output
-
-    def after(self, output: Any) -> Any:
         return output
 
 

@@ -29,7 +29,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from otel_loopguard import LoopGuard, LoopGuardInterrupt, current_run, get_guard
-from otel_loopguard.kit.scoped_call import Wrapper, scoped_wrapper
+from otel_loopguard.kit.scoped_call import PlainScope, Wrapper, scoped_wrapper
 from otel_loopguard_anthropic.messages import Turn, turn_from_message
 from otel_loopguard_anthropic.streams import AsyncObservedStream, ObservedStream
 
@@ -304,7 +304,7 @@ def _settle(call: ModelCall, result: Any) -> Any:
     return result
 
 
-class _RequestScope:
+class _RequestScope(PlainScope):
     """One Messages request (a :class:`~otel_loopguard.kit.scoped_call.Scope`): in flight
     and our span current while it is sent, a failure ending it, the answer (or the stream
     that brings it) fed once the call returned."""
@@ -329,9 +329,6 @@ class _RequestScope:
                 self._call.release()
         finally:
             IN_FLIGHT.reset(self._token)
-
-    def inside(self, result: Any) -> Any:
-        return result
 
     def after(self, result: Any) -> Any:
         return _settle(self._call, result)

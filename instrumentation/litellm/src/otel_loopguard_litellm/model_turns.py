@@ -52,7 +52,7 @@ from otel_loopguard.kit.openai_format import (
     chat_span_name,
     output_token_cap,
 )
-from otel_loopguard.kit.scoped_call import Wrapper, scoped_wrapper
+from otel_loopguard.kit.scoped_call import PlainScope, Wrapper, scoped_wrapper
 from otel_loopguard.kit.streamed_answer import DoneCallback
 from otel_loopguard_litellm.streams import ObservedStream
 
@@ -261,7 +261,7 @@ def _is_stream(kwargs: dict[str, Any], result: Any) -> bool:
     )
 
 
-class _CallScope:
+class _CallScope(PlainScope):
     """One call of the wrapped function (a :class:`~otel_loopguard.kit.scoped_call.Scope`):
     ``with`` the :class:`ModelCall`, then the answer (or the stream that brings it) judged."""
 
@@ -279,9 +279,6 @@ class _CallScope:
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         self._call.__exit__(exc_type, exc, tb)
-
-    def inside(self, result: Any) -> Any:
-        return result
 
     def after(self, result: Any) -> Any:
         return self._recorder.returned(self._call, self._kwargs, result)

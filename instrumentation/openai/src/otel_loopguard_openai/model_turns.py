@@ -33,7 +33,7 @@ from otel_loopguard.kit.openai_format import (
     chat_span_name,
     output_token_cap,
 )
-from otel_loopguard.kit.scoped_call import scoped_wrapper
+from otel_loopguard.kit.scoped_call import PlainScope, scoped_wrapper
 from otel_loopguard.kit.streamed_answer import DoneCallback
 from otel_loopguard_openai.streams import ObservedAsyncStream, ObservedStream
 
@@ -237,7 +237,7 @@ def _parsed_raw_response(result: Any) -> Any:
     return parsed if hasattr(parsed, "choices") or hasattr(parsed, "output") else None
 
 
-class _RequestScope:
+class _RequestScope(PlainScope):
     """One request of the wrapped method (a :class:`~otel_loopguard.kit.scoped_call.Scope`):
     the span current around the call, a failure ending it, the answer (or the stream that
     will bring it) judged once the call returned."""
@@ -264,9 +264,6 @@ class _RequestScope:
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         self._calling.__exit__(exc_type, exc, tb)
-
-    def inside(self, result: Any) -> Any:
-        return result
 
     def after(self, result: Any) -> Any:
         proxy: type[ObservedStream | ObservedAsyncStream] | None = None
