@@ -36,13 +36,13 @@ the run returns (:func:`raise_held`).
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt, RunEndState, current_run, get_guard
+from otel_loopguard.kit.held_back import HeldInterrupts
 from otel_loopguard.kit.run_streams import events_in_run, run_over
 from otel_loopguard.kit.scoped_call import PlainScope, Wrapper, scoped_wrapper
 
@@ -58,36 +58,19 @@ _END_STATES = {
 }
 
 
-#: interrupts held back in the current async run (see the module docstring); a list, shared
-#: by the tasks of the run, which copy the context
-_HELD: contextvars.ContextVar[list[LoopGuardInterrupt] | None] = contextvars.ContextVar(
-    "otel_loopguard_agno_held", default=None
-)
+#: interrupts held back in the current async run (see the module docstring): a mailbox
+#: shared by the tasks of the run, which copy the context
+HELD = HeldInterrupts("otel_loopguard_agno_held")
+#: keep an interrupt for :func:`raise_held`; False outside an async run (raise it then)
+hold_back = HELD.hold
+#: raise the interrupt held back in this run, if any, as the same decision
+raise_held = HELD.raise_held
 
 
 def _run_holds() -> list[LoopGuardInterrupt]:
     """Call before the run starts: the held interrupts of the enclosing run, or a fresh
     list for an outermost run."""
-    held = _HELD.get() if current_run() is not None else None
-    return held if held is not None else []
-
-
-def hold_back(interrupt: LoopGuardInterrupt) -> bool:
-    """Keep ``interrupt`` for :func:`raise_held`; False outside an async run (raise it)."""
-    held = _HELD.get()
-    if held is None:
-        return False
-    held.append(interrupt)
-    return True
-
-
-def raise_held() -> None:
-    """Raise the interrupt held back in this run, if any, as the same decision."""
-    held = _HELD.get()
-    if held:
-        interrupt = held[0]
-        held.clear()
-        raise LoopGuardInterrupt(interrupt.decision, str(interrupt)) from interrupt.__cause__
+    return HELD.mailbox(inherit=current_run() is not None)
 
 
 def _describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str | None]:
@@ -143,22 +126,23 @@ class _RunScope(PlainScope):
     keeps the interrupts held back in it (see the module docstring) and raises the one held
     back when the run returns."""
 
-    __slots__ = ("_handle", "_held", "_run", "_run_id", "_token")
+    __slots__ = ("_handle", "_held", "_opened", "_run", "_run_id")
 
     def __init__(self, run: Any, run_id: Any, held: list[LoopGuardInterrupt] | None) -> None:
         self._run = run
         self._run_id = run_id
         self._held = held
         self._handle: Any = None
-        self._token: Any = None
+        self._opened: Any = None
 
     def __enter__(self) -> Any:
         if self._held is not None:
-            self._token = _HELD.set(self._held)
+            self._opened = HELD.opened(self._held)
+            self._opened.__enter__()
         try:
             self._handle = self._run.__enter__()
         except BaseException:
-            self._reset()
+            self._close()
             raise
         return self._handle
 
@@ -166,12 +150,12 @@ class _RunScope(PlainScope):
         try:
             return self._run.__exit__(exc_type, exc, tb)
         finally:
-            self._reset()
+            self._close()
 
-    def _reset(self) -> None:
-        if self._token is not None:
-            _HELD.reset(self._token)
-            self._token = None
+    def _close(self) -> None:
+        opened, self._opened = self._opened, None
+        if opened is not None:
+            opened.__exit__(None, None, None)
 
     def inside(self, output: Any) -> Any:
         if self._held is not None:
@@ -232,14 +216,12 @@ async def _held_events(
     held back raised at the end, the run's own end state noted."""
     try:
         while True:
-            token = _HELD.set(held)
-            try:
-                event = await events.__anext__()
-            except StopAsyncIteration:
-                raise_held()
-                return
-            finally:
-                _HELD.reset(token)
+            with HELD.opened(held):
+                try:
+                    event = await events.__anext__()
+                except StopAsyncIteration:
+                    raise_held()
+                    return
             _note_status(get_guard(), run.handle, run_id, event)
             yield event
     finally:

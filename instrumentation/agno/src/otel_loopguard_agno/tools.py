@@ -30,8 +30,9 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt
+from otel_loopguard.kit.scoped_call import Wrapper
 from otel_loopguard.kit.tool_gate import GatedCall, tool_gate_wrapper
-from otel_loopguard_agno.runs import Wrapper, hold_back
+from otel_loopguard_agno.runs import hold_back
 
 
 def _read_call(function_call: Any) -> GatedCall | None:
