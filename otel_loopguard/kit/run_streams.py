@@ -29,37 +29,10 @@ from otel_loopguard.engine.interrupt import LoopGuardInterrupt
 Item = TypeVar("Item")
 
 
-async def events_in_run(run: Any, events: AsyncGenerator[Item, None]) -> AsyncGenerator[Item, None]:
+def events_in_run(run: Any, events: AsyncGenerator[Item, None]) -> AsyncGenerator[Item, None]:
     """Yield ``events`` with ``run`` (an unentered :meth:`LoopGuard.agent_run`) current only
     while the next event is computed; see the module docstring."""
-    run.__enter__()
-    run.suspend()
-    outcome: BaseException | None = None
-    try:
-        while True:
-            run.resume()
-            try:
-                event = await events.__anext__()
-            except StopAsyncIteration:
-                break
-            finally:
-                run.suspend()
-            yield event
-    except BaseException as exc:
-        outcome = exc
-        raise
-    finally:
-        try:
-            run.resume()
-            try:
-                await events.aclose()
-            finally:
-                run.suspend()
-        finally:
-            if outcome is None:
-                run.__exit__(None, None, None)
-            else:
-                run.__exit__(type(outcome), outcome, outcome.__traceback__)
+    return drive(events, _RunSteps(run, None))  # type: ignore[no-any-return]
 
 
 # -- any stream, plain or async, with a per-step hook ------------------------------------------
@@ -136,67 +109,78 @@ class _RunSteps:
 _DONE: Any = object()
 
 
+class _Entered:
+    """``with`` around one step (``enter`` / ``leave``), or around the close at the end
+    (``ending``: then ``end(outcome)`` before ``leave``; with ``quiet`` an error of the
+    close is dropped)."""
+
+    __slots__ = ("_ending", "_outcome", "_quiet", "_steps")
+
+    def __init__(
+        self,
+        steps: Steps,
+        ending: bool = False,
+        outcome: BaseException | None = None,
+        quiet: bool = False,
+    ) -> None:
+        self._steps = steps
+        self._ending = ending
+        self._outcome = outcome
+        self._quiet = quiet
+
+    def __enter__(self) -> None:
+        self._steps.enter()
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        try:
+            if self._ending:
+                self._steps.end(self._outcome)
+        finally:
+            self._steps.leave()
+        return self._quiet and isinstance(exc, (Exception, LoopGuardInterrupt))
+
+
 def _drive(inner: Any, steps: Steps, quiet_close: bool) -> Iterator[Any]:
     outcome: BaseException | None = None
     try:
         while True:
-            steps.enter()
-            try:
+            with _Entered(steps):
                 item = next(inner, _DONE)
-                if item is _DONE:
-                    break
-                steps.step(item)
-            finally:
-                steps.leave()
+                if item is not _DONE:
+                    steps.step(item)
+            if item is _DONE:
+                return
             yield item
     except BaseException as exc:
         outcome = exc
         raise
     finally:
-        steps.enter()
-        try:
-            close = getattr(inner, "close", None)
-            if close is not None:
-                try:
-                    close()
-                except (Exception, LoopGuardInterrupt):
-                    if not quiet_close:
-                        raise
-        finally:
-            try:
-                steps.end(outcome)
-            finally:
-                steps.leave()
+        with _Entered(steps, True, outcome, quiet_close):
+            getattr(inner, "close", _no_close)()
 
 
 async def _drive_async(inner: Any, steps: Steps, quiet_close: bool) -> AsyncIterator[Any]:
     outcome: BaseException | None = None
     try:
         while True:
-            steps.enter()
-            try:
+            with _Entered(steps):
                 item = await anext(inner, _DONE)
-                if item is _DONE:
-                    break
-                steps.step(item)
-            finally:
-                steps.leave()
+                if item is not _DONE:
+                    steps.step(item)
+            if item is _DONE:
+                return
             yield item
     except BaseException as exc:
         outcome = exc
         raise
     finally:
-        steps.enter()
-        try:
-            aclose = getattr(inner, "aclose", None)
-            if aclose is not None:
-                try:
-                    await aclose()
-                except (Exception, LoopGuardInterrupt):
-                    if not quiet_close:
-                        raise
-        finally:
-            try:
-                steps.end(outcome)
-            finally:
-                steps.leave()
+        with _Entered(steps, True, outcome, quiet_close):
+            await getattr(inner, "aclose", _no_aclose)()
+
+
+def _no_close() -> None:
+    return None
+
+
+async def _no_aclose() -> None:
+    return None
