@@ -27,7 +27,8 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt, get_guard
-from otel_loopguard_autogen.runs import Wrapper, hold_back, interrupt_for_host, raise_if_stopped
+from otel_loopguard.kit.scoped_call import Wrapper
+from otel_loopguard_autogen.runs import hold_back, interrupt_for_host, raise_if_stopped
 
 STOPPED_RESULT = "Error: the run was stopped by otel-loopguard; this tool call did not run."
 

@@ -31,8 +31,8 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import get_guard
+from otel_loopguard.kit.scoped_call import Wrapper
 from otel_loopguard.kit.tool_gate import GatedCall, tool_gate_wrapper
-from otel_loopguard_google_adk.runs import Wrapper
 
 
 def tool_wrapper(tracer: Tracer) -> Wrapper:

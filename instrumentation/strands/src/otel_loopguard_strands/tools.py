@@ -44,9 +44,9 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt, get_guard
+from otel_loopguard.kit.scoped_call import Wrapper
 from otel_loopguard_strands.carried import CarriedInterrupt, uncarried
 from otel_loopguard_strands.cycles import end_cycle_span
-from otel_loopguard_strands.runs import Wrapper
 
 _HANDOFF_TOOL = "handoff_to_agent"
 _CYCLE_SPAN_INDEX = 4  # _stream_with_trace(agent, tool_use, tool_results, cycle_trace, cycle_span
