@@ -47,7 +47,6 @@ from otel_loopguard_agno.model_turns import (
 )
 from otel_loopguard_agno.package import _instruments
 from otel_loopguard_agno.runs import (
-    arun_stream_wrapper,
     run_stream_wrapper,
     run_wrapper,
 )
@@ -79,9 +78,9 @@ class AgnoInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         )
         run_wrappers = {
             "_run": run_wrapper(tracer, asynchronous=False),
-            "_run_stream": run_stream_wrapper(tracer),
+            "_run_stream": run_stream_wrapper(tracer, asynchronous=False),
             "_arun": run_wrapper(tracer, asynchronous=True),
-            "_arun_stream": arun_stream_wrapper(tracer),
+            "_arun_stream": run_stream_wrapper(tracer, asynchronous=True),
         }
         for module in _RUN_MODULES:
             for name, wrapper in run_wrappers.items():

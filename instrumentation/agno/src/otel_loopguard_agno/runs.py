@@ -43,7 +43,7 @@ from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt, RunEndState, current_run, get_guard
 from otel_loopguard.kit.held_back import HeldInterrupts
-from otel_loopguard.kit.run_streams import events_in_run, run_over
+from otel_loopguard.kit.run_streams import run_over
 from otel_loopguard.kit.scoped_call import PlainScope, Wrapper, scoped_wrapper
 
 #: Agno's ``RunStatus`` values (a ``str`` enum) of a returned ``RunOutput``, and the events
@@ -175,45 +175,36 @@ def run_wrapper(tracer: Tracer, *, asynchronous: bool) -> Wrapper:
     return scoped_wrapper(open_scope, asynchronous=asynchronous)
 
 
-def run_stream_wrapper(tracer: Tracer) -> Wrapper:
-    """Wrap ``_run_stream(...)``, a generator of run events: the run current only while
-    Agno computes the next event (:func:`~otel_loopguard.kit.run_streams.run_over`), its end
-    state from Agno's own error or cancelled event."""
+def run_stream_wrapper(tracer: Tracer, *, asynchronous: bool) -> Wrapper:
+    """Wrap ``_run_stream(...)``, a generator of run events, or ``_arun_stream``
+    (``asynchronous``), an async generator: the run current only while Agno computes the next
+    event (:func:`~otel_loopguard.kit.run_streams.run_over`), its end state from Agno's own
+    error or cancelled event; an async run also keeps its held-back interrupts
+    (:func:`_held_events`)."""
 
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
+        held = _run_holds() if asynchronous else None  # before the run starts
         run = _run_scope(tracer, args, kwargs)
         run_id = _run_id(args, kwargs)
+        events = wrapped(*args, **kwargs)
+        if held is not None:
+            events = _held_events(held, events)
 
         def on_event(handle: Any, event: Any) -> None:
             _note_status(get_guard(), handle, run_id, event)
 
-        return run_over(run, wrapped(*args, **kwargs), on_event)
-
-    return wrapper
-
-
-def arun_stream_wrapper(tracer: Tracer) -> Wrapper:
-    """Wrap ``_arun_stream(...)``, an async generator of run events."""
-
-    def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        held = _run_holds()  # before the run starts
-        run = _run_scope(tracer, args, kwargs)
-        events = _held_events(run, _run_id(args, kwargs), held, wrapped(*args, **kwargs))
-        return events_in_run(run, events)
+        return run_over(run, events, on_event)
 
     return wrapper
 
 
 async def _held_events(
-    run: Any, run_id: Any, held: list[LoopGuardInterrupt], events: AsyncGenerator[Any, None]
+    held: list[LoopGuardInterrupt], events: AsyncGenerator[Any, None]
 ) -> AsyncGenerator[Any, None]:
-    """``_arun_stream``'s events, for :func:`~otel_loopguard.kit.run_streams.events_in_run`: each
-    computed with the run's held interrupts in reach (see the module docstring), the one
-    held back raised at the end, the run's own end state noted."""
+    """``_arun_stream``'s events, each computed with the run's held interrupts in reach (see
+    the module docstring), the one held back raised at the end."""
     try:
         while True:
             with HELD.opened(held):
@@ -222,7 +213,6 @@ async def _held_events(
                 except StopAsyncIteration:
                     raise_held()
                     return
-            _note_status(get_guard(), run.handle, run_id, event)
             yield event
     finally:
         await events.aclose()
