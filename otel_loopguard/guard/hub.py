@@ -444,7 +444,8 @@ def _detection_view(
 ) -> SpanView:
     """The view of an ending SDK span, from the fields the processor reads directly."""
     if span.__class__ in PLAIN_CLASSES:
-        status, end_time = span._status, span._end_time
+        sdk_span: Any = span  # (mypy narrows a class-membership test to `object`)
+        status, end_time = sdk_span._status, sdk_span._end_time
     else:
         status, end_time = status_and_end(span)
     return detection_view(
