@@ -289,7 +289,9 @@ def test_preflight_without_limits_continues_forever() -> None:
 
 
 def test_preflight_under_the_observe_policy_only_warns() -> None:
-    monitor = make(max_steps=1, policy=__import__("otel_loopguard.engine.policy").engine.policy.observe)
+    monitor = make(
+        max_steps=1, policy=__import__("otel_loopguard.engine.policy").engine.policy.observe
+    )
     monitor.observe(llm("r"))
     decision = monitor.preflight("r", "llm_call")
     assert decision.action is Action.WARN and not monitor.run_snapshot("r").stopped
