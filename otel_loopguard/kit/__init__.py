@@ -4,7 +4,8 @@ The pieces every instrumentation package of an agent framework needs, written on
 gated tool wrapper (:mod:`.tool_gate`), the model-turn wrapper (:mod:`.model_turn`), the
 agent-run wrapper (:mod:`.agent_runs`), all three for plain and coroutine methods alike
 (:mod:`.scoped_call`); run-over-stream helpers (:mod:`.run_streams`), held-back interrupts
-(:mod:`.held_back`), the model-call span, the streamed answer and the OpenAI wire format;
+(:mod:`.held_back`), the instrumentor declared by its hooks (:mod:`.instrumentor`), the
+model-call span, the streamed answer and the OpenAI wire format;
 and the few core names a package needs beyond the public face (the open model turn, how
 spans are classified and read, the conversation id of a framework's attributes).
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from otel_loopguard.kit.agent_runs import agent_run_wrapper
     from otel_loopguard.kit.conversation import conversation_in
     from otel_loopguard.kit.held_back import HeldInterrupts, exception_flavour, interrupt_again
+    from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook, hooks_of
     from otel_loopguard.kit.model_turn import (
         ModelCall,
         in_a_run,
@@ -49,6 +51,9 @@ _LAZY = {
     # written for framework packages
     "agent_run_wrapper": "otel_loopguard.kit.agent_runs",
     "conversation_in": "otel_loopguard.kit.conversation",
+    "FrameworkInstrumentor": "otel_loopguard.kit.instrumentor",
+    "Hook": "otel_loopguard.kit.instrumentor",
+    "hooks_of": "otel_loopguard.kit.instrumentor",
     "HeldInterrupts": "otel_loopguard.kit.held_back",
     "exception_flavour": "otel_loopguard.kit.held_back",
     "interrupt_again": "otel_loopguard.kit.held_back",
@@ -96,8 +101,10 @@ __all__ = [
     "CHECK_AROUND",
     "CHECK_BEFORE",
     "CheckOnly",
+    "FrameworkInstrumentor",
     "GatedCall",
     "HeldInterrupts",
+    "Hook",
     "ModelCall",
     "ModelTurn",
     "PlainScope",
@@ -113,6 +120,7 @@ __all__ = [
     "drive",
     "events_in_run",
     "exception_flavour",
+    "hooks_of",
     "in_a_run",
     "interrupt_again",
     "is_async",

@@ -18,14 +18,7 @@ Flow listeners of the executor catch ``Exception`` only, so it reaches ``crew.ki
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
-
-from opentelemetry import trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
+from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook, hooks_of
 from otel_loopguard_crewai.model_turns import llm_response_wrapper
 from otel_loopguard_crewai.package import _instruments
 from otel_loopguard_crewai.react_path import structured_tool_wrapper, tool_usage_wrapper
@@ -36,58 +29,39 @@ from otel_loopguard_crewai.version import __version__
 
 __all__ = ["CrewAIInstrumentor", "__version__"]
 
+_AGENT = "crewai.agent.core"
 _EXECUTOR_MODULE = "crewai.agents.agent_executor"
-# (module, class, methods, the factory of their wrapper: one wrapper for the plain and the
-# async method of a pair)
-_TARGETS = (
-    ("crewai.crew", "Crew", ("kickoff",), lambda tracer: crew_kickoff),
-    (
-        "crewai.agent.core",
-        "Agent",
-        # standalone Agent.kickoff / kickoff_async (no crew): where they run the executor
-        (
-            "execute_task",
-            "aexecute_task",
-            "_execute_and_build_output",
-            "_execute_and_build_output_async",
+
+
+class CrewAIInstrumentor(FrameworkInstrumentor):
+    instruments = _instruments
+    version = __version__
+    hooks = (
+        Hook("crewai.crew", "Crew.kickoff", crew_kickoff),
+        *hooks_of(
+            _AGENT,
+            "Agent",
+            # standalone Agent.kickoff / kickoff_async (no crew): where they run the executor
+            (
+                "execute_task",
+                "aexecute_task",
+                "_execute_and_build_output",
+                "_execute_and_build_output_async",
+            ),
+            make=execute_task_wrapper,
         ),
-        execute_task_wrapper,
-    ),
-    (
-        "crewai.agents.agent_executor",
-        "AgentExecutor",
-        ("_execute_single_native_tool_call",),
-        native_tool_call_wrapper,
-    ),
-    ("crewai.tools.tool_usage", "ToolUsage", ("use", "ause"), tool_usage_wrapper),
-    (
-        "crewai.tools.structured_tool",
-        "CrewStructuredTool",
-        ("invoke", "ainvoke"),
-        structured_tool_wrapper,
-    ),
-)
-
-
-class CrewAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _instruments
-
-    def _instrument(self, **kwargs: Any) -> None:
-        tracer = trace.get_tracer(
-            __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
-        )
-        for module, cls, methods, make_wrapper in _TARGETS:
-            wrapper = make_wrapper(tracer)
-            for method in methods:
-                wrap_function_wrapper(module, f"{cls}.{method}", wrapper)
+        Hook(
+            _EXECUTOR_MODULE,
+            "AgentExecutor._execute_single_native_tool_call",
+            make=native_tool_call_wrapper,
+        ),
+        *hooks_of("crewai.tools.tool_usage", "ToolUsage", ("use", "ause"), make=tool_usage_wrapper),
+        *hooks_of(
+            "crewai.tools.structured_tool",
+            "CrewStructuredTool",
+            ("invoke", "ainvoke"),
+            make=structured_tool_wrapper,
+        ),
         # a module-level function, imported by name into the executor's module
-        wrap_function_wrapper(_EXECUTOR_MODULE, "get_llm_response", llm_response_wrapper)
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        import importlib
-
-        for module, cls, methods, _ in _TARGETS:
-            for method in methods:
-                unwrap(getattr(importlib.import_module(module), cls), method)
-        unwrap(importlib.import_module(_EXECUTOR_MODULE), "get_llm_response")
+        Hook(_EXECUTOR_MODULE, "get_llm_response", llm_response_wrapper),
+    )

@@ -13,14 +13,7 @@ and in ``enforce`` mode ends a looping or over-budget run with
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
-
-from opentelemetry import trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
+from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook, hooks_of
 from otel_loopguard_llamaindex.model_turns import agent_step_wrapper
 from otel_loopguard_llamaindex.package import _instruments
 from otel_loopguard_llamaindex.runs import run_wrapper
@@ -35,41 +28,31 @@ from otel_loopguard_llamaindex.workflow import (
 _FUNCTION_TOOL = "llama_index.core.tools.function_tool"
 _BASE_AGENT = "llama_index.core.agent.workflow.base_agent"
 _MULTI_AGENT = "llama_index.core.agent.workflow.multi_agent_workflow"
+_AGENT_CLASSES = ((_BASE_AGENT, "BaseWorkflowAgent"), (_MULTI_AGENT, "AgentWorkflow"))
 
 __all__ = ["LlamaIndexInstrumentor", "LoopGuardWorkflowInterrupt", "__version__"]
 
+_CALL_TOOL = call_tool_wrapper()
+_CALL_TOOL_STEP = call_tool_step_wrapper()
+_AGENT_STEP = agent_step_wrapper()
 
-class LlamaIndexInstrumentor(BaseInstrumentor):
+
+class LlamaIndexInstrumentor(FrameworkInstrumentor):
     """Tool spans, agent run spans, model turns and loop enforcement for LlamaIndex."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _instruments
-
-    def _instrument(self, **kwargs: Any) -> None:
-        tracer = trace.get_tracer(
-            __name__,
-            __version__,
-            tracer_provider=kwargs.get("tracer_provider"),
-            schema_url="https://opentelemetry.io/schemas/1.37.0",
-        )
-        tools = tool_wrapper(tracer)
-        wrap_function_wrapper(_FUNCTION_TOOL, "FunctionTool.call", tools)
-        wrap_function_wrapper(_FUNCTION_TOOL, "FunctionTool.acall", tools)
-        for module, cls in ((_BASE_AGENT, "BaseWorkflowAgent"), (_MULTI_AGENT, "AgentWorkflow")):
-            wrap_function_wrapper(module, f"{cls}._call_tool", call_tool_wrapper())
-            wrap_function_wrapper(module, f"{cls}.call_tool", call_tool_step_wrapper())
-            wrap_function_wrapper(module, f"{cls}.run", run_wrapper(tracer))
-            wrap_function_wrapper(module, f"{cls}.run_agent_step", agent_step_wrapper())
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        from llama_index.core.agent.workflow.base_agent import BaseWorkflowAgent
-        from llama_index.core.agent.workflow.multi_agent_workflow import AgentWorkflow
-        from llama_index.core.tools.function_tool import FunctionTool
-
-        unwrap(FunctionTool, "call")
-        unwrap(FunctionTool, "acall")
-        for cls in (BaseWorkflowAgent, AgentWorkflow):
-            unwrap(cls, "_call_tool")
-            unwrap(cls, "call_tool")
-            unwrap(cls, "run")
-            unwrap(cls, "run_agent_step")
+    instruments = _instruments
+    version = __version__
+    schema_url = "https://opentelemetry.io/schemas/1.37.0"
+    hooks = (
+        *hooks_of(_FUNCTION_TOOL, "FunctionTool", ("call", "acall"), make=tool_wrapper),
+        *(
+            hook
+            for module, cls in _AGENT_CLASSES
+            for hook in (
+                Hook(module, f"{cls}._call_tool", _CALL_TOOL),
+                Hook(module, f"{cls}.call_tool", _CALL_TOOL_STEP),
+                Hook(module, f"{cls}.run", make=run_wrapper),
+                Hook(module, f"{cls}.run_agent_step", _AGENT_STEP),
+            )
+        ),
+    )

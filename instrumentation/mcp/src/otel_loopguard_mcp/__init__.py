@@ -22,14 +22,7 @@ request is sent, where a veto costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
-
-from opentelemetry import trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
+from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
 from otel_loopguard_mcp.package import _instruments
 from otel_loopguard_mcp.tools import call_tool_wrapper
 from otel_loopguard_mcp.version import __version__
@@ -37,21 +30,9 @@ from otel_loopguard_mcp.version import __version__
 __all__ = ["MCPInstrumentor", "__version__"]
 
 
-class MCPInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class MCPInstrumentor(FrameworkInstrumentor):
     """Adds loop detection and enforcement to MCP tool calls made by a client."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _instruments
-
-    def _instrument(self, **kwargs: Any) -> None:
-        tracer = trace.get_tracer(
-            __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
-        )
-        wrap_function_wrapper(
-            "mcp.client.session", "ClientSession.call_tool", call_tool_wrapper(tracer)
-        )
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        from mcp.client.session import ClientSession
-
-        unwrap(ClientSession, "call_tool")
+    instruments = _instruments
+    version = __version__
+    hooks = (Hook("mcp.client.session", "ClientSession.call_tool", make=call_tool_wrapper),)

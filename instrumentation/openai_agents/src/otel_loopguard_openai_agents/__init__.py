@@ -33,14 +33,7 @@ Why these hook points (openai-agents 0.24):
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
-
-from opentelemetry import trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
+from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook, hooks_of
 from otel_loopguard_openai_agents.model_turns import model_call_wrapper, turn_wrapper
 from otel_loopguard_openai_agents.package import _instruments
 from otel_loopguard_openai_agents.runs import run_wrapper, streaming_wrapper
@@ -55,44 +48,22 @@ _TOOL_MODULE = "agents.run_internal.tool_execution"
 _TURN_MODULE = "agents.run_internal.turn_resolution"
 
 
-class OpenAIAgentsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class OpenAIAgentsInstrumentor(FrameworkInstrumentor):
     """Adds loop detection and enforcement to OpenAI Agents SDK runs."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _instruments
-
-    def _instrument(self, **kwargs: Any) -> None:
-        tracer = trace.get_tracer(
-            __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
-        )
-        wrap_function_wrapper(_RUN_MODULE, "AgentRunner.run", run_wrapper(tracer))
-        wrap_function_wrapper(_RUN_MODULE, "start_streaming", streaming_wrapper(tracer))
-        wrap_function_wrapper(
-            _TOOL_MODULE, "_invoke_function_tool_with_metadata", tool_wrapper(tracer)
-        )
-        wrap_function_wrapper(
-            "agents.tool", "maybe_invoke_function_tool_failure_error_function", failure_wrapper
-        )
-        wrap_function_wrapper(_TURN_MODULE, "execute_handoffs", handoff_wrapper(tracer))
-        for model_call in ("get_response_with_retry", "stream_response_with_retry"):
-            wrap_function_wrapper(_LOOP_MODULE, model_call, model_call_wrapper)
-        wrap_function_wrapper(_LOOP_MODULE, "get_single_step_result_from_response", turn_wrapper)
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        import agents.run
-        import agents.run_internal.run_loop
-        import agents.run_internal.tool_execution
-        import agents.run_internal.turn_resolution
-        import agents.tool
-
-        unwrap(agents.run.AgentRunner, "run")
-        unwrap(agents.run, "start_streaming")
-        unwrap(agents.run_internal.tool_execution, "_invoke_function_tool_with_metadata")
-        unwrap(agents.run_internal.turn_resolution, "execute_handoffs")
-        unwrap(agents.tool, "maybe_invoke_function_tool_failure_error_function")
-        for name in (
-            "get_response_with_retry",
-            "stream_response_with_retry",
-            "get_single_step_result_from_response",
-        ):
-            unwrap(agents.run_internal.run_loop, name)
+    instruments = _instruments
+    version = __version__
+    hooks = (
+        Hook(_RUN_MODULE, "AgentRunner.run", make=run_wrapper),
+        Hook(_RUN_MODULE, "start_streaming", make=streaming_wrapper),
+        Hook(_TOOL_MODULE, "_invoke_function_tool_with_metadata", make=tool_wrapper),
+        Hook("agents.tool", "maybe_invoke_function_tool_failure_error_function", failure_wrapper),
+        Hook(_TURN_MODULE, "execute_handoffs", make=handoff_wrapper),
+        *hooks_of(
+            _LOOP_MODULE,
+            "",
+            ("get_response_with_retry", "stream_response_with_retry"),
+            wrapper=model_call_wrapper,
+        ),
+        Hook(_LOOP_MODULE, "get_single_step_result_from_response", turn_wrapper),
+    )

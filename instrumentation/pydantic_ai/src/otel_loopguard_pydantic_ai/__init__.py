@@ -25,14 +25,7 @@ Why these hook points (pydantic-ai 2.68):
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
-
-from opentelemetry import trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
+from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
 from otel_loopguard_pydantic_ai.model_turns import request_wrapper, stream_wrapper
 from otel_loopguard_pydantic_ai.package import _instruments
 from otel_loopguard_pydantic_ai.runs import iter_wrapper
@@ -41,30 +34,17 @@ from otel_loopguard_pydantic_ai.version import __version__
 
 __all__ = ["PydanticAIInstrumentor", "__version__"]
 
+_GRAPH = "pydantic_ai._agent_graph"
 
-class PydanticAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+
+class PydanticAIInstrumentor(FrameworkInstrumentor):
     """Adds loop detection and enforcement to pydantic-ai agent runs."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _instruments
-
-    def _instrument(self, **kwargs: Any) -> None:
-        tracer = trace.get_tracer(
-            __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
-        )
-        wrap_function_wrapper("pydantic_ai.agent", "Agent.iter", iter_wrapper(tracer))
-        wrap_function_wrapper(
-            "pydantic_ai.tool_manager", "ToolManager.execute_tool_call", tool_wrapper(tracer)
-        )
-        wrap_function_wrapper("pydantic_ai._agent_graph", "ModelRequestNode.run", request_wrapper)
-        wrap_function_wrapper("pydantic_ai._agent_graph", "ModelRequestNode.stream", stream_wrapper)
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        from pydantic_ai._agent_graph import ModelRequestNode
-        from pydantic_ai.agent import Agent
-        from pydantic_ai.tool_manager import ToolManager
-
-        unwrap(Agent, "iter")
-        unwrap(ToolManager, "execute_tool_call")
-        unwrap(ModelRequestNode, "run")
-        unwrap(ModelRequestNode, "stream")
+    instruments = _instruments
+    version = __version__
+    hooks = (
+        Hook("pydantic_ai.agent", "Agent.iter", make=iter_wrapper),
+        Hook("pydantic_ai.tool_manager", "ToolManager.execute_tool_call", make=tool_wrapper),
+        Hook(_GRAPH, "ModelRequestNode.run", request_wrapper),
+        Hook(_GRAPH, "ModelRequestNode.stream", stream_wrapper),
+    )

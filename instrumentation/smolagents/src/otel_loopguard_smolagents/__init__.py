@@ -15,14 +15,9 @@ or run the program under ``opentelemetry-instrument``.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+from importlib import import_module
 
-from opentelemetry import trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
+from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
 from otel_loopguard_smolagents.executor import timeout_with_context
 from otel_loopguard_smolagents.model_turns import step_stream_wrapper
 from otel_loopguard_smolagents.package import _instruments
@@ -32,44 +27,25 @@ from otel_loopguard_smolagents.version import __version__
 
 __all__ = ["SmolagentsInstrumentor", "__version__"]
 
-_STEP_CLASSES = ("ToolCallingAgent", "CodeAgent")
+_AGENTS = "smolagents.agents"
+_EXECUTOR = "smolagents.local_python_executor"
 
 
-class SmolagentsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _instruments
+def _executor_has_timeout() -> bool:
+    """Newer 1.x run generated code in a worker thread (``timeout``)."""
+    return hasattr(import_module(_EXECUTOR), "timeout")
 
-    def _instrument(self, **kwargs: Any) -> None:
-        import smolagents.local_python_executor as executor
 
-        tracer = trace.get_tracer(
-            __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
-        )
-        wrap_function_wrapper(
-            "smolagents.agents", "MultiStepAgent._run_stream", run_stream_wrapper(tracer)
-        )
-        wrap_function_wrapper(
-            "smolagents.agents",
-            "ToolCallingAgent.execute_tool_call",
-            execute_tool_call_wrapper(tracer),
-        )
-        wrap_function_wrapper("smolagents.tools", "Tool.__call__", tool_call_wrapper(tracer))
-        for agent_class in _STEP_CLASSES:
-            wrap_function_wrapper(
-                "smolagents.agents", f"{agent_class}._step_stream", step_stream_wrapper
-            )
-        if hasattr(executor, "timeout"):  # newer 1.x run generated code in a worker thread
-            wrap_function_wrapper(executor, "timeout", timeout_with_context)
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        import smolagents.agents
-        import smolagents.local_python_executor as executor
-        import smolagents.tools
-
-        unwrap(smolagents.agents.MultiStepAgent, "_run_stream")
-        unwrap(smolagents.agents.ToolCallingAgent, "execute_tool_call")
-        unwrap(smolagents.tools.Tool, "__call__")
-        for agent_class in _STEP_CLASSES:
-            unwrap(getattr(smolagents.agents, agent_class), "_step_stream")
-        if hasattr(executor, "timeout"):
-            unwrap(executor, "timeout")
+class SmolagentsInstrumentor(FrameworkInstrumentor):
+    instruments = _instruments
+    version = __version__
+    hooks = (
+        Hook(_AGENTS, "MultiStepAgent._run_stream", make=run_stream_wrapper),
+        Hook(_AGENTS, "ToolCallingAgent.execute_tool_call", make=execute_tool_call_wrapper),
+        Hook("smolagents.tools", "Tool.__call__", make=tool_call_wrapper),
+        *(
+            Hook(_AGENTS, f"{agent_class}._step_stream", step_stream_wrapper)
+            for agent_class in ("ToolCallingAgent", "CodeAgent")
+        ),
+        Hook(_EXECUTOR, "timeout", timeout_with_context, when=_executor_has_timeout),
+    )
