@@ -345,6 +345,10 @@ class LoopGuard:
             self._maybe_interrupt(decision)
         return decision
 
+    def is_managed(self, span_id: int) -> bool:
+        """Whether the span (by its SDK span id) is one a wrapper fed itself."""
+        return self.managed.is_managed(span_id)
+
     def mark_managed(self, span: Span) -> None:
         """Tell the processor a span was fed by its wrapper already (it will skip it)."""
         self.managed.add_span(span)
