@@ -26,6 +26,14 @@ class Kit:
             span for span in self.exporter.get_finished_spans() if name is None or span.name == name
         ]
 
+    def internal_errors(self, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+        """Where our internal errors are counted from now on (``<package>.<place>``)."""
+        counted: list[str] = []
+        monkeypatch.setattr(
+            self.guard.telemetry, "internal_error", lambda where, exc: counted.append(where)
+        )
+        return counted
+
     def steps(self, run_id: str) -> int:
         summary = self.guard.monitor.run_snapshot(run_id)
         return summary.counters.steps if summary is not None else 0

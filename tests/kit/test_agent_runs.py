@@ -57,10 +57,7 @@ def test_an_unknown_shape_runs_untouched_and_our_errors_are_counted(
     make_kit: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kit = make_kit()
-    counted: list[str] = []
-    monkeypatch.setattr(
-        kit.guard.telemetry, "internal_error", lambda where, exc: counted.append(where)
-    )
+    counted = kit.internal_errors(monkeypatch)
 
     def bad_describe(instance: Any, args: Any, kwargs: Any) -> Any:
         raise KeyError("no agent")

@@ -84,10 +84,7 @@ def test_our_internal_errors_are_counted_and_never_raised(
     make_kit: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kit = make_kit()
-    counted: list[str] = []
-    monkeypatch.setattr(
-        kit.guard.telemetry, "internal_error", lambda where, exc: counted.append(where)
-    )
+    counted = kit.internal_errors(monkeypatch)
     call_span.count_internal_error(lambda: kit.guard, "pkg.call", ValueError("x"))
 
     def no_guard() -> Any:

@@ -44,39 +44,30 @@ def _steps(kit: Any) -> int:
     return kit.steps(handle.run_id)
 
 
-def test_each_turn_counts_once_and_the_call_after_max_steps_is_never_made(make_kit: Any) -> None:
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_each_turn_counts_once_and_the_call_after_max_steps_is_never_made(
+    make_kit: Any, asynchronous: bool
+) -> None:
     kit = make_kit(mode="enforce", max_steps=2)
-    calls: list[str] = []
-    model = Model(calls)
-    wrapper = model_turn_wrapper(_read, package="tests")
-    counted = []
-    with pytest.raises(LoopGuardInterrupt) as raised:
-        with agent_run("a", tracer=kit.tracer):
-            for index in range(5):
-                wrapper(model.step, model, (f"p{index}",), {})
-                counted.append(_steps(kit))
-    assert counted == [1, 2]
-    assert calls == ["p0", "p1"]  # the third call was stopped before it was made
-    assert raised.value.decision.end_state.value == "max_steps"
-
-
-def test_the_coroutine_flavour_is_the_same_wrapper(make_kit: Any) -> None:
-    kit = make_kit(mode="enforce", max_steps=2)
-    calls: list[str] = []
-    model = Model(calls)
+    model = Model([])
     wrapper = model_turn_wrapper(_read, package="tests")
     counted = []
 
     async def agent() -> None:
         with agent_run("a", tracer=kit.tracer):
             for index in range(5):
-                answer = await wrapper(model.astep, model, (f"p{index}",), {})
+                if asynchronous:  # the coroutine flavour is the same wrapper
+                    answer = await wrapper(model.astep, model, (f"p{index}",), {})
+                else:
+                    answer = wrapper(model.step, model, (f"p{index}",), {})
                 assert answer["text"] == f"answer to p{index}"
                 counted.append(_steps(kit))
 
-    with pytest.raises(LoopGuardInterrupt):
+    with pytest.raises(LoopGuardInterrupt) as raised:
         asyncio.run(agent())
-    assert counted == [1, 2] and calls == ["p0", "p1"]
+    assert counted == [1, 2]
+    assert model.calls == ["p0", "p1"]  # the third call was stopped before it was made
+    assert raised.value.decision.end_state.value == "max_steps"
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
@@ -118,10 +109,7 @@ def test_a_read_that_fails_is_counted_and_the_answer_goes_on(
     make_kit: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kit = make_kit()
-    counted: list[str] = []
-    monkeypatch.setattr(
-        kit.guard.telemetry, "internal_error", lambda where, exc: counted.append(where)
-    )
+    counted = kit.internal_errors(monkeypatch)
 
     def bad_read(call: ModelCall) -> dict[str, Any]:
         raise AttributeError("an answer shape we do not know")

@@ -185,10 +185,7 @@ def test_our_bookkeeping_errors_never_break_the_tool(
     make_kit: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kit = make_kit()
-    counted: list[str] = []
-    monkeypatch.setattr(
-        kit.guard.telemetry, "internal_error", lambda where, exc: counted.append(where)
-    )
+    counted = kit.internal_errors(monkeypatch)
 
     def bad_read(instance: Any, args: Any, kwargs: Any) -> GatedCall:
         raise KeyError("a call shape we do not know")
