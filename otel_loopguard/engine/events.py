@@ -166,17 +166,9 @@ def tool_call(
     from otel_loopguard.engine.signatures import call_signature
 
     tool_name = optional_text(tool_name)
-    exact, near = call_signature(tool_name, arguments, max_chars=max_chars)
-    return Event(
-        EventKind.TOOL_CALL,
-        run_key(run_id),
-        actor=optional_text(actor),
-        tool_name=tool_name,
-        signature=exact,
-        near_key=near,
-        call_id=optional_text(call_id),
-        arguments=arguments,
-        **extra,
+    signed = call_signature(tool_name, arguments, max_chars=max_chars)
+    return _tool_event(
+        EventKind.TOOL_CALL, run_id, tool_name, signed, actor, call_id, arguments=arguments, **extra
     )
 
 
@@ -193,15 +185,14 @@ def tool_result(
     """A tool's successful output, with its output signature."""
     from otel_loopguard.engine.signatures import output_signature
 
-    exact, near = output_signature(output, max_chars=max_chars)
-    return Event(
+    signed = output_signature(output, max_chars=max_chars)
+    return _tool_event(
         EventKind.TOOL_RESULT,
-        run_key(run_id),
-        actor=optional_text(actor),
-        tool_name=optional_text(tool_name),
-        signature=exact,
-        near_key=near,
-        call_id=optional_text(call_id),
+        run_id,
+        optional_text(tool_name),
+        signed,
+        actor,
+        call_id,
         output=output,
         **extra,
     )
@@ -221,15 +212,36 @@ def tool_error(
     from otel_loopguard.engine.signatures import output_signature
 
     text = f"{error.type or ''}:{error.status_code or ''}:{error.message or ''}"
-    exact, near = output_signature(text, max_chars=max_chars)
-    return Event(
+    signed = output_signature(text, max_chars=max_chars)
+    return _tool_event(
         EventKind.TOOL_ERROR,
-        run_key(run_id),
-        actor=optional_text(actor),
-        tool_name=optional_text(tool_name),
-        signature=exact,
-        near_key=near,
-        call_id=optional_text(call_id),
+        run_id,
+        optional_text(tool_name),
+        signed,
+        actor,
+        call_id,
         error=error,
         **extra,
+    )
+
+
+def _tool_event(
+    kind: EventKind,
+    run_id: Any,
+    tool_name: str | None,
+    signed: tuple[str, str],
+    actor: Any,
+    call_id: Any,
+    **fields: Any,
+) -> Event:
+    """What the three tool event builders share: ids as text, the (exact, near) signature."""
+    return Event(
+        kind,
+        run_key(run_id),
+        actor=optional_text(actor),
+        tool_name=tool_name,
+        signature=signed[0],
+        near_key=signed[1],
+        call_id=optional_text(call_id),
+        **fields,
     )
