@@ -19,12 +19,15 @@ leaves them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from otel_loopguard.guard.global_guard import get_guard
 from otel_loopguard.kit.scoped_call import PlainScope, Scope, Wrapper, scoped_wrapper
+
+_KEEP: Any = object()
 
 
 @dataclass(slots=True)
@@ -64,6 +67,37 @@ Report = Callable[[Any, Any, GatedCall], None]
 #: ``report_error(gate, exception, call)``: when the call raised an ``Exception``, before the
 #: gate records it (e.g. ``gate.set_error`` with the tool's own error behind a framework's)
 ReportError = Callable[[Any, Exception, GatedCall], None]
+
+
+#: tool descriptions are prompts: a span keeps this much of one, whatever its length
+DESCRIPTION_MAX_CHARS = 1024
+
+
+def function_tool_attributes(description: Any, agent: str | None) -> dict[str, str]:
+    """The GenAI attributes of a function tool's span beyond its name: its type, its
+    description (cut to :data:`DESCRIPTION_MAX_CHARS`), and the agent it ran for (which
+    sub-agent of a supervisor looped)."""
+    attributes = {"gen_ai.tool.type": "function"}
+    if isinstance(description, str) and description:
+        attributes["gen_ai.tool.description"] = description[:DESCRIPTION_MAX_CHARS]
+    if agent:
+        attributes["gen_ai.agent.name"] = agent
+    return attributes
+
+
+def json_arguments(raw: Any, *, blank: Any = _KEEP, max_chars: int | None = None) -> Any:
+    """The model's tool arguments as a value when they are JSON text, so signatures ignore
+    key order and spacing; anything else (a value already, text that is no JSON, text
+    longer than ``max_chars``) as it came. ``blank`` is what an empty or blank text stands
+    for (default: the text itself, which is no JSON)."""
+    if not isinstance(raw, str) or (max_chars is not None and len(raw) > max_chars):
+        return raw
+    if blank is not _KEEP and not raw.strip():
+        return blank() if callable(blank) else blank
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return raw
 
 
 def report_result(gate: Any, outcome: Any, call: GatedCall) -> None:

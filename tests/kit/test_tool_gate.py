@@ -253,3 +253,19 @@ def test_check_around_checks_after_the_call_too(make_kit: Any) -> None:
                     checked(stopping_call, None, ({},), {})
             else:
                 assert checked(stopping_call, None, ({},), {}) == "done"
+
+
+def test_json_arguments_and_function_tool_attributes() -> None:
+    from otel_loopguard.kit import function_tool_attributes, json_arguments
+
+    assert json_arguments('{"b": 1, "a": [2]}') == {"b": 1, "a": [2]}
+    assert json_arguments("not json") == "not json" and json_arguments({"a": 1}) == {"a": 1}
+    assert json_arguments("", blank=dict) == {} and json_arguments("  ") == "  "
+    assert json_arguments('{"a": 1}', max_chars=3) == '{"a": 1}'  # too long: as it came
+    assert json_arguments("[" * 100_000) == "[" * 100_000  # too deep for the parser
+    assert function_tool_attributes("d" * 2000, "planner") == {
+        "gen_ai.tool.type": "function",
+        "gen_ai.tool.description": "d" * 1024,
+        "gen_ai.agent.name": "planner",
+    }
+    assert function_tool_attributes(None, None) == {"gen_ai.tool.type": "function"}

@@ -16,20 +16,16 @@ providers, LiteLLM, a custom ``BaseLLM``).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from otel_loopguard.kit.model_turn import ModelCall, model_turn_wrapper
+from otel_loopguard.kit.tool_gate import json_arguments
 
 
 def parse_arguments(raw: Any) -> Any:
-    """Tool arguments as JSON text become a dict, so signatures ignore key order."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return raw
-    return raw
+    """Tool arguments as JSON text become a dict, so signatures ignore key order (no text
+    at all is no arguments)."""
+    return json_arguments(raw, blank=dict)
 
 
 def _usage(llm: Any) -> tuple[int, int] | None:

@@ -22,15 +22,12 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import get_guard
-from otel_loopguard.kit.tool_gate import GatedCall, tool_gate_wrapper
+from otel_loopguard.kit.tool_gate import GatedCall, function_tool_attributes, tool_gate_wrapper
 from otel_loopguard_langchain.runs import current_agent
 
 # the handoff idiom of LangGraph multi-agent systems (swarm, supervisor): a tool named
 # ``transfer_to_<agent>`` that returns a ``Command`` sending the graph to that agent
 _HANDOFF_TOOL = re.compile(r"^(?:transfer|handoff)_to_(.+)$")
-
-# tool descriptions are prompts: keep the span small whatever their length
-_DESCRIPTION_MAX_CHARS = 1024
 
 # LangChain's own bookkeeping arguments, never part of what the model asked for
 _BOOKKEEPING_ARGS = frozenset({"callbacks", "run_manager", "config", "runtime", "state", "store"})
@@ -127,13 +124,7 @@ def tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
 def span_attributes(tool: Any, agent: str | None) -> dict[str, str]:
     """GenAI tool attributes beyond the name, plus the agent the tool ran for (which
     sub-agent of a supervisor looped)."""
-    attributes = {"gen_ai.tool.type": "function"}
-    description = getattr(tool, "description", None)
-    if isinstance(description, str) and description:
-        attributes["gen_ai.tool.description"] = description[:_DESCRIPTION_MAX_CHARS]
-    if agent:
-        attributes["gen_ai.agent.name"] = agent
-    return attributes
+    return function_tool_attributes(getattr(tool, "description", None), agent)
 
 
 def _report(gate: Any, output: Any, call: GatedCall) -> None:

@@ -15,10 +15,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.kit.tool_gate import GatedCall, tool_gate_wrapper
-
-# tool descriptions are prompts: keep the span small whatever their length
-_DESCRIPTION_MAX_CHARS = 1024
+from otel_loopguard.kit.tool_gate import GatedCall, function_tool_attributes, tool_gate_wrapper
 
 # the agent a workflow is running a tool for, and the model's id for the call (set by the
 # workflow wrappers; a tool called outside an agent workflow has neither)
@@ -53,13 +50,8 @@ def tool_outcome(output: Any) -> tuple[Any, str | None]:
 
 def span_attributes(tool: Any, agent: str | None) -> dict[str, str]:
     """GenAI tool attributes beyond the name, plus the agent the tool ran for."""
-    attributes = {"gen_ai.tool.type": "function"}
     description = getattr(getattr(tool, "metadata", None), "description", None)
-    if isinstance(description, str) and description:
-        attributes["gen_ai.tool.description"] = description[:_DESCRIPTION_MAX_CHARS]
-    if agent:
-        attributes["gen_ai.agent.name"] = agent
-    return attributes
+    return function_tool_attributes(description, agent)
 
 
 def _read_call(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> GatedCall:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import get_guard
-from otel_loopguard.kit.tool_gate import GatedCall, tool_gate_wrapper
+from otel_loopguard.kit.tool_gate import GatedCall, json_arguments, tool_gate_wrapper
 
 AsyncWrapper = Callable[[Callable[..., Awaitable[Any]], Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -130,9 +129,4 @@ def _record_outcome(call: Any, invocation: Any, gated: GatedCall) -> None:
 
 def _decode_arguments(arguments: Any) -> Any:
     """The model's JSON arguments as a value, so signatures ignore key order and spacing."""
-    if isinstance(arguments, str) and len(arguments) <= 65_536:
-        try:
-            return json.loads(arguments)
-        except (ValueError, RecursionError):
-            return arguments
-    return arguments
+    return json_arguments(arguments, max_chars=65_536)
