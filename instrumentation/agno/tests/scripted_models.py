@@ -5,6 +5,8 @@ OpenAIChat, Claude, Gemini, LiteLLM), not a mock of Agno: it implements the four
 calls Agno makes (``invoke``, ``ainvoke``, ``invoke_stream``, ``ainvoke_stream``) and answers
 call ``n`` (1-based) from a script, with OpenAI-shaped tool calls and the usage a provider
 reports; a text answer is streamed word by word. Agno ships no test model of its own.
+What every framework's scripted model shares (``Answer``, ``always``, ``CountingSearch``)
+comes from ``otel_loopguard_testing.scripted_models``.
 """
 
 from __future__ import annotations
@@ -18,13 +20,20 @@ from agno.agent import Agent
 from agno.metrics import MessageMetrics
 from agno.models.base import Model
 from agno.models.response import ModelResponse
+from otel_loopguard_testing.scripted_models import (
+    QUESTION,
+    Answer,
+    CountingSearch,
+    always,
+    looping_script,
+    productive_script,
+    sdk_chat_attributes,
+)
 
-#: what the model answers: a text, or a list of (function name, arguments) calls
-Answer = str | list[tuple[str, dict[str, Any]]]
+__all__ = ["QUESTION", "Answer", "CountingSearch", "always"]
 
 PROMPT_TOKENS = 40
 COMPLETION_TOKENS = 10
-QUESTION = "find the pricing page"
 
 
 @dataclass
@@ -49,12 +58,7 @@ class ScriptedModel(Model):
             raise RuntimeError(f"the scripted model was called more than {self.max_calls} times")
         answer = self.script(self.calls)
         if self.sdk_tracer is not None:
-            attributes = {
-                "gen_ai.operation.name": "chat",
-                "gen_ai.request.model": self.id,
-                "gen_ai.usage.input_tokens": PROMPT_TOKENS,
-                "gen_ai.usage.output_tokens": COMPLETION_TOKENS,
-            }
+            attributes = sdk_chat_attributes(self.id, PROMPT_TOKENS, COMPLETION_TOKENS)
             self.sdk_tracer.start_span(f"chat {self.id}", attributes=attributes).end()
         return answer
 
@@ -116,25 +120,6 @@ class ScriptedModel(Model):
         return response  # type: ignore[no-any-return]
 
 
-def always(answer: Answer) -> Callable[[int], Answer]:
-    return lambda n: answer
-
-
-class CountingSearch:
-    """A ``search(query)`` function tool that records every execution."""
-
-    def __init__(self, answer: Callable[[str, int], str] | None = None) -> None:
-        self.executions: list[str] = []
-        self._answer = answer or (lambda query, n: "no results")
-
-        def search(query: str) -> str:
-            """Search the documentation."""
-            self.executions.append(query)
-            return self._answer(query, len(self.executions))
-
-        self.tool = search
-
-
 def new_agent(model: ScriptedModel, tools: list[Any], name: str = "researcher") -> Agent:
     # telemetry off: Agno would post each run to its API (no network here)
     return Agent(name=name, model=model, tools=tools, telemetry=False)
@@ -142,15 +127,8 @@ def new_agent(model: ScriptedModel, tools: list[Any], name: str = "researcher") 
 
 def looping_agent(search: CountingSearch, name: str = "researcher") -> Agent:
     """The model asks for the same search on every turn, forever."""
-    return new_agent(
-        ScriptedModel(script=always([("search", {"query": "pricing"})])), [search.tool], name
-    )
+    return new_agent(ScriptedModel(script=looping_script()), [search.tool], name)
 
 
 def productive_agent(search: CountingSearch, searches: int = 3) -> Agent:
-    def script(n: int) -> Answer:
-        if n <= searches:
-            return [("search", {"query": f"pricing page {n}"})]
-        return f"found after {len(search.executions)} searches"
-
-    return new_agent(ScriptedModel(script=script), [search.tool])
+    return new_agent(ScriptedModel(script=productive_script(search, searches)), [search.tool])

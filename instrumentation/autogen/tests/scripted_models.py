@@ -2,7 +2,9 @@
 
 This is a real autogen-core client class (the abstract base every provider client
 implements), not a mock of autogen: it answers each ``create`` / ``create_stream`` from a
-script, function of the call number, with the usage a provider would report.
+script, function of the call number, with the usage a provider would report. What every
+framework's scripted model shares (``Answer``, ``always``, ``CountingSearch``) comes from
+``otel_loopguard_testing.scripted_models``.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from autogen_core.models import (
     RequestUsage,
 )
 from autogen_core.tools import FunctionTool, Tool, ToolSchema
+from otel_loopguard_testing import scripted_models
+from otel_loopguard_testing.scripted_models import Answer, always
 
-#: what the model answers: a text, or a list of (tool name, arguments) calls
-Answer = str | list[tuple[str, dict[str, Any]]]
+__all__ = ["Answer", "always"]
 
 PROMPT_TOKENS = 40
 COMPLETION_TOKENS = 10
@@ -116,20 +119,12 @@ class ScriptedClient(ChatCompletionClient):
         )
 
 
-class CountingSearch:
-    """A ``search`` tool that records each real execution."""
+class CountingSearch(scripted_models.CountingSearch):
+    """A ``search`` tool that records each real execution, an autogen ``FunctionTool``."""
 
-    def __init__(self, answer: Callable[[str, int], str] = lambda query, n: "no results"):
-        self.executions: list[str] = []
-        self._answer = answer
-
+    def make_tool(self) -> Any:
         async def search(query: str) -> str:
             """Search the documentation."""
-            self.executions.append(query)
-            return self._answer(query, len(self.executions))
+            return self.execute(query)
 
-        self.tool = FunctionTool(search, description="Search the documentation.", name="search")
-
-
-def always(answer: Answer) -> Callable[[int], Answer]:
-    return lambda n: answer
+        return FunctionTool(search, description="Search the documentation.", name="search")

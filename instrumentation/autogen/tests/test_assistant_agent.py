@@ -8,6 +8,11 @@ import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
 from autogen_agentchat.messages import ToolCallExecutionEvent
+from otel_loopguard_testing import (
+    assert_productive_run,
+    assert_stopped_on_a_permanent_failure,
+    forbidden,
+)
 from scripted_models import CountingSearch, ScriptedClient, always
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
@@ -118,12 +123,10 @@ def test_looping_agent_in_observe_mode_runs_to_its_own_limit(observe_loopguard):
 
 
 def test_productive_agent_answers_as_without_the_plugin(loopguard):
-    loopguard.uninstrument()
-    try:
-        plain = CountingSearch(lambda query, n: f"result {n} for {query}")
-        expected = asyncio.run(productive_agent(plain).run(task="find the pricing page"))
-    finally:
-        loopguard.reinstrument()
+    plain = CountingSearch(lambda query, n: f"result {n} for {query}")
+    expected = loopguard.baseline(
+        lambda: asyncio.run(productive_agent(plain).run(task="find the pricing page"))
+    )
 
     search = CountingSearch(lambda query, n: f"result {n} for {query}")
     result = asyncio.run(productive_agent(search).run(task="find the pricing page"))
@@ -131,30 +134,15 @@ def test_productive_agent_answers_as_without_the_plugin(loopguard):
     assert (
         result.messages[-1].content == expected.messages[-1].content == ("found after 3 searches")
     )
-    assert [d for d, _ in loopguard.decided if d.action.value == "stop"] == []
-    tools = loopguard.tool_spans()
-    assert [s.name for s in tools] == ["execute_tool search"] * 3
-    (agent,) = loopguard.agent_spans()
-    assert agent.name == "invoke_agent researcher"
-    assert agent.attributes["loopguard.run.state"] == "completed"
-    assert all(s.parent.span_id == agent.context.span_id for s in tools)
-    assert tools[0].attributes["gen_ai.agent.name"] == "researcher"
-    assert "pricing" not in str(dict(tools[0].attributes))  # no content without opt-in
-    loopguard.assert_every_span_ended_once()
+    assert_productive_run(loopguard)
 
 
 def test_failing_tool_reports_its_error_to_the_gate(loopguard):
-    def failing(query: str, n: int) -> str:
-        raise PermissionError("403 Forbidden: /docs/pricing")
-
-    search = CountingSearch(failing)
+    search = CountingSearch(forbidden)
     with pytest.raises(LoopGuardInterrupt) as stopped:
         asyncio.run(looping_agent(search).run(task="find the pricing page"))
 
-    assert len(search.executions) <= 2
-    assert "permanent_failure" in stopped.value.decision.detectors
-    errors = [s for s in loopguard.tool_spans("search") if s.attributes.get("error.type")]
-    assert errors[0].attributes["error.type"] == "ToolError"
+    assert_stopped_on_a_permanent_failure(loopguard, search, stopped)
 
 
 async def _drain(stream) -> list:

@@ -3,7 +3,9 @@
 ``ScriptedModel`` is a real ``google.adk.models.BaseLlm`` (the class every model of ADK
 implements: Gemini, LiteLLM, Anthropic), not a mock of ADK: it answers call ``n`` (1-based)
 of ``generate_content_async`` from a script, with the usage a Gemini response reports, and
-streams a text answer word by word when the run asks for SSE streaming.
+streams a text answer word by word when the run asks for SSE streaming. What every
+framework's scripted model shares (``Answer``, ``always``, ``CountingSearch``) comes from
+``otel_loopguard_testing.scripted_models``.
 """
 
 from __future__ import annotations
@@ -19,13 +21,20 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import InMemoryRunner
 from google.genai import types
+from otel_loopguard_testing.scripted_models import (
+    QUESTION,
+    Answer,
+    CountingSearch,
+    always,
+    looping_script,
+    productive_script,
+    sdk_chat_attributes,
+)
 
-#: what the model answers: a text, or a list of (function name, arguments) calls
-Answer = str | list[tuple[str, dict[str, Any]]]
+__all__ = ["QUESTION", "Answer", "CountingSearch", "always"]
 
 PROMPT_TOKENS = 40
 CANDIDATE_TOKENS = 10
-QUESTION = "find the pricing page"
 
 
 class ScriptedModel(BaseLlm):
@@ -62,12 +71,7 @@ class ScriptedModel(BaseLlm):
                 for index, (name, args) in enumerate(answer)
             ]
         if self.sdk_tracer is not None:
-            attributes = {
-                "gen_ai.operation.name": "chat",
-                "gen_ai.request.model": self.model,
-                "gen_ai.usage.input_tokens": PROMPT_TOKENS,
-                "gen_ai.usage.output_tokens": CANDIDATE_TOKENS,
-            }
+            attributes = sdk_chat_attributes(self.model, PROMPT_TOKENS, CANDIDATE_TOKENS)
             self.sdk_tracer.start_span(f"chat {self.model}", attributes=attributes).end()
         yield LlmResponse(
             content=types.Content(role="model", parts=parts),
@@ -80,41 +84,18 @@ class ScriptedModel(BaseLlm):
         )
 
 
-def always(answer: Answer) -> Callable[[int], Answer]:
-    return lambda n: answer
-
-
-class CountingSearch:
-    """A ``search(query)`` function tool that records every execution."""
-
-    def __init__(self, answer: Callable[[str, int], str] | None = None) -> None:
-        self.executions: list[str] = []
-        self._answer = answer or (lambda query, n: "no results")
-
-        def search(query: str) -> str:
-            """Search the documentation."""
-            self.executions.append(query)
-            return self._answer(query, len(self.executions))
-
-        self.tool = search
-
-
 def looping_agent(search: CountingSearch, name: str = "researcher") -> LlmAgent:
     """The model asks for the same search on every turn, forever."""
     return LlmAgent(
         name=name,
-        model=ScriptedModel(script=always([("search", {"query": "pricing"})])),
+        model=ScriptedModel(script=looping_script()),
         tools=[search.tool],
     )
 
 
 def productive_agent(search: CountingSearch, searches: int = 3) -> LlmAgent:
-    def script(n: int) -> Answer:
-        if n <= searches:
-            return [("search", {"query": f"pricing page {n}"})]
-        return f"found after {len(search.executions)} searches"
-
-    return LlmAgent(name="researcher", model=ScriptedModel(script=script), tools=[search.tool])
+    model = ScriptedModel(script=productive_script(search, searches))
+    return LlmAgent(name="researcher", model=model, tools=[search.tool])
 
 
 def new_runner(agent: Any) -> InMemoryRunner:

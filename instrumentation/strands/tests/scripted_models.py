@@ -6,7 +6,9 @@ a provider's model yields (``messageStart``, ``contentBlockStart``/``Delta``/``S
 text and ``toolUse`` blocks, ``messageStop`` with the stop reason, ``metadata`` with the
 usage); Strands' own ``process_stream`` assembles them into the assistant message.
 ``script(n)`` (``n`` counts the model's calls from 1) answers a text, or a list of
-``(tool, input)`` tool calls.
+``(tool, input)`` tool calls. What every framework's scripted model shares (``Answer``,
+``CountingSearch``, the SDK's ``chat`` span attributes) comes from
+``otel_loopguard_testing.scripted_models``.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ import json
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
+from otel_loopguard_testing import scripted_models
+from otel_loopguard_testing.scripted_models import Answer, sdk_chat_attributes
 from strands import Agent, tool
 from strands.models import Model
+
+__all__ = ["Answer"]
 
 INPUT_TOKENS = 20
 OUTPUT_TOKENS = 10
 
-Answer = str | list[tuple[str, dict[str, Any]]]
 _ids = itertools.count(1)
 
 
@@ -59,12 +64,7 @@ class ScriptedModel(Model):
             return
         with self.sdk_tracer.start_as_current_span(
             "chat scripted-model",
-            attributes={
-                "gen_ai.operation.name": "chat",
-                "gen_ai.request.model": "scripted-model",
-                "gen_ai.usage.input_tokens": INPUT_TOKENS,
-                "gen_ai.usage.output_tokens": OUTPUT_TOKENS,
-            },
+            attributes=sdk_chat_attributes("scripted-model", INPUT_TOKENS, OUTPUT_TOKENS),
         ):
             for event in _events(answer):
                 yield event
@@ -100,14 +100,11 @@ def _events(answer: Answer) -> list[dict[str, Any]]:
     return events
 
 
-class CountingSearch:
-    """A ``search`` tool that records every execution (the side effect a loop repeats)."""
+class CountingSearch(scripted_models.CountingSearch):
+    """A ``search`` tool that records every execution (the side effect a loop repeats),
+    declared as a Strands ``@tool``."""
 
-    def __init__(self, answer: Callable[[str, int], str] | None = None) -> None:
-        self.executions: list[str] = []
-        self._answer = answer or (lambda query, n: "no results")
-        counter = self
-
+    def make_tool(self) -> Any:
         @tool
         def search(query: str) -> str:
             """Search the web for a query.
@@ -115,10 +112,9 @@ class CountingSearch:
             Args:
                 query: what to search for
             """
-            counter.executions.append(query)
-            return counter._answer(query, len(counter.executions))
+            return self.execute(query)
 
-        self.tool = search
+        return search
 
 
 class SlowLookup:

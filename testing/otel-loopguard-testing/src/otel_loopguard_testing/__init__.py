@@ -9,6 +9,10 @@ One module per job; every name a suite uses is importable from here too:
 - :mod:`.metrics`: :func:`metric_counter`, the guard's metrics on a real meter provider.
 - :mod:`.receiver`: :class:`OTLPReceiver`, an OTLP/HTTP trace receiver on a loopback port.
 - :mod:`.instrument_runner`: programs run under the real ``opentelemetry-instrument``.
+- :mod:`.scripted_models`: what the framework suites' scripted models and tools share
+  (``Answer``, :func:`always`, :class:`CountingSearch`, :func:`forbidden`,
+  :func:`sdk_chat_attributes`).
+- :mod:`.agent_checks`: what the agent-framework suites check alike after a run.
 - :mod:`.chat_loop`: the agent loop an application writes over an OpenAI-shaped chat API,
   and what the chat-loop suites check alike.
 - :mod:`.scripted_openai`: a scripted OpenAI API behind the SDK's own HTTP client (or on a
@@ -18,6 +22,11 @@ One module per job; every name a suite uses is importable from here too:
 
 from __future__ import annotations
 
+from .agent_checks import (
+    assert_productive_run,
+    assert_ran_untouched_by_our_error,
+    assert_stopped_on_a_permanent_failure,
+)
 from .chat_loop import (
     CHAT_TOOL_SCHEMAS,
     ChatLoopOutcome,
@@ -46,21 +55,37 @@ from .instrument_runner import (
 from .lifecycle import SpanLifecycle
 from .metrics import metric_counter
 from .receiver import OTLPReceiver, ReceivedSpan, received_decisions
+from .scripted_models import (
+    QUESTION,
+    Answer,
+    CountingSearch,
+    always,
+    forbidden,
+    sdk_chat_attributes,
+)
 
 __all__ = [
     "CHAT_TOOL_SCHEMAS",
+    "QUESTION",
+    "Answer",
     "ChatLoopOutcome",
+    "CountingSearch",
     "Harness",
     "OTLPReceiver",
     "ReceivedSpan",
     "SpanLifecycle",
     "Testbed",
+    "always",
     "assert_expected_build",
     "assert_genai_chat_span",
+    "assert_productive_run",
+    "assert_ran_untouched_by_our_error",
     "assert_run_totals",
+    "assert_stopped_on_a_permanent_failure",
     "assert_vetoed_by_the_token_budget",
     "console_decisions",
     "console_spans",
+    "forbidden",
     "harness_fixtures",
     "instrumentor_fixture",
     "metric_counter",
@@ -72,4 +97,5 @@ __all__ = [
     "run_console_program",
     "run_suite_app",
     "run_under_opentelemetry_instrument",
+    "sdk_chat_attributes",
 ]

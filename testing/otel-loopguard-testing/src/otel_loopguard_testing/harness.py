@@ -55,6 +55,19 @@ class Harness:
     def reinstrument(self) -> None:
         self.testbed.instrumentor.instrument(tracer_provider=self.provider)
 
+    def baseline(self, run: Callable[[], Any], *, spans: bool = False) -> Any:
+        """``run()`` without the instrumentation, then instrumented again: what the
+        application gets without the plugin. Unless ``spans``, none of the harness's
+        spans may come of it."""
+        self.uninstrument()
+        try:
+            result = run()
+            if not spans:
+                assert self.spans() == []  # uninstrumented: no span of ours
+        finally:
+            self.reinstrument()
+        return result
+
     def app_tracer(self) -> Any:
         """A tracer for the application's own spans (a hand-written agent loop, say)."""
         return self.provider.get_tracer("application")
@@ -120,6 +133,12 @@ class Harness:
             for span in self.spans()
             for attributes in self.decisions_on(span, action)
         ]
+
+    # -- what was logged -------------------------------------------------------------------
+
+    def logged(self) -> list[str]:
+        """The messages logged (at WARNING and above) during the test."""
+        return [r.getMessage() for r in self.caplog.records]
 
     # -- span lifecycle --------------------------------------------------------------------
 

@@ -1,0 +1,68 @@
+"""What the agent-framework suites (agno, autogen, google_adk, strands, ...) check alike on a
+:class:`~otel_loopguard_testing.harness.Harness`, after a run of one of their agents with a
+:class:`~otel_loopguard_testing.scripted_models.CountingSearch` tool.
+
+Each check is a block of assertions a suite's test makes once its framework has run: the
+test itself still runs the framework its own way, and asserts what is its own after it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .harness import Harness
+
+
+def assert_productive_run(
+    harness: Harness,
+    *,
+    searches: int = 3,
+    agent: str = "researcher",
+    content: str = "pricing",
+    tools_under: str = "agent",
+) -> Any:
+    """A productive run, as it would go without the plugin: no STOP, one gated
+    ``execute_tool search`` span per search, under the one ``invoke_agent {agent}`` span
+    (its children; ``tools_under="trace"``: in its trace), which ended ``completed``; the
+    calls name the agent and carry no ``content`` without the opt-in; every span ended
+    once. Returns the agent's span."""
+    assert [d for d, _ in harness.decided if d.action.value == "stop"] == []
+    tools = harness.tool_spans()
+    assert [s.name for s in tools] == ["execute_tool search"] * searches
+    (run,) = harness.agent_spans()
+    assert run.name == f"invoke_agent {agent}"
+    assert run.attributes["loopguard.run.state"] == "completed"
+    if tools_under == "agent":
+        assert all(s.parent.span_id == run.context.span_id for s in tools)
+    else:
+        assert tools_under == "trace", tools_under
+        assert all(s.context.trace_id == run.context.trace_id for s in tools)
+    assert tools[0].attributes["gen_ai.agent.name"] == agent
+    assert content not in str(dict(tools[0].attributes))  # no content without opt-in
+    harness.assert_every_span_ended_once()
+    return run
+
+
+def assert_stopped_on_a_permanent_failure(
+    harness: Harness, search: Any, stopped: Any, error_type: str = "ToolError"
+) -> None:
+    """A looping agent whose search fails for good (``forbidden``) was stopped by the
+    permanent-failure detector within two executions (``stopped``: the
+    ``pytest.raises(LoopGuardInterrupt)`` info), and the gate reported the failure as the
+    call's ``error.type``."""
+    assert len(search.executions) <= 2
+    assert "permanent_failure" in stopped.value.decision.detectors
+    errors = [s for s in harness.tool_spans("search") if s.attributes.get("error.type")]
+    assert errors[0].attributes["error.type"] == error_type
+
+
+def assert_ran_untouched_by_our_error(
+    harness: Harness, search: Any, where: str, *, searches: int = 3, agent: str = "researcher"
+) -> None:
+    """An error in our own code reading the tool calls (``where``, the place logged) was
+    logged, and the calls ran ungated, untouched: ``searches`` executions, no tool span of
+    ours, the agent's run ``completed``."""
+    assert len(search.executions) == searches
+    assert harness.tool_spans() == []  # not gated, never broken
+    assert any(where in message for message in harness.logged())
+    assert harness.run_state(agent) == "completed"
