@@ -16,15 +16,10 @@ or run the program under ``opentelemetry-instrument``, which loads it through th
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import Any
 
-from opentelemetry import trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
-from otel_loopguard.kit.openai_format import CHAT, RESPONSES
+from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
+from otel_loopguard.kit.openai_format import CHAT, RESPONSES, ApiShape
 from otel_loopguard_openai.model_turns import ModelCallRecorder, request_wrapper
 from otel_loopguard_openai.package import _instruments
 from otel_loopguard_openai.version import __version__
@@ -52,26 +47,20 @@ def _default_guard() -> Any:
     return get_guard()
 
 
-class OpenAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+def _request_hook(module: str, cls: str, method: str, shape: ApiShape, is_async: bool) -> Hook:
+    def make(tracer: Any) -> Any:
+        recorder = ModelCallRecorder(tracer, _default_guard)
+        return request_wrapper(recorder, shape, asynchronous=is_async)
+
+    return Hook(module, f"{cls}.{method}", make=make)
+
+
+class OpenAIInstrumentor(FrameworkInstrumentor):
     """Wraps ``chat.completions`` and ``responses`` ``create`` / ``parse`` (sync and async).
 
     The SDK's ``stream()`` helpers call ``create(stream=True)``, so they are covered too.
     """
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _instruments
-
-    def _instrument(self, **kwargs: Any) -> None:
-        tracer = trace.get_tracer(
-            __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
-        )
-        recorder = ModelCallRecorder(tracer, _default_guard)
-        for module, cls, method, shape, is_async in _TARGETS:
-            wrapper = request_wrapper(recorder, shape, asynchronous=is_async)
-            wrap_function_wrapper(module, f"{cls}.{method}", wrapper)
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        import importlib
-
-        for module, cls, method, _, _ in _TARGETS:
-            unwrap(getattr(importlib.import_module(module), cls), method)
+    instruments = _instruments
+    version = __version__
+    hooks = tuple(_request_hook(*target) for target in _TARGETS)
