@@ -38,14 +38,9 @@ an early ``instrument()`` call is the way to use it. ``litellm.responses`` /
 from __future__ import annotations
 
 import importlib
-from collections.abc import Collection
 from typing import Any
 
-from opentelemetry import trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
+from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
 from otel_loopguard.kit.openai_format import CHAT, RESPONSES, ApiShape
 from otel_loopguard_litellm.model_turns import ModelCallRecorder, call_wrapper
 from otel_loopguard_litellm.package import _instruments
@@ -67,40 +62,29 @@ _TARGETS = tuple(
 )
 
 
-def _present_targets() -> list[tuple[Any, str, ApiShape, bool]]:
-    present = []
-    for module_name, name, shape, is_async in _TARGETS:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        if callable(getattr(module, name, None)):
-            present.append((module, name, shape, is_async))
-    return present
-
-
 def _default_guard() -> Any:
     from otel_loopguard import get_guard
 
     return get_guard()
 
 
-class LiteLLMInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+def _call_hook(module: str, name: str, shape: ApiShape, is_async: bool) -> Hook:
+    def make(tracer: Any) -> Any:
+        return call_wrapper(ModelCallRecorder(tracer, _default_guard), shape, asynchronous=is_async)
+
+    def present() -> bool:
+        try:
+            return callable(getattr(importlib.import_module(module), name, None))
+        except ImportError:
+            return False
+
+    return Hook(module, name, make=make, when=present)
+
+
+class LiteLLMInstrumentor(FrameworkInstrumentor):
     """Wraps ``litellm.completion`` / ``acompletion`` and ``litellm.responses`` /
     ``aresponses`` (streamed or not)."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _instruments
-
-    def _instrument(self, **kwargs: Any) -> None:
-        tracer = trace.get_tracer(
-            __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
-        )
-        recorder = ModelCallRecorder(tracer, _default_guard)
-        for module, name, shape, is_async in _present_targets():
-            wrapper = call_wrapper(recorder, shape, asynchronous=is_async)
-            wrap_function_wrapper(module, name, wrapper)
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        for module, name, _, _ in _present_targets():
-            unwrap(module, name)
+    instruments = _instruments
+    version = __version__
+    hooks = tuple(_call_hook(*target) for target in _TARGETS)
