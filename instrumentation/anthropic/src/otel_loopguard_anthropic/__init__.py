@@ -10,14 +10,10 @@ makes one, else ours (``chat {model}``); see :mod:`.model_turns`.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+import importlib
+from functools import partial
 
-from opentelemetry import trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
+from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
 from otel_loopguard_anthropic.model_turns import request_wrapper, sdk_span_wrapper
 from otel_loopguard_anthropic.package import _instruments
 from otel_loopguard_anthropic.version import __version__
@@ -27,35 +23,27 @@ _BASE_CLIENT = "anthropic._base_client"
 __all__ = ["AnthropicInstrumentor", "__version__"]
 
 
-class AnthropicInstrumentor(BaseInstrumentor):
+def _sdk_makes_spans() -> bool:
+    """The SDK starts its own span per API call (2.x): we defer to it."""
+    return hasattr(importlib.import_module(_BASE_CLIENT), "start_api_call_span")
+
+
+class AnthropicInstrumentor(FrameworkInstrumentor):
     """Pre-flight checks, chat spans and loop decisions for Anthropic Messages calls."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _instruments
-
-    def _instrument(self, **kwargs: Any) -> None:
-        tracer = trace.get_tracer(
-            __name__,
-            __version__,
-            tracer_provider=kwargs.get("tracer_provider"),
-            schema_url="https://opentelemetry.io/schemas/1.37.0",
-        )
-        for client, asynchronous in (("SyncAPIClient", False), ("AsyncAPIClient", True)):
-            wrapper = request_wrapper(tracer, asynchronous=asynchronous)
-            wrap_function_wrapper(_BASE_CLIENT, f"{client}.request", wrapper)
-        self._sdk_spans = hasattr(_import(_BASE_CLIENT), "start_api_call_span")
-        if self._sdk_spans:
-            wrap_function_wrapper(_BASE_CLIENT, "start_api_call_span", sdk_span_wrapper)
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        module = _import(_BASE_CLIENT)
-        unwrap(module.SyncAPIClient, "request")
-        unwrap(module.AsyncAPIClient, "request")
-        if getattr(self, "_sdk_spans", False):
-            unwrap(module, "start_api_call_span")
-
-
-def _import(name: str) -> Any:
-    import importlib
-
-    return importlib.import_module(name)
+    instruments = _instruments
+    version = __version__
+    schema_url = "https://opentelemetry.io/schemas/1.37.0"
+    hooks = (
+        Hook(
+            _BASE_CLIENT,
+            "SyncAPIClient.request",
+            make=partial(request_wrapper, asynchronous=False),
+        ),
+        Hook(
+            _BASE_CLIENT,
+            "AsyncAPIClient.request",
+            make=partial(request_wrapper, asynchronous=True),
+        ),
+        Hook(_BASE_CLIENT, "start_api_call_span", sdk_span_wrapper, when=_sdk_makes_spans),
+    )
