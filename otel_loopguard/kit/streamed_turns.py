@@ -25,11 +25,12 @@ the same kind):
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from otel_loopguard.guard.global_guard import get_guard
 from otel_loopguard.kit.model_turn import report_turn
+from otel_loopguard.kit.run_streams import drive
 
 Read = Callable[[], "Mapping[str, Any] | None"]
 
@@ -44,108 +45,76 @@ def model_turn_stream(
     first: Callable[[], None] | None = None,
 ) -> Any:
     """``chunks`` (a generator or an async generator) observed as one model turn; see the
-    module docstring."""
-    if hasattr(chunks, "__anext__"):
-        return _turn_over_async(chunks, read, package, add, applies, first)
-    return _turn_over(chunks, read, package, add, applies, first)
-
-
-def _turn_over(
-    chunks: Any,
-    read: Read,
-    package: str,
-    add: Callable[[Any], None] | None,
-    applies: Callable[[], bool] | None,
-    first: Callable[[], None] | None,
-) -> Iterator[Any]:
-    if applies is not None and not applies():  # e.g. made in a run, read after it
-        yield from chunks
-        return
-    guard = get_guard()
-    state = _Pulls()
-    try:
-        if first is not None:
-            first()
-        guard.preflight_llm()  # raises nothing but LoopGuardInterrupt (enforce, STOP)
-        while True:
-            with state.pull(guard):
-                chunk = next(chunks, _DONE)
-            if chunk is _DONE:
-                state.finished = True
-                break
-            if add is not None:
-                add(chunk)
-            yield chunk
-    finally:
-        if not state.finished:  # abandoned, failed or vetoed: closed inside a turn
-            with guard.model_turn():
-                chunks.close()
-    if state.needs_report:
-        report_turn(guard, package, read)
-
-
-async def _turn_over_async(
-    chunks: Any,
-    read: Read,
-    package: str,
-    add: Callable[[Any], None] | None,
-    applies: Callable[[], bool] | None,
-    first: Callable[[], None] | None,
-) -> AsyncIterator[Any]:
-    if applies is not None and not applies():
-        async for chunk in chunks:
-            yield chunk
-        return
-    guard = get_guard()
-    state = _Pulls()
-    try:
-        if first is not None:
-            first()
-        guard.preflight_llm()
-        while True:
-            with state.pull(guard):
-                chunk = await anext(chunks, _DONE)
-            if chunk is _DONE:
-                state.finished = True
-                break
-            if add is not None:
-                add(chunk)
-            yield chunk
-    finally:
-        if not state.finished:
-            with guard.model_turn():
-                await chunks.aclose()
-    if state.needs_report:
-        report_turn(guard, package, read)
-
-
-_DONE: Any = object()
+    module docstring. The stream is the kit's :func:`~otel_loopguard.kit.run_streams.drive`
+    with a model turn as each step."""
+    return drive(chunks, _Pulls(read, package, add, applies, first))
 
 
 class _Pulls:
-    """What the pulls of one stream learnt: in a run, reported below, read to its end."""
+    """The :class:`~otel_loopguard.kit.run_streams.Steps` of a streamed turn: a model turn
+    around each pull (and around the close), what they learnt, the one report."""
 
-    __slots__ = ("_turn", "finished", "in_run", "reported")
+    __slots__ = (
+        "_add",
+        "_applies",
+        "_first",
+        "_guard",
+        "_package",
+        "_read",
+        "_started",
+        "_turn",
+        "active",
+        "in_run",
+        "reported",
+    )
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        read: Read,
+        package: str,
+        add: Callable[[Any], None] | None,
+        applies: Callable[[], bool] | None,
+        first: Callable[[], None] | None,
+    ) -> None:
+        self._read = read
+        self._package = package
+        self._add = add
+        self._applies = applies
+        self._first = first
+        self._guard: Any = None
+        self._started = False
+        self._turn: Any = None
+        self.active = True
         self.in_run = False
         self.reported = False
-        self.finished = False
-        self._turn: Any = None
 
-    def pull(self, guard: Any) -> _Pulls:
-        self._turn = guard.model_turn()  # never raises
-        return self
+    def enter(self) -> None:
+        if not self._started:  # the first chunk asked for: a stream does nothing before
+            self._started = True
+            if self._applies is not None and not self._applies():  # e.g. read after its run
+                self.active = False
+                return
+            self._guard = get_guard()
+            if self._first is not None:
+                self._first()
+            self._guard.preflight_llm()  # raises nothing but LoopGuardInterrupt (STOP)
+        if self.active:
+            self._turn = self._guard.model_turn()  # never raises
 
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc_info: Any) -> None:
+    def leave(self) -> None:
         turn, self._turn = self._turn, None
+        if turn is None:
+            return
         turn.end()
         self.in_run = self.in_run or turn.in_run
         self.reported = self.reported or turn.reported
 
-    @property
-    def needs_report(self) -> bool:
-        return self.in_run and not self.reported
+    def step(self, chunk: Any) -> None:
+        if self.active and self._add is not None:
+            self._add(chunk)
+
+    def end(self, outcome: BaseException | None) -> None:
+        """Read to its end: the report, unless a layer below made it (a stream left early,
+        failed or vetoed reports nothing: no turn the agent acts on)."""
+        if outcome is None and self.active and self.in_run and not self.reported:
+            report_turn(self._guard, self._package, self._read)
