@@ -32,14 +32,7 @@ or run the program under ``opentelemetry-instrument``.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
-
-from opentelemetry import trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
+from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
 from otel_loopguard_google_adk.model_turns import call_llm_wrapper
 from otel_loopguard_google_adk.package import _instruments
 from otel_loopguard_google_adk.runs import run_async_wrapper, run_wrapper
@@ -53,27 +46,14 @@ _FLOW_MODULE = "google.adk.flows.llm_flows.base_llm_flow"
 _CALLER_MODULE = "google.adk.flows.llm_flows.tools._caller"
 
 
-class GoogleADKInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class GoogleADKInstrumentor(FrameworkInstrumentor):
     """Adds loop detection and enforcement to Google ADK runners and agents."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _instruments
-
-    def _instrument(self, **kwargs: Any) -> None:
-        tracer = trace.get_tracer(
-            __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
-        )
-        wrap_function_wrapper(_RUNNERS_MODULE, "Runner.run_async", run_async_wrapper(tracer))
-        wrap_function_wrapper(_RUNNERS_MODULE, "Runner.run", run_wrapper)
-        wrap_function_wrapper(_FLOW_MODULE, "BaseLlmFlow._call_llm_async", call_llm_wrapper)
-        wrap_function_wrapper(_CALLER_MODULE, "_execute_single_prepared_call", tool_wrapper(tracer))
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
-        from google.adk.flows.llm_flows.tools import _caller
-        from google.adk.runners import Runner
-
-        unwrap(Runner, "run_async")
-        unwrap(Runner, "run")
-        unwrap(BaseLlmFlow, "_call_llm_async")
-        unwrap(_caller, "_execute_single_prepared_call")
+    instruments = _instruments
+    version = __version__
+    hooks = (
+        Hook(_RUNNERS_MODULE, "Runner.run_async", make=run_async_wrapper),
+        Hook(_RUNNERS_MODULE, "Runner.run", run_wrapper),
+        Hook(_FLOW_MODULE, "BaseLlmFlow._call_llm_async", call_llm_wrapper),
+        Hook(_CALLER_MODULE, "_execute_single_prepared_call", make=tool_wrapper),
+    )
