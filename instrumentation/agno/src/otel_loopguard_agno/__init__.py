@@ -32,24 +32,12 @@ or run the program under ``opentelemetry-instrument``.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+from functools import partial
 
-from opentelemetry import trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
-from otel_loopguard_agno.model_turns import (
-    aprocess_wrapper,
-    process_wrapper,
-    stream_wrapper,
-)
+from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
+from otel_loopguard_agno.model_turns import aprocess_wrapper, process_wrapper, stream_wrapper
 from otel_loopguard_agno.package import _instruments
-from otel_loopguard_agno.runs import (
-    run_stream_wrapper,
-    run_wrapper,
-)
+from otel_loopguard_agno.runs import run_stream_wrapper, run_wrapper
 from otel_loopguard_agno.tools import aexecute_wrapper, execute_wrapper
 from otel_loopguard_agno.version import __version__
 
@@ -58,6 +46,13 @@ __all__ = ["AgnoInstrumentor", "__version__"]
 _RUN_MODULES = ("agno.agent._run", "agno.team._run")
 _MODEL_MODULE = "agno.models.base"
 _FUNCTION_MODULE = "agno.tools.function"
+#: the run functions of both modules, each with one wrapper (built once, for both modules)
+_RUN_FUNCTIONS = {
+    "_run": partial(run_wrapper, asynchronous=False),
+    "_run_stream": partial(run_stream_wrapper, asynchronous=False),
+    "_arun": partial(run_wrapper, asynchronous=True),
+    "_arun_stream": partial(run_stream_wrapper, asynchronous=True),
+}
 _MODEL_METHODS = {
     "_process_model_response": process_wrapper,
     "_aprocess_model_response": aprocess_wrapper,
@@ -66,40 +61,21 @@ _MODEL_METHODS = {
 }
 
 
-class AgnoInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class AgnoInstrumentor(FrameworkInstrumentor):
     """Adds loop detection and enforcement to Agno agents and teams."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _instruments
-
-    def _instrument(self, **kwargs: Any) -> None:
-        tracer = trace.get_tracer(
-            __name__, __version__, tracer_provider=kwargs.get("tracer_provider")
-        )
-        run_wrappers = {
-            "_run": run_wrapper(tracer, asynchronous=False),
-            "_run_stream": run_stream_wrapper(tracer, asynchronous=False),
-            "_arun": run_wrapper(tracer, asynchronous=True),
-            "_arun_stream": run_stream_wrapper(tracer, asynchronous=True),
-        }
-        for module in _RUN_MODULES:
-            for name, wrapper in run_wrappers.items():
-                wrap_function_wrapper(module, name, wrapper)
-        for name, model_wrapper in _MODEL_METHODS.items():
-            wrap_function_wrapper(_MODEL_MODULE, f"Model.{name}", model_wrapper)
-        wrap_function_wrapper(_FUNCTION_MODULE, "FunctionCall.execute", execute_wrapper(tracer))
-        wrap_function_wrapper(_FUNCTION_MODULE, "FunctionCall.aexecute", aexecute_wrapper(tracer))
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        from agno.agent import _run as agent_run
-        from agno.models.base import Model
-        from agno.team import _run as team_run
-        from agno.tools.function import FunctionCall
-
-        for module in (agent_run, team_run):
-            for name in ("_run", "_run_stream", "_arun", "_arun_stream"):
-                unwrap(module, name)
-        for name in _MODEL_METHODS:
-            unwrap(Model, name)
-        unwrap(FunctionCall, "execute")
-        unwrap(FunctionCall, "aexecute")
+    instruments = _instruments
+    version = __version__
+    hooks = (
+        *(
+            Hook(module, name, make=make)
+            for module in _RUN_MODULES
+            for name, make in _RUN_FUNCTIONS.items()
+        ),
+        *(
+            Hook(_MODEL_MODULE, f"Model.{name}", wrapper)
+            for name, wrapper in _MODEL_METHODS.items()
+        ),
+        Hook(_FUNCTION_MODULE, "FunctionCall.execute", make=execute_wrapper),
+        Hook(_FUNCTION_MODULE, "FunctionCall.aexecute", make=aexecute_wrapper),
+    )
