@@ -100,6 +100,19 @@ def json_arguments(raw: Any, *, blank: Any = _KEEP, max_chars: int | None = None
         return raw
 
 
+def record_outcome(
+    gate: Any, content: Any, error_text: str | None, error_type: str = "ToolError"
+) -> bool:
+    """Hand the gate a tool's outcome as the framework returned it: its content, or (with
+    ``error_text``) a failure the framework caught and returned as a value, of
+    ``error_type``. True when the call succeeded."""
+    if error_text is None:
+        gate.set_result(content)
+        return True
+    gate.set_error(error_type, error_text)
+    return False
+
+
 def report_result(gate: Any, outcome: Any, call: GatedCall) -> None:
     """The default ``report``: the return value is the tool's result."""
     gate.set_result(outcome)

@@ -269,3 +269,17 @@ def test_json_arguments_and_function_tool_attributes() -> None:
         "gen_ai.agent.name": "planner",
     }
     assert function_tool_attributes(None, None) == {"gen_ai.tool.type": "function"}
+
+
+def test_record_outcome_tells_a_result_from_a_returned_failure(make_kit: Any) -> None:
+    from otel_loopguard.kit import record_outcome
+
+    kit = make_kit()
+    with kit.guard.tool_call(kit.tracer, "ok", {}) as gate:
+        assert record_outcome(gate, "content", None) is True
+    with kit.guard.tool_call(kit.tracer, "failed", {}) as gate:
+        assert record_outcome(gate, "content", "403 denied", "ToolException") is False
+    (ok,) = kit.spans("execute_tool ok")
+    (failed,) = kit.spans("execute_tool failed")
+    assert "error.type" not in ok.attributes
+    assert failed.attributes["error.type"] == "ToolException"

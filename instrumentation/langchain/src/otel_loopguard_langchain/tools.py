@@ -22,7 +22,12 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import get_guard
-from otel_loopguard.kit.tool_gate import GatedCall, function_tool_attributes, tool_gate_wrapper
+from otel_loopguard.kit.tool_gate import (
+    GatedCall,
+    function_tool_attributes,
+    record_outcome,
+    tool_gate_wrapper,
+)
 from otel_loopguard_langchain.runs import current_agent
 
 # the handoff idiom of LangGraph multi-agent systems (swarm, supervisor): a tool named
@@ -129,11 +134,7 @@ def span_attributes(tool: Any, agent: str | None) -> dict[str, str]:
 
 def _report(gate: Any, output: Any, call: GatedCall) -> None:
     """Hand the outcome to the gate (the kit counts our errors here, never raises them)."""
-    content, error_text = tool_outcome(output)
-    if error_text is None:
-        gate.set_result(content)
-    else:
-        gate.set_error("ToolException", error_text)
+    if not record_outcome(gate, *tool_outcome(output), "ToolException"):
         return
     handoff = _HANDOFF_TOOL.match(call.name)
     if handoff is not None:

@@ -15,7 +15,12 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from otel_loopguard.kit.tool_gate import GatedCall, function_tool_attributes, tool_gate_wrapper
+from otel_loopguard.kit.tool_gate import (
+    GatedCall,
+    function_tool_attributes,
+    record_outcome,
+    tool_gate_wrapper,
+)
 
 # the agent a workflow is running a tool for, and the model's id for the call (set by the
 # workflow wrappers; a tool called outside an agent workflow has neither)
@@ -68,11 +73,7 @@ def _read_call(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
 
 def _report(gate: Any, output: Any, call: GatedCall) -> None:
     """Hand the outcome to the gate (the kit counts our errors here, never raises them)."""
-    content, error_text = tool_outcome(output)
-    if error_text is None:
-        gate.set_result(content)
-    else:
-        gate.set_error("ToolError", error_text)
+    record_outcome(gate, *tool_outcome(output))
 
 
 def tool_wrapper(tracer: Tracer) -> Callable[..., Any]:
