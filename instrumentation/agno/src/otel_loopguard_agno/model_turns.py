@@ -26,12 +26,12 @@ Agno keeps no finish reason (its ``ModelResponse`` has none): none is reported.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from otel_loopguard.kit.model_turn import ModelCall, model_turn_wrapper
 from otel_loopguard.kit.streamed_turns import model_turn_stream
+from otel_loopguard.kit.tool_gate import json_arguments
 from otel_loopguard_agno.runs import raise_held
 
 
@@ -93,13 +93,9 @@ def _message_report(model: Any, message: Any) -> dict[str, Any]:
 
 
 def _arguments(raw: Any) -> Any:
-    """A call's arguments as the tool gets them (Agno parses the JSON the same way)."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return raw
-    return raw
+    """A call's arguments as the tool gets them (Agno parses the JSON the same way: blank
+    text is no arguments)."""
+    return json_arguments(raw, blank=dict)
 
 
 def _tokens(value: Any) -> int | None:

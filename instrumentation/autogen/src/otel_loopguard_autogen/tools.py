@@ -20,7 +20,6 @@ Why these hook points (autogen-agentchat 0.7):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +27,7 @@ from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt, get_guard
 from otel_loopguard.kit.scoped_call import Wrapper
+from otel_loopguard.kit.tool_gate import json_arguments
 from otel_loopguard_autogen.runs import hold_back, interrupt_for_host, raise_if_stopped
 
 STOPPED_RESULT = "Error: the run was stopped by otel-loopguard; this tool call did not run."
@@ -129,9 +129,4 @@ def _stopped_result(call: Any) -> tuple[Any, Any]:
 
 def decode_arguments(arguments: Any) -> Any:
     """The model's JSON arguments as a value, so signatures ignore key order and spacing."""
-    if isinstance(arguments, str) and len(arguments) <= 65_536:
-        try:
-            return json.loads(arguments)
-        except (ValueError, RecursionError):
-            return arguments
-    return arguments
+    return json_arguments(arguments, max_chars=65_536)
