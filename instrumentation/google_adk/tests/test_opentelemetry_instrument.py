@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from otel_loopguard_testing import console_decisions, run_suite_app
+from otel_loopguard_testing import (
+    assert_console_handoff_cycle_stopped,
+    assert_console_loop_stopped,
+    assert_console_streamed_run_completed,
+    assert_console_usage,
+    console_actions,
+    console_named,
+    run_suite_app,
+)
 from scripted_models import CANDIDATE_TOKENS, PROMPT_TOKENS
 
 TESTS = Path(__file__).parent
@@ -20,26 +28,16 @@ def ours(spans: list[dict], name: str) -> list[dict]:
     """Our spans called ``name``: ADK makes spans of the same names, which carry attributes
     ours never set (``gen_ai.tool.type`` on its tool spans, ``gen_ai.agent.description`` on
     its agent spans); the console exporter prints no instrumentation scope."""
-    adk_only = {"gen_ai.tool.type", "gen_ai.agent.description"}
-    return [s for s in spans if s["name"] == name and adk_only.isdisjoint(s["attributes"])]
+    return console_named(spans, name, without=("gen_ai.tool.type", "gen_ai.agent.description"))
 
 
 def test_looping_agent_is_stopped_under_opentelemetry_instrument():
     outcome, spans = run_instrumented("agent", "enforce")
 
-    assert outcome["interrupted"] is True
-    assert "repetition" in outcome["detectors"]
-    assert outcome["executions"] == 3  # ADK's own execute_tool spans are not counted again
-    (agent,) = ours(spans, "invoke_agent researcher")
-    assert agent["attributes"]["loopguard.run.state"] == "stopped"
+    # three executions: ADK's own execute_tool spans are not counted again
+    agent, _ = assert_console_loop_stopped(outcome, spans, "researcher", pick=ours)
     # ADK's generate_content spans report the turns and ours stay quiet: each counted once
-    calls = outcome["model_calls"]
-    assert agent["attributes"]["gen_ai.usage.input_tokens"] == calls * PROMPT_TOKENS
-    assert agent["attributes"]["gen_ai.usage.output_tokens"] == calls * CANDIDATE_TOKENS
-    tools = ours(spans, "execute_tool search")
-    assert len(tools) == 3
-    assert {s["context"]["trace_id"] for s in tools} == {agent["context"]["trace_id"]}
-    assert any(console_decisions(s, "stop") for s in tools)
+    assert_console_usage(agent, outcome["model_calls"], PROMPT_TOKENS, CANDIDATE_TOKENS)
 
 
 def test_a_streamed_answer_counts_once_under_opentelemetry_instrument():
@@ -47,20 +45,15 @@ def test_a_streamed_answer_counts_once_under_opentelemetry_instrument():
     the answer's first chunk: the turn counts once, not once more by us."""
     outcome, spans = run_instrumented("streamed", "enforce")
 
-    assert outcome == {"interrupted": False, "executions": 3, "model_calls": 4}
-    (agent,) = ours(spans, "invoke_agent researcher")
-    assert agent["attributes"]["loopguard.run.state"] == "completed"
-    assert agent["attributes"]["gen_ai.usage.input_tokens"] == 4 * PROMPT_TOKENS
-    assert agent["attributes"]["gen_ai.usage.output_tokens"] == 4 * CANDIDATE_TOKENS
+    assert_console_streamed_run_completed(
+        outcome, spans, "researcher", PROMPT_TOKENS, CANDIDATE_TOKENS, pick=ours
+    )
 
 
 def test_ping_pong_is_stopped_under_opentelemetry_instrument():
     outcome, spans = run_instrumented("ping_pong", "enforce")
 
-    assert outcome["interrupted"] is True
-    assert outcome["detectors"] == ["handoff_cycle"]
-    (run,) = ours(spans, "invoke_agent coordinator")
-    assert run["attributes"]["loopguard.run.state"] == "stopped"
+    assert_console_handoff_cycle_stopped(outcome, spans, "coordinator", pick=ours)
 
 
 def test_observe_mode_under_opentelemetry_instrument_changes_nothing():
@@ -69,10 +62,4 @@ def test_observe_mode_under_opentelemetry_instrument_changes_nothing():
     assert outcome["interrupted"] is False
     assert outcome["adk_limit"] is True  # ADK's own max_llm_calls ended it
     assert outcome["executions"] == 8
-    actions = [
-        e["attributes"]["loopguard.action"]
-        for s in spans
-        for e in s["events"]
-        if e["name"] == "loopguard.decision"
-    ]
-    assert "stop" in actions  # recorded, not enforced
+    assert "stop" in console_actions(spans)  # recorded, not enforced

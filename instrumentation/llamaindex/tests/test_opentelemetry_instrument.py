@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from otel_loopguard_testing import console_decisions, run_console_program
+from otel_loopguard_testing import (
+    assert_console_search_loop_observed,
+    assert_console_search_loop_stopped,
+    run_console_program,
+)
 
 PROGRAM = Path(__file__).parent / "programs" / "looping_agent.py"
 
@@ -18,24 +22,11 @@ def test_enforce_mode_stops_the_streamed_loop_under_opentelemetry_instrument():
         PROGRAM, "--stream", extra_args=("--loopguard_mode", "enforce")
     )
 
-    assert outcome["interrupted"] is True
-    assert outcome["action"] == "stop"
-    assert 1 <= outcome["executions"] <= 4
-    tools = [s for s in spans if s["name"] == "execute_tool search"]
-    ran = [s for s in tools if s["attributes"].get("error.type") != "LoopGuardInterrupt"]
-    assert len(ran) == outcome["executions"]
-    assert any(console_decisions(s, "stop") for s in tools)
-    (agent,) = [s for s in spans if s["name"] == "invoke_agent support_agent"]
-    assert agent["attributes"]["loopguard.run.state"] == "stopped"
-    assert all(s["context"]["trace_id"] == agent["context"]["trace_id"] for s in tools)
+    assert_console_search_loop_stopped(outcome, spans, "support_agent")
 
 
 def test_observe_mode_under_opentelemetry_instrument_changes_nothing():
     outcome, spans = run_console_program(PROGRAM, env={"OTEL_LOOPGUARD_MODE": "observe"})
 
-    assert outcome["interrupted"] is False
-    assert outcome["executions"] == 12
+    assert_console_search_loop_observed(outcome, spans, executions=12)
     assert outcome["answer"] == "I could not find the price."
-    tools = [s for s in spans if s["name"] == "execute_tool search"]
-    assert len(tools) == 12
-    assert any(console_decisions(s, "stop") for s in tools)

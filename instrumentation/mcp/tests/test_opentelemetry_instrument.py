@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 from otel_loopguard_testing import (
-    OTLPReceiver,
-    printed_count,
+    assert_interrupted_process,
     received_decisions,
-    run_under_opentelemetry_instrument,
+    run_script_with_receiver,
 )
 
 TESTS = Path(__file__).resolve().parent
@@ -58,25 +57,18 @@ AGENT_SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize("transport", ["stdio", "in-process"])
 def test_enforce_mode_interrupts_the_run_in_a_real_process(tmp_path, transport):
-    script = tmp_path / "agent.py"
-    script.write_text(AGENT_SCRIPT, encoding="utf-8")
     log = tmp_path / "executions.txt"
     log.touch()
-    with OTLPReceiver() as receiver:
-        completed = run_under_opentelemetry_instrument(
-            script,
-            receiver,
-            extra_args=("--loopguard_mode", "enforce"),
-            script_args=("--in-process",) if transport == "in-process" else (),
-            env={"PYTHONPATH": str(TESTS), "TESTS": str(TESTS), "KB_EXECUTIONS_FILE": str(log)},
-        )
-        spans = receiver.spans()
+    completed, spans = run_script_with_receiver(
+        tmp_path,
+        AGENT_SCRIPT,
+        extra_args=("--loopguard_mode", "enforce"),
+        script_args=("--in-process",) if transport == "in-process" else (),
+        env={"PYTHONPATH": str(TESTS), "TESTS": str(TESTS), "KB_EXECUTIONS_FILE": str(log)},
+    )
 
-    assert completed.returncode != 0
-    assert "LoopGuardInterrupt" in completed.stderr, completed.stderr[-2000:]
+    executions = assert_interrupted_process(completed)
     assert "ANSWER" not in completed.stdout
-    executions = printed_count(completed.stdout, "EXECUTIONS")
-    assert 1 <= executions <= 4
     tool_spans = [s for s in spans if s.name == "execute_tool search"]
     assert len(tool_spans) == executions
     (agent_span,) = [s for s in spans if s.name == "invoke_agent researcher"]

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from otel_loopguard_testing import (
-    OTLPReceiver,
     ReceivedSpan,
+    assert_interrupted_process,
     printed_count,
     received_decisions,
-    run_under_opentelemetry_instrument,
+    run_script_with_receiver,
 )
 
 TESTS = Path(__file__).resolve().parent
@@ -36,26 +37,19 @@ AGENT_SCRIPT = textwrap.dedent(
 )
 
 
-def _run(tmp_path: Path, mode: str) -> tuple[object, list[ReceivedSpan]]:
-    script = tmp_path / "agent.py"
-    script.write_text(AGENT_SCRIPT, encoding="utf-8")
-    with OTLPReceiver() as receiver:
-        completed = run_under_opentelemetry_instrument(
-            script,
-            receiver,
-            extra_args=("--loopguard_mode", mode),
-            env={"PYTHONPATH": str(TESTS), "OPENAI_AGENTS_DISABLE_TRACING": "1"},
-        )
-        return completed, receiver.spans()
+def _run(tmp_path: Path, mode: str) -> tuple[Any, list[ReceivedSpan]]:
+    return run_script_with_receiver(
+        tmp_path,
+        AGENT_SCRIPT,
+        extra_args=("--loopguard_mode", mode),
+        env={"PYTHONPATH": str(TESTS), "OPENAI_AGENTS_DISABLE_TRACING": "1"},
+    )
 
 
 def test_enforce_mode_interrupts_the_run_in_a_real_process(tmp_path):
     completed, spans = _run(tmp_path, "enforce")
 
-    assert completed.returncode != 0
-    assert "LoopGuardInterrupt" in completed.stderr, completed.stderr[-2000:]
-    executions = printed_count(completed.stdout, "EXECUTIONS")
-    assert 1 <= executions <= 4
+    executions = assert_interrupted_process(completed)
     tool_spans = [s for s in spans if s.name == "execute_tool search"]
     executed = [s for s in tool_spans if s.attributes.get("error.type") != "LoopGuardInterrupt"]
     assert len(executed) == executions

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 from otel_loopguard_testing import (
-    OTLPReceiver,
-    printed_count,
+    assert_interrupted_process,
     received_decisions,
-    run_under_opentelemetry_instrument,
+    run_script_with_receiver,
 )
 
 TESTS = Path(__file__).resolve().parent
@@ -41,22 +40,15 @@ AGENT_SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize("own_spans", [False, True], ids=["our-spans", "pydantic-ai-spans"])
 def test_enforce_mode_interrupts_the_run_in_a_real_process(tmp_path, own_spans):
-    script = tmp_path / "agent.py"
-    script.write_text(AGENT_SCRIPT, encoding="utf-8")
-    with OTLPReceiver() as receiver:
-        completed = run_under_opentelemetry_instrument(
-            script,
-            receiver,
-            extra_args=("--loopguard_mode", "enforce"),
-            script_args=("--pydantic-ai-spans",) if own_spans else (),
-            env={"PYTHONPATH": str(TESTS)},
-        )
-        spans = receiver.spans()
+    completed, spans = run_script_with_receiver(
+        tmp_path,
+        AGENT_SCRIPT,
+        extra_args=("--loopguard_mode", "enforce"),
+        script_args=("--pydantic-ai-spans",) if own_spans else (),
+        env={"PYTHONPATH": str(TESTS)},
+    )
 
-    assert completed.returncode != 0
-    assert "LoopGuardInterrupt" in completed.stderr, completed.stderr[-2000:]
-    executions = printed_count(completed.stdout, "EXECUTIONS")
-    assert 1 <= executions <= 4
+    executions = assert_interrupted_process(completed)
     tool_spans = [s for s in spans if s.name == "execute_tool search"]
     executed = [s for s in tool_spans if s.attributes.get("error.type") != "LoopGuardInterrupt"]
     assert len(executed) == executions  # one span per execution, never two
@@ -87,20 +79,15 @@ BUDGET_SCRIPT = textwrap.dedent(
 def test_a_token_budget_stops_the_run_in_a_real_process(tmp_path):
     """``--loopguard_token_budget``: the model turns of a run without pydantic-ai's own
     instrumentation count, and the turn that goes over ends the run before its tools run."""
-    script = tmp_path / "agent.py"
-    script.write_text(BUDGET_SCRIPT, encoding="utf-8")
-    with OTLPReceiver() as receiver:
-        completed = run_under_opentelemetry_instrument(
-            script,
-            receiver,
-            extra_args=("--loopguard_mode", "enforce", "--loopguard_token_budget", "120"),
-            env={"PYTHONPATH": str(TESTS)},
-        )
-        spans = receiver.spans()
+    completed, spans = run_script_with_receiver(
+        tmp_path,
+        BUDGET_SCRIPT,
+        extra_args=("--loopguard_mode", "enforce", "--loopguard_token_budget", "120"),
+        env={"PYTHONPATH": str(TESTS)},
+    )
 
-    assert completed.returncode != 0
-    assert "LoopGuardInterrupt" in completed.stderr, completed.stderr[-2000:]
-    assert printed_count(completed.stdout, "MODEL_CALLS") == 3  # 150 tokens after the third
+    model_calls = assert_interrupted_process(completed, "MODEL_CALLS")
+    assert model_calls == 3  # 150 tokens after the third
     (run,) = [s for s in spans if s.name == "invoke_agent researcher"]
     assert run.attributes["loopguard.run.state"] == "budget_exceeded"
     assert run.attributes["gen_ai.usage.input_tokens"] == 3 * 40

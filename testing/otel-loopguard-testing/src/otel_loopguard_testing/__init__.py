@@ -13,6 +13,9 @@ One module per job; every name a suite uses is importable from here too:
   (``Answer``, :func:`always`, :class:`CountingSearch`, :func:`forbidden`,
   :func:`sdk_chat_attributes`).
 - :mod:`.agent_checks`: what the agent-framework suites check alike after a run.
+- :mod:`.program_checks`: what the suites check alike on a program run under
+  ``opentelemetry-instrument`` (its outcome and console spans, or its process and the
+  spans a receiver got); :func:`run_script_with_receiver`.
 - :mod:`.chat_loop`: the agent loop an application writes over an OpenAI-shaped chat API,
   and what the chat-loop suites check alike.
 - :mod:`.scripted_openai`: a scripted OpenAI API behind the SDK's own HTTP client (or on a
@@ -54,6 +57,20 @@ from .instrument_runner import (
 )
 from .lifecycle import SpanLifecycle
 from .metrics import metric_counter
+from .program_checks import (
+    Spans,
+    assert_console_budget_stopped,
+    assert_console_handoff_cycle_stopped,
+    assert_console_loop_stopped,
+    assert_console_search_loop_observed,
+    assert_console_search_loop_stopped,
+    assert_console_streamed_run_completed,
+    assert_console_usage,
+    assert_interrupted_process,
+    console_actions,
+    console_named,
+    run_script_with_receiver,
+)
 from .receiver import OTLPReceiver, ReceivedSpan, received_decisions
 from .scripted_models import (
     QUESTION,
@@ -74,16 +91,27 @@ __all__ = [
     "OTLPReceiver",
     "ReceivedSpan",
     "SpanLifecycle",
+    "Spans",
     "Testbed",
     "always",
+    "assert_console_budget_stopped",
+    "assert_console_handoff_cycle_stopped",
+    "assert_console_loop_stopped",
+    "assert_console_search_loop_observed",
+    "assert_console_search_loop_stopped",
+    "assert_console_streamed_run_completed",
+    "assert_console_usage",
     "assert_expected_build",
     "assert_genai_chat_span",
+    "assert_interrupted_process",
     "assert_productive_run",
     "assert_ran_untouched_by_our_error",
     "assert_run_totals",
     "assert_stopped_on_a_permanent_failure",
     "assert_vetoed_by_the_token_budget",
+    "console_actions",
     "console_decisions",
+    "console_named",
     "console_spans",
     "forbidden",
     "harness_fixtures",
@@ -95,6 +123,7 @@ __all__ = [
     "received_decisions",
     "run_chat_tool_loop",
     "run_console_program",
+    "run_script_with_receiver",
     "run_suite_app",
     "run_under_opentelemetry_instrument",
     "sdk_chat_attributes",
