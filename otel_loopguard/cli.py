@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
 from collections.abc import Sequence
 
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="otel-loopguard",
         description="Detect and stop AI agent loops from OpenTelemetry spans.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
     for module_name in SUBCOMMANDS:
         try:
@@ -34,6 +36,16 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         module.add_parser(subparsers)
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version, else the package's own."""
+    try:
+        return importlib.metadata.version("otel-loopguard")
+    except importlib.metadata.PackageNotFoundError:
+        from otel_loopguard import __version__
+
+        return __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +75,54 @@ def test_price_table_loads_and_bad_file_means_unknown_cost(
         assert LoopGuardConfig(prices=str(bad)).load_prices() == {}
     assert "OTEL_LOOPGUARD_PRICES" in caplog.text
     assert LoopGuardConfig(prices=str(tmp_path / "missing.json")).load_prices() == {}
+
+
+@pytest.mark.parametrize(
+    ("field", "bad", "expected"),
+    [
+        ("mode", "destroy", "expected one of: observe, enforce"),
+        ("timeout", "-1", "expected a number >= 0"),
+        ("max_runs", "ten", "expected a whole number >= 1"),
+        ("similarity_threshold", "2", "expected a number > 0 and <= 1"),
+        ("enabled", "maybe", "expected true or false; using the default true"),
+    ],
+)
+def test_warnings_say_what_is_accepted_in_plain_words(
+    field: str, bad: str, expected: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No pydantic internals (``Literal['observe', 'enforce']``, ``Ge(ge=0)``) in a warning;
+    the flag that sets the variable is named too, for a user who never wrote the variable."""
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.engine.config"):
+        LoopGuardConfig.from_env({LoopGuardConfig.env_name(field): bad})
+    message = caplog.records[-1].getMessage()
+    assert expected in message
+    assert f"--loopguard_{field}" in message and LoopGuardConfig.env_name(field) in message
+    for internal in ("Literal[", "Ge(", "Gt(", "Le(", "typing."):
+        assert internal not in message
+
+
+def test_a_bad_flag_of_opentelemetry_instrument_is_reported_by_its_flag_name(
+    tmp_path: Path,
+) -> None:
+    instrument = Path(sys.executable).parent / "opentelemetry-instrument"
+    if not instrument.exists():
+        pytest.skip("opentelemetry-instrument is not installed next to this Python")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("OTEL_LOOPGUARD_", "OTEL_EXPORTER_OTLP"))
+    }
+    env.update(OTEL_TRACES_EXPORTER="none", OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none")
+    result = subprocess.run(
+        [str(instrument), "--loopguard_mode", "destroy", sys.executable, "-c", "print('ran')"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ran" in result.stdout
+    warnings = [line for line in result.stderr.splitlines() if "'destroy'" in line]
+    assert len(warnings) == 1, result.stderr
+    assert "--loopguard_mode" in warnings[0] and "expected one of: observe, enforce" in warnings[0]

@@ -6,12 +6,20 @@ trace file is read back as the OTLP JSON it claims to be.
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 
 def run_demo(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, Any]:
@@ -172,3 +180,129 @@ def test_the_demo_trace_replays_to_the_same_stop(tmp_path: Path) -> None:
     stopped = [run for run in report["runs"] if run["first_stop"] is not None]
     assert len(stopped) == 1
     assert stopped[0]["agent"] == "support-agent"
+
+
+# --- OTLP export: only what got through is claimed ---------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def timed_demo(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[float, str]:
+    started = time.monotonic()
+    code, output, trace = run_demo(tmp_path, *args, env=env)
+    elapsed = time.monotonic() - started
+    assert code == 0, output
+    assert trace is not None  # the trace file is written whatever happens to the export
+    return elapsed, output
+
+
+def test_an_unreachable_endpoint_costs_no_time_and_is_said_once(tmp_path: Path) -> None:
+    """The viewing stack is down: the demo runs as fast as without it, says so once, and
+    claims no export (it used to retry for 30 s, print twenty errors, then claim it)."""
+    endpoint = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    normal, _ = timed_demo(tmp_path)
+    elapsed, output = timed_demo(tmp_path, env={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
+    assert elapsed < normal + 3, (elapsed, normal)
+    about_it = [line for line in output.splitlines() if endpoint in line]
+    assert len(about_it) == 1, output
+    assert "could not reach" in about_it[0]
+    assert "exported to" not in output
+    assert "Traceback" not in output and "retrying" not in output
+    assert "LoopGuardInterrupt" in output  # the demo itself ran as usual
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    """An OTLP/HTTP endpoint that answers ``status`` and keeps what it was sent."""
+
+    status = 200
+    posts: list[tuple[float, str, bytes]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).posts.append((time.monotonic(), self.path, body))
+        self.send_response(type(self).status)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def receiver() -> Iterator[tuple[str, type[Receiver]]]:
+    handler = type("TestReceiver", (Receiver,), {"status": 200, "posts": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_listening_endpoint_gets_spans_and_metrics_and_the_demo_says_so(
+    tmp_path: Path, receiver: tuple[str, type[Receiver]]
+) -> None:
+    endpoint, handler = receiver
+    _, output = timed_demo(tmp_path, env={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
+    paths = {path for _, path, _ in handler.posts}
+    assert {"/v1/traces", "/v1/metrics"} <= paths
+    assert f"spans and metrics exported to {endpoint}" in output
+    assert "could not reach" not in output
+
+
+def test_failed_exports_are_said_once_and_never_claimed(
+    tmp_path: Path, receiver: tuple[str, type[Receiver]]
+) -> None:
+    endpoint, handler = receiver
+    handler.status = 400  # something listens, but it is not taking OTLP
+    _, output = timed_demo(tmp_path, env={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
+    assert handler.posts
+    about_it = [line for line in output.splitlines() if endpoint in line]
+    assert len(about_it) == 1 and "export failed" in about_it[0], output
+    assert "exported to" not in output and "Traceback" not in output
+
+
+def test_warmup_and_keep_exporting_spread_the_metrics_over_time(
+    tmp_path: Path, receiver: tuple[str, type[Receiver]]
+) -> None:
+    """What the viewing path runs: the collector hears the zero series before the agents
+    start, the counters as they rise, and the final values for a while after the runs,
+    so Prometheus' rate() and increase() panels have two samples around each change."""
+    endpoint, handler = receiver
+    started = time.monotonic()
+    _, output = timed_demo(
+        tmp_path,
+        "--warmup",
+        "1",
+        "--keep-exporting",
+        "3",
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint},
+    )
+    metrics = [(at - started, body) for at, path, body in handler.posts if path == "/v1/metrics"]
+    # warmup: runs' zero series exported before any decision exists
+    assert b"loopguard.runs" in metrics[0][1] and b"loopguard.decisions" not in metrics[0][1]
+    assert any(b"loopguard.decisions" in body for _, body in metrics)
+    # after the agents: at least one periodic export (every 2 s) and the final one
+    after_runs = [body for _, body in metrics if b"loopguard.decisions" in body]
+    assert len(after_runs) >= 2, [round(at, 1) for at, _ in metrics]
+    assert "exporting metrics to" in output
+    assert f"spans and metrics exported to {endpoint}" in output
+
+
+def test_observe_mode_says_what_the_stop_would_have_saved(tmp_path: Path) -> None:
+    """The same STOP point in both modes: observe reports what enforce saved."""
+    saved = re.compile(r"saved (\d+) calls / ([\d,]+) tokens")
+    _, enforced, _ = run_demo(tmp_path, "--scenario", "all")
+    code, observed, _ = run_demo(tmp_path, "--scenario", "all", "--mode", "observe")
+    assert code == 0, observed
+    assert "enforce would have saved" in observed
+    in_enforce, in_observe = saved.findall(enforced), saved.findall(observed)
+    assert len(in_enforce) == 3 and in_observe == in_enforce
+    assert "call(s)" not in enforced

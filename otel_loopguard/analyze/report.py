@@ -323,7 +323,8 @@ class TextReport(Report):
             else "no --fail-on"
         )
         self.out.write(
-            f"\nsummary: {totals.runs} runs ({actions or 'none'}), {totals.stopped} would have "
+            f"\nsummary: {totals.runs} run{'s' if totals.runs != 1 else ''} "
+            f"({actions or 'none'}), {totals.stopped} would have "
             f"stopped{saved}; {spans:,} spans{skipped}; {verdict}\n"
         )
         if seen.forced_flushes:

@@ -3,8 +3,9 @@
 Runs scripted agents (no API key, no network) under the real plugin, in ``enforce`` mode
 unless ``--mode``/``OTEL_LOOPGUARD_MODE`` says otherwise, prints a live timeline, writes the
 trace as OTLP JSON for ``otel-loopguard analyze`` or Jaeger, exports over OTLP when
-``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, and with ``--serve-metrics PORT`` keeps a Prometheus
-``/metrics`` endpoint up until interrupted.
+``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (after a quick check that something listens there;
+``--keep-exporting`` keeps the metrics going after the runs), and with ``--serve-metrics
+PORT`` keeps a Prometheus ``/metrics`` endpoint up until interrupted.
 """
 
 from __future__ import annotations
@@ -21,12 +22,19 @@ from otel_loopguard.demo.scenarios import SCENARIOS
 
 DEFAULT_TRACE_FILE = "loopguard-demo-trace.json"
 
+#: what ``otel-loopguard demo --help`` says first (plain text: argparse shows it as written)
+DESCRIPTION = (
+    "Watch a stuck agent get stopped, offline, in a few seconds: scripted agents (no API key, "
+    "no network) run under the real plugin; the trace is written as OTLP JSON, and exported "
+    "over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set."
+)
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo",
         help="watch a scripted agent loop get caught and stopped (offline)",
-        description=__doc__.splitlines()[0] if __doc__ else None,
+        description=DESCRIPTION,
     )
     parser.add_argument(
         "--scenario",
@@ -64,8 +72,17 @@ def add_parser(subparsers: Any) -> None:
         type=float,
         default=0.0,
         metavar="SECONDS",
-        help="with --serve-metrics: serve this long before the agents start, so a scraper "
-        "sees the counters rise (rate() needs two scrapes around a change)",
+        help="with --serve-metrics or an OTLP endpoint: serve or export the metrics this long "
+        "before the agents start, so Prometheus sees the counters rise (rate() needs two "
+        "scrapes around a change)",
+    )
+    parser.add_argument(
+        "--keep-exporting",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with an OTLP endpoint: keep exporting the metrics (every 2 s) this long after "
+        "the agents end, before exiting (Ctrl-C ends it sooner)",
     )
     parser.set_defaults(handler=run)
 
@@ -76,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
 
     from otel_loopguard.demo.runner import (
         DecisionFeed,
+        OtlpExport,
         build_tracer_provider,
-        otlp_metric_reader,
         run_scenario,
     )
     from otel_loopguard.demo.timeline import Timeline
@@ -90,8 +107,11 @@ def run(args: argparse.Namespace) -> int:
     if mode not in ("enforce", "observe"):
         mode = "enforce"  # LoopGuardConfig.from_env warns about the bad variable itself
     pace = args.pace if args.pace is not None else (0.15 if sys.stdout.isatty() else 0.0)
-    if (args.pace is not None and args.pace < 0) or args.warmup < 0:
-        print("otel-loopguard demo: --pace and --warmup must be >= 0", file=sys.stderr)
+    if (args.pace is not None and args.pace < 0) or args.warmup < 0 or args.keep_exporting < 0:
+        print(
+            "otel-loopguard demo: --pace, --warmup and --keep-exporting must be >= 0",
+            file=sys.stderr,
+        )
         return 2
 
     service = os.environ.get("OTEL_SERVICE_NAME", "otel-loopguard-demo")
@@ -101,13 +121,23 @@ def run(args: argparse.Namespace) -> int:
         if reader is None:
             return 2
         readers.append(reader)
-    otlp_reader = otlp_metric_reader()
+    otlp = OtlpExport()
+    unreachable = otlp.unreachable_line()
+    if unreachable:
+        print(unreachable, file=sys.stderr)
+    otlp_reader = otlp.metric_reader()
     if otlp_reader is not None:
         readers.append(otlp_reader)
+    elif args.keep_exporting > 0 and not unreachable:
+        print(
+            "otel-loopguard demo: --keep-exporting needs OTEL_EXPORTER_OTLP_ENDPOINT "
+            "(or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT); ignored",
+            file=sys.stderr,
+        )
     meter_provider = MeterProvider(
         resource=Resource.create({"service.name": service}), metric_readers=readers
     )
-    tracer_provider, collected = build_tracer_provider(service)
+    tracer_provider, collected = build_tracer_provider(service, otlp)
     guard = LoopGuard(
         LoopGuardConfig.from_env(mode=mode),
         meter_provider=meter_provider,
@@ -117,8 +147,12 @@ def run(args: argparse.Namespace) -> int:
         LoopGuardSpanProcessor(guard, tracer_provider=tracer_provider)
     )
     tracer = tracer_provider.get_tracer("otel_loopguard.demo")
-    if args.serve_metrics is not None and args.warmup > 0:
-        time.sleep(args.warmup)
+    if readers and args.warmup > 0:
+        if otlp_reader is not None:
+            meter_provider.force_flush()  # the zero series reach the collector at once
+        print(f"warming up: metrics out for {args.warmup:g} s before the agents start")
+        sys.stdout.flush()
+        _wait(args.warmup)
     timeline = Timeline()
     feed = DecisionFeed(guard)
 
@@ -135,15 +169,23 @@ def run(args: argparse.Namespace) -> int:
             print(f"otel-loopguard demo: cannot write {trace_file}: {exc}", file=sys.stderr)
             trace_file = None
     timeline.summary(outcomes, trace_file)
-    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
-        print(f"spans and metrics exported to {os.environ['OTEL_EXPORTER_OTLP_ENDPOINT']}")
     meter_provider.force_flush()
     if args.serve_metrics is not None:
         print(f"serving metrics at http://127.0.0.1:{args.serve_metrics}/metrics (Ctrl-C stops)")
         sys.stdout.flush()
-        _wait_for_signal()
+        _wait(None)
+    elif otlp_reader is not None and args.keep_exporting > 0:
+        print(
+            f"exporting metrics to {otlp.endpoints['metrics']} for {args.keep_exporting:g} s "
+            "more (Ctrl-C ends it sooner)"
+        )
+        sys.stdout.flush()
+        _wait(args.keep_exporting)
     tracer_provider.shutdown()
     meter_provider.shutdown()
+    report = otlp.report()
+    if report:
+        print(report)
     return 0
 
 
@@ -166,11 +208,14 @@ def _prometheus_reader(port: int) -> Any:
     return PrometheusMetricReader()
 
 
-def _wait_for_signal() -> None:
+def _wait(seconds: float | None) -> None:
+    """Sleep ``seconds`` (``None``: until a signal); Ctrl-C or SIGTERM ends it early."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    deadline = None if seconds is None else time.monotonic() + seconds
     try:
-        while not stop.wait(0.5):
-            pass
+        while not stop.wait(0.5 if deadline is None else min(0.5, deadline - time.monotonic())):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
     except KeyboardInterrupt:
         pass

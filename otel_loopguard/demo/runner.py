@@ -10,10 +10,15 @@ scripted, so the demo needs no API key and no network.
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
+import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -61,54 +66,176 @@ class Outcome:
     decisions: list[Decision] = field(default_factory=list)
 
 
-def build_tracer_provider(service_name: str) -> tuple[TracerProvider, CollectingExporter]:
+def build_tracer_provider(
+    service_name: str, otlp: OtlpExport | None = None
+) -> tuple[TracerProvider, CollectingExporter]:
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     collector = CollectingExporter()
     provider.add_span_processor(SimpleSpanProcessor(collector))
-    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-    )
-    if endpoint:
+    exporter = otlp.span_exporter() if otlp is not None else None
+    if exporter is not None:
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-        provider.add_span_processor(BatchSpanProcessor(_otlp_span_exporter()))
+        provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider, collector
 
 
-def _protocol() -> str:
-    return (
-        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-        or "http/protobuf"
-    )
+#: seconds the demo gives its OTLP exporters per export, unless OTEL_EXPORTER_OTLP_TIMEOUT says
+EXPORT_TIMEOUT = 5.0
+#: seconds the quick check that something listens at the endpoint may take
+PROBE_TIMEOUT = 1.0
+_TIMEOUT_VARIABLES = {
+    "spans": ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"),
+    "metrics": ("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"),
+}
 
 
-def _otlp_span_exporter() -> SpanExporter:
-    if _protocol() == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-    else:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[assignment]
-            OTLPSpanExporter,
+def otlp_endpoints(environ: Mapping[str, str]) -> dict[str, str]:
+    """Where OTLP spans and metrics go (``{"spans": url, "metrics": url}``), as the SDK reads it."""
+    general = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    endpoints = {}
+    for signal, variable in (
+        ("spans", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        ("metrics", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"),
+    ):
+        endpoint = environ.get(variable, "").strip() or general
+        if endpoint:
+            endpoints[signal] = endpoint
+    return endpoints
+
+
+def unreachable(endpoint: str, timeout: float = PROBE_TIMEOUT) -> str | None:
+    """Why nothing answers at ``endpoint`` (one short TCP connect); ``None`` if something does."""
+    parsed = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    if parsed.scheme == "unix":
+        return None  # a socket file: left to the exporter
+    try:
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    except ValueError:
+        return "not a valid address"
+    if not parsed.hostname:
+        return "not a valid address"
+    try:
+        with socket.create_connection((parsed.hostname, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        return reason[:1].lower() + reason[1:]
+
+
+class OtlpExport:
+    """The demo's OTLP export: the endpoints, whether anything listens there, what got through.
+
+    Each endpoint gets one quick TCP connect before the demo starts: one nothing answers at
+    is left out (no exporter, no retries, no waiting) and :meth:`unreachable_line` says so
+    once. The exporters count their exports, so :meth:`report` claims only what happened;
+    their own retry logs are kept quiet, the report says it once instead.
+    """
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        self._env = env
+        configured = otlp_endpoints(env)
+        reasons = {endpoint: unreachable(endpoint) for endpoint in set(configured.values())}
+        self.unreachable = {e: r for e, r in reasons.items() if r is not None}
+        self.endpoints = {s: e for s, e in configured.items() if e not in self.unreachable}
+        self._lock = threading.Lock()
+        self._counts = {signal: [0, 0] for signal in self.endpoints}  # [succeeded, failed]
+        if self.endpoints:
+            quiet = logging.getLogger("opentelemetry.exporter.otlp")
+            quiet.addHandler(logging.NullHandler())
+            quiet.propagate = False
+
+    def unreachable_line(self) -> str | None:
+        """One line for the endpoints nothing answers at, or ``None``."""
+        if not self.unreachable:
+            return None
+        where = ", ".join(f"{e} ({r})" for e, r in sorted(self.unreachable.items()))
+        return (
+            f"otel-loopguard demo: could not reach the OTLP endpoint {where}; nothing is "
+            "exported there (is the viewing stack up?)"
         )
-    return OTLPSpanExporter()
 
+    def _timeout(self, signal: str) -> dict[str, float]:
+        if any(self._env.get(name) for name in _TIMEOUT_VARIABLES[signal]):
+            return {}
+        return {"timeout": EXPORT_TIMEOUT}
 
-def otlp_metric_reader() -> Any:
-    """A periodic OTLP metric reader when an endpoint is configured, else ``None``."""
-    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
-        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
-    )
-    if not endpoint:
-        return None
-    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    def _protocol(self, signal: str) -> str:
+        specific = f"OTEL_EXPORTER_OTLP_{'TRACES' if signal == 'spans' else 'METRICS'}_PROTOCOL"
+        general = self._env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        return self._env.get(specific) or general or "http/protobuf"
 
-    if _protocol() == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-    else:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (  # type: ignore[assignment]
-            OTLPMetricExporter,
+    def _count(self, signal: str, ok: bool) -> None:
+        with self._lock:
+            self._counts[signal][0 if ok else 1] += 1
+
+    def span_exporter(self) -> SpanExporter | None:
+        if "spans" not in self.endpoints:
+            return None
+        if self._protocol("spans") == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        else:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[assignment]
+                OTLPSpanExporter,
+            )
+        counted = _counting(OTLPSpanExporter, self, "spans", SpanExportResult)
+        return counted(**self._timeout("spans"))  # type: ignore[no-any-return]
+
+    def metric_reader(self) -> Any:
+        """A periodic OTLP metric reader (every 2 s), or ``None`` without a reachable endpoint."""
+        if "metrics" not in self.endpoints:
+            return None
+        from opentelemetry.sdk.metrics.export import (
+            MetricExportResult,
+            PeriodicExportingMetricReader,
         )
-    return PeriodicExportingMetricReader(OTLPMetricExporter(), export_interval_millis=2_000)
+
+        if self._protocol("metrics") == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+        else:
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (  # type: ignore[assignment]
+                OTLPMetricExporter,
+            )
+        counted = _counting(OTLPMetricExporter, self, "metrics", MetricExportResult)
+        exporter = counted(**self._timeout("metrics"))
+        return PeriodicExportingMetricReader(exporter, export_interval_millis=2_000)
+
+    def report(self) -> str | None:
+        """After the exporters shut down: what reached each endpoint, in one line."""
+        exported: dict[str, list[str]] = {}
+        failed: dict[str, list[str]] = {}
+        for signal, endpoint in self.endpoints.items():
+            succeeded, failures = self._counts[signal]
+            if failures:
+                noun = "span" if signal == "spans" else "metric"
+                tries = succeeded + failures
+                failed.setdefault(endpoint, []).append(f"{failures} of {tries} {noun} exports")
+            elif succeeded:
+                exported.setdefault(endpoint, []).append(signal)
+        if failed:
+            where = "; ".join(f"to {e}: {', '.join(f)}" for e, f in failed.items())
+            return f"otel-loopguard demo: OTLP export failed {where} (is the viewing stack up?)"
+        if not exported:
+            return None
+        return "; ".join(f"{' and '.join(s)} exported to {e}" for e, s in exported.items())
+
+
+def _counting(exporter_class: type, export: OtlpExport, signal: str, results: Any) -> type:
+    """``exporter_class`` whose ``export`` counts its outcome (and fails instead of raising)."""
+
+    def counted_export(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            result = super(subclass, self).export(*args, **kwargs)
+        except Exception:
+            export._count(signal, False)
+            return results.FAILURE
+        export._count(signal, result is results.SUCCESS)
+        return result
+
+    name = f"Counted{exporter_class.__name__}"
+    subclass = type(name, (exporter_class,), {"export": counted_export})
+    return subclass
 
 
 class DecisionFeed:
@@ -130,22 +257,38 @@ def run_scenario(
     feed: DecisionFeed,
     pace: float,
 ) -> Outcome:
-    """Run one scripted agent to its end or to its interrupt."""
+    """Run one scripted agent to its end or to its interrupt.
+
+    Where the first STOP came (before the model turn, before the tool ran, after it) sets
+    what stopping saved: in ``enforce`` mode what the interrupt kept from running, in
+    ``observe`` mode what it would have kept from running.
+    """
     outcome = Outcome(scenario)
     pending = feed.pending
     pending.clear()
     timeline.scenario(scenario, guard.config.mode)
-    executed_turns = 0
-    turn: Turn | None = None
-    ran = False
+    stop_point: tuple[int, bool] | None = None  # (first turn kept from running, its model ran)
+    caught: LoopGuardInterrupt | None = None
+    index, phase = 0, "model"  # model: before the model turn; call: before the tool; tool: after
+
+    def note_stop() -> None:
+        nonlocal stop_point
+        if stop_point is None and any(d.action is Action.STOP for d in pending):
+            stop_point = {
+                "model": (index, False),
+                "call": (index, True),
+                "tool": (index + 1, False),
+            }[phase]
+
     try:
         with guard.agent_run(tracer, scenario.agent, attributes={"gen_ai.provider.name": "demo"}):
             for index, turn in enumerate(scenario.turns):
-                ran = False
+                phase = "model"
                 guard.preflight_llm()
+                note_stop()
                 _model_turn(tracer, turn)
                 outcome.tokens += turn.input_tokens + turn.output_tokens
-                executed_turns = index + 1
+                phase = "call"
                 if turn.tool is None:
                     outcome.answer = turn.answer
                     timeline.answer(turn.answer or "")
@@ -160,7 +303,8 @@ def run_scenario(
                         call_id=f"call_{index + 1}",
                         agent_name=turn.agent,
                     ) as call:
-                        ran = True
+                        note_stop()
+                        phase = "tool"
                         outcome.tool_calls += 1
                         if turn.error is not None:
                             raise ToolFailure(turn.error)
@@ -171,34 +315,47 @@ def run_scenario(
                     timeline.failure(str(failure))
                     reported = True
                 finally:
-                    if not ran:
+                    if phase != "tool":
                         timeline.vetoed()
                     elif not reported:  # a STOP raised right after the tool returned
                         if turn.error is not None:
                             timeline.failure(turn.error)
                         else:
                             timeline.result(turn.result or "")
+                    note_stop()
                     timeline.decisions(pending)
                     outcome.decisions.extend(pending)
                     pending.clear()
                 if pace:
                     time.sleep(pace)
     except LoopGuardInterrupt as interrupt:
+        note_stop()
         timeline.decisions(pending)
         outcome.decisions.extend(pending)
         pending.clear()
         outcome.interrupted = interrupt.decision
-        # the interrupted turn's tool call is saved too when the veto kept it from running
-        remaining = scenario.turns[executed_turns - (0 if ran else 1) :]
-        outcome.saved_tool_calls = sum(1 for t in remaining if t.tool is not None)
-        outcome.saved_tokens = sum(t.input_tokens + t.output_tokens for t in remaining)
-        if not ran:
-            outcome.saved_tokens -= turn.input_tokens + turn.output_tokens if turn else 0
-        timeline.interrupted(interrupt, outcome, vetoed=not ran)
-    if outcome.interrupted is None:
-        stops = [d for d in outcome.decisions if d.action is Action.STOP]
-        timeline.finished(outcome, stopped_in_observe=bool(stops))
+        caught = interrupt
+        if stop_point is None:  # an interrupt with no STOP seen here: where it was raised
+            where = {"model": (index, False), "call": (index, True)}
+            stop_point = where.get(phase, (index + 1, False))
+    if stop_point is not None:
+        outcome.saved_tool_calls, outcome.saved_tokens = _left_after(scenario, *stop_point)
+    if caught is not None:
+        timeline.interrupted(caught, outcome, vetoed=phase != "tool")
+    else:
+        timeline.finished(outcome, stopped_in_observe=stop_point is not None)
     return outcome
+
+
+def _left_after(scenario: Scenario, first: int, model_turn_ran: bool) -> tuple[int, int]:
+    """Tool calls and tokens of the script from turn ``first`` on (its model turn excluded
+    when it already ran): what a STOP there keeps from being spent."""
+    rest = scenario.turns[first:]
+    calls = sum(1 for turn in rest if turn.tool is not None)
+    tokens = sum(turn.input_tokens + turn.output_tokens for turn in rest)
+    if model_turn_ran and rest:
+        tokens -= rest[0].input_tokens + rest[0].output_tokens
+    return calls, tokens
 
 
 def _model_turn(tracer: Tracer, turn: Turn) -> None:

@@ -87,11 +87,11 @@ class Timeline:
             self._paint(
                 Action.STOP,
                 f"  LoopGuardInterrupt reached the agent's caller after {outcome.tool_calls} "
-                f"executed tool call(s): {how}.",
+                f"executed tool call{'' if outcome.tool_calls == 1 else 's'}: {how}.",
             )
         )
         self._print(
-            f"  saved: {outcome.saved_tool_calls} more tool calls and "
+            f"  saved: {_calls(outcome.saved_tool_calls, 'more tool')} and "
             f"{outcome.saved_tokens:,} tokens the script would still have spent."
         )
 
@@ -104,11 +104,15 @@ class Timeline:
                     "but the run was not interrupted.",
                 )
             )
+            self._print(
+                f"  enforce would have saved: {_calls(outcome.saved_tool_calls)} and "
+                f"{outcome.saved_tokens:,} tokens this run spent after the STOP."
+            )
         else:
             self._print(
                 self._paint(
                     "ok",
-                    f"  completed untouched: {outcome.tool_calls} tool calls, "
+                    f"  completed untouched: {_calls(outcome.tool_calls)}, "
                     f"{outcome.tokens:,} tokens.",
                 )
             )
@@ -119,15 +123,24 @@ class Timeline:
         for outcome in outcomes:
             if outcome.interrupted is not None:
                 verdict = (
-                    f"stopped at call {outcome.tool_calls}, saved {outcome.saved_tool_calls} "
-                    f"calls / {outcome.saved_tokens:,} tokens"
+                    f"stopped at call {outcome.tool_calls}, saved "
+                    f"{_calls(outcome.saved_tool_calls, '')} / {outcome.saved_tokens:,} tokens"
                 )
             elif any(d.action is Action.STOP for d in outcome.decisions):
-                verdict = "STOP recorded (observe mode), ran to the end"
+                verdict = (
+                    f"STOP recorded (observe mode), ran to the end; enforce would have saved "
+                    f"{_calls(outcome.saved_tool_calls, '')} / {outcome.saved_tokens:,} tokens"
+                )
             else:
-                verdict = f"completed, {outcome.tool_calls} calls"
+                verdict = f"completed, {_calls(outcome.tool_calls, '')}"
             self._print(f"  {outcome.scenario.name:<18} {verdict}")
         if trace_file:
             self._print()
             self._print(f"trace written to {trace_file} (OTLP JSON); replay it with:")
             self._print(f"  otel-loopguard analyze {trace_file}")
+
+
+def _calls(count: int, kind: str = "tool") -> str:
+    """``1 tool call``, ``3 tool calls``; ``kind`` '' gives ``1 call``."""
+    words = f"{kind} call" if kind else "call"
+    return f"{count} {words}{'' if count == 1 else 's'}"

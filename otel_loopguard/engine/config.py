@@ -11,7 +11,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
@@ -158,13 +158,15 @@ class LoopGuardConfig(BaseModel):
                     _comma_list(candidate) if name in _LIST_FIELDS else candidate
                 )
                 _check_constraints(name, value)
-            except (ValidationError, ValueError) as exc:
+            except (ValidationError, ValueError):
                 logger.warning(
-                    "otel-loopguard: ignoring %s=%r: %s; using the default %r",
+                    "otel-loopguard: ignoring %s=%r (set by the variable or by "
+                    "opentelemetry-instrument's --loopguard_%s flag): %s; using the default %s",
                     cls.env_name(name),
                     raw,
-                    _accepted(name, exc),
-                    info.default,
+                    name,
+                    _accepted(name),
+                    _plain(info.default),
                 )
                 continue
             values[name] = value
@@ -210,7 +212,21 @@ def _check_constraints(name: str, value: Any) -> None:
     )
 
 
-def _accepted(name: str, exc: Exception) -> str:
+def _plain(value: Any) -> str:
+    """A default as the variable would be written: ``true``, ``0.9``, ``'observe'``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return repr(",".join(value))
+    return repr(value)
+
+
+#: how a bound of annotated_types (``Ge(ge=0)``...) reads in a warning
+_BOUND_WORDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+
+
+def _accepted(name: str) -> str:
+    """What the field takes, in plain words: ``expected a number >= 0``."""
     info = LoopGuardConfig.model_fields[name]
     annotation = info.annotation
     if annotation is bool:
@@ -220,9 +236,15 @@ def _accepted(name: str, exc: Exception) -> str:
     elif annotation is float:
         what = "a number"
     elif name in _LIST_FIELDS:
-        what = "a comma-separated list"
+        what = "a comma-separated list of names"
+    elif get_origin(annotation) is Literal:
+        what = "one of: " + ", ".join(str(choice) for choice in get_args(annotation))
     else:
-        what = str(annotation).replace("typing.", "")
-    bounds = [str(m) for m in info.metadata]
-    detail = f" ({', '.join(bounds)})" if bounds else ""
-    return f"expected {what}{detail}"
+        what = "text"
+    bounds = [
+        f"{word} {getattr(bound, attribute)}"
+        for bound in info.metadata
+        for attribute, word in _BOUND_WORDS
+        if hasattr(bound, attribute)
+    ]
+    return f"expected {' '.join([what, ' and '.join(bounds)]).strip()}"

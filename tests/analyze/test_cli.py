@@ -64,7 +64,7 @@ def test_clean_input_exits_0_with_a_text_report(calm_export: Path) -> None:
     assert result.returncode == 0, result.stderr
     text = result.stdout.decode()
     assert "(helper): ok, 2 tool calls" in text
-    assert "summary: 1 runs" in text and "0 would have stopped" in text
+    assert "summary: 1 run (" in text and "0 would have stopped" in text
     assert result.stderr == b""  # small input on a pipe: no progress
 
 
