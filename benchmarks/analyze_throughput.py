@@ -244,7 +244,8 @@ def breakdown(path: Path, max_spans: int, repeats: int = 3) -> None:
     from otel_loopguard.analyze.readers import ReadStats, read_text
     from otel_loopguard.analyze.replay import Replayer
     from otel_loopguard.engine.config import LoopGuardConfig
-    from otel_loopguard.spans.mapping import classify, span_to_events
+    from otel_loopguard.spans.classify import classify
+    from otel_loopguard.spans.events import span_to_events
 
     lines: list[str] = []
     spans = 0

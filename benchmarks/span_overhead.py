@@ -62,7 +62,8 @@ from otel_loopguard.engine.monitor import Monitor
 from otel_loopguard.engine.signatures import call_signature, output_signature
 from otel_loopguard.guard import LoopGuard
 from otel_loopguard.processor import LoopGuardSpanProcessor
-from otel_loopguard.spans.mapping import classify_parts, span_to_events
+from otel_loopguard.spans.classify import classify_parts
+from otel_loopguard.spans.events import span_to_events
 from otel_loopguard.spans.view import from_readable_span, span_attributes
 
 TARGET_RATIO = 1.5

@@ -41,13 +41,9 @@ from otel_loopguard.engine.decisions import Action, Decision
 from otel_loopguard.engine.events import Event
 from otel_loopguard.engine.run_identity import end_state
 from otel_loopguard.guard import LoopGuard, get_guard
+from otel_loopguard.spans.classify import SpanClass, classify_parts
+from otel_loopguard.spans.dialects import CLASS_KEYS, CONVERSATION_KEY_SET
 from otel_loopguard.spans.follower import OpenAgent, SpanEnd
-from otel_loopguard.spans.mapping import (
-    CLASS_KEYS,
-    CONVERSATION_KEY_SET,
-    SpanClass,
-    classify_parts,
-)
 from otel_loopguard.spans.sdk import PLAIN_CLASSES, plain_fields
 from otel_loopguard.spans.view import SpanView, from_readable_span, span_attributes
 from otel_loopguard.telemetry import DECISION_SPAN, RUN_SPAN, SCOPE_NAME

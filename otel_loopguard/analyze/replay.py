@@ -37,12 +37,9 @@ from otel_loopguard.engine.detectors.base import Detector
 from otel_loopguard.engine.events import Event, EventKind
 from otel_loopguard.engine.monitor import Monitor, RunSummary
 from otel_loopguard.engine.policy import Policy
+from otel_loopguard.spans.classify import SpanClass, classify_parts
 from otel_loopguard.spans.follower import SpanFollower, TraceState
-from otel_loopguard.spans.mapping import (
-    SpanClass,
-    classify_parts,
-    conversation_in,
-)
+from otel_loopguard.spans.identity import conversation_in
 from otel_loopguard.spans.view import SpanView
 from otel_loopguard.telemetry import DECISION_SPAN, RUN_SPAN, SCOPE_NAME
 

@@ -29,13 +29,13 @@ from otel_loopguard.guard.span_context import (
     origin,
     status_code,
 )
-from otel_loopguard.spans.mapping import (
+from otel_loopguard.spans.classify import handoff_target
+from otel_loopguard.spans.events import (
     CALL_NEAR_KEY_ATTRIBUTE,
     CALL_SIGNATURE_ATTRIBUTE,
     RESULT_NEAR_KEY_ATTRIBUTE,
     RESULT_SIGNATURE_ATTRIBUTE,
     handoff_event,
-    handoff_target,
 )
 from otel_loopguard.telemetry import SCOPE_NAME
 

@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
         report_result,
         tool_gate_wrapper,
     )
-    from otel_loopguard.spans.mapping import SpanClass, classify_parts
+    from otel_loopguard.spans.classify import SpanClass, classify_parts
     from otel_loopguard.spans.view import span_attributes
 
 #: name -> the module it lives in
@@ -86,8 +86,8 @@ _LAZY = {
     "RunHandle": "otel_loopguard.guard.run_context",
     "current_run": "otel_loopguard.guard.run_context",
     "ModelTurn": "otel_loopguard.guard.model_turns",
-    "SpanClass": "otel_loopguard.spans.mapping",
-    "classify_parts": "otel_loopguard.spans.mapping",
+    "SpanClass": "otel_loopguard.spans.classify",
+    "classify_parts": "otel_loopguard.spans.classify",
     "span_attributes": "otel_loopguard.spans.view",
 }
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_loopguard.spans.mapping import conversation_in as _conversation_in
+from otel_loopguard.spans.identity import conversation_in as _conversation_in
 
 
 def conversation_in(attributes: Mapping[str, Any]) -> str | None:

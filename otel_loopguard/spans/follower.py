@@ -40,13 +40,9 @@ from typing import Any, Protocol
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.events import Event
 from otel_loopguard.engine.run_identity import TRACE, RunIdentity, run_identity
-from otel_loopguard.spans.mapping import (
-    SpanClass,
-    agent_name,
-    conversation_in,
-    is_mcp_tool_request,
-    span_to_events,
-)
+from otel_loopguard.spans.classify import SpanClass, is_mcp_tool_request
+from otel_loopguard.spans.events import span_to_events
+from otel_loopguard.spans.identity import agent_name, conversation_in
 from otel_loopguard.spans.view import SpanView
 
 _TOOL, _HANDOFF, _LLM = SpanClass.TOOL, SpanClass.HANDOFF, SpanClass.LLM

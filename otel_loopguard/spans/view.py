@@ -2,7 +2,7 @@
 
 The on-line span processor sees SDK ``ReadableSpan`` objects; saved-trace analysis reads
 OTLP or Jaeger JSON. Both turn what they have into a :class:`SpanView` so that the one
-dialect mapping in :mod:`otel_loopguard.spans.mapping` serves them all. The view is a plain
+dialect mapping in :mod:`otel_loopguard.spans.events` serves them all. The view is a plain
 dataclass on purpose: building it from JSON must not need the OpenTelemetry SDK, and
 building it from a live span must cost a few attribute reads (no copying of attributes).
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from otel_loopguard.kit.conversation import conversation_in
-from otel_loopguard.spans.mapping import conversation_in as spans_conversation_in
+from otel_loopguard.spans.identity import conversation_in as spans_conversation_in
 
 
 def test_the_conversation_id_and_the_session_id_are_read() -> None:

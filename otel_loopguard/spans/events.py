@@ -1,0 +1,503 @@
+"""Events from spans: the core events a tool, model or handoff span stands for.
+
+:func:`span_to_events` turns a :class:`~otel_loopguard.spans.view.SpanView` of any dialect
+(:mod:`otel_loopguard.spans.dialects`) into the engine's events: a tool span into its call
+and its result or error, a model span into its response (finish reason, tokens, the tool
+calls it asked for, empty or not), a handoff span or ``transfer_to_<agent>`` tool into a
+handoff. It also names our own attributes: the signatures our gate records on its spans.
+
+Cost: attribute lookups only. Arguments and results are handed to
+:mod:`otel_loopguard.engine.signatures` untouched (it caps its own cost); a JSON-looking string
+is decoded only when it is short. Output messages in one JSON string
+(``gen_ai.output.messages``) are parsed only when small enough.
+
+When a span does not record content (GenAI instrumentations leave arguments and results
+out unless the user opts in), the event's signature is made unique to the span: without the
+arguments we cannot claim that two calls were the same, and a false "loop" is worse than a
+missed one. ``details["content_recorded"]`` is then ``False``; counts, budgets, tool-name
+patterns and errors still work.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.events import ErrorInfo, Event, EventKind, tool_error
+from otel_loopguard.engine.signatures import call_signature, output_signature
+from otel_loopguard.spans import dialects
+from otel_loopguard.spans.classify import (
+    SpanClass,
+    classify,
+    handoff_span_match,
+    handoff_target,
+    tool_name,
+    tool_name_in,
+)
+from otel_loopguard.spans.identity import agent_name
+from otel_loopguard.spans.view import SpanView
+
+# Above these sizes a string is not decoded: its signature is computed from the text.
+_JSON_DECODE_LIMIT = 16_384
+_OUTPUT_MESSAGES_LIMIT = 262_144
+# bounds on indexed attribute families (gen_ai.completion.N.tool_calls.M...)
+_MAX_INDEXED = 64
+
+# OpenTelemetry's general conventions, the same in every dialect
+_STATUS_CODE_KEYS = ("http.response.status_code", "http.status_code", "rpc.grpc.status_code")
+
+# the dialect table's lookups (module constants: read per span)
+_CALL_ID_KEYS: Final = dialects.CALL_ID_KEYS
+_ARGUMENT_KEYS: Final = dialects.ARGUMENT_KEYS
+_RESULT_KEYS: Final = dialects.RESULT_KEYS
+_KIND_ARGUMENT_KEYS: Final = dialects.KIND_ARGUMENT_KEYS
+_KIND_RESULT_KEYS: Final = dialects.KIND_RESULT_KEYS
+_MODEL_KEYS: Final = dialects.MODEL_KEYS
+_INPUT_TOKEN_KEYS: Final = dialects.INPUT_TOKEN_KEYS
+_OUTPUT_TOKEN_KEYS: Final = dialects.OUTPUT_TOKEN_KEYS
+_LEGACY_INPUT_TOKEN_KEYS: Final = dialects.LEGACY_INPUT_TOKEN_KEYS
+_LEGACY_OUTPUT_TOKEN_KEYS: Final = dialects.LEGACY_OUTPUT_TOKEN_KEYS
+_FINISH_REASONS_KEYS: Final = dialects.FINISH_REASONS_KEYS
+_FINISH_REASON_KEYS: Final = dialects.FINISH_REASON_KEYS
+_OUTPUT_MESSAGES_KEYS: Final = dialects.OUTPUT_MESSAGES_KEYS
+_INDEXED_OUTPUT_MESSAGES: Final = dialects.INDEXED_OUTPUT_MESSAGES
+_HANDOFF_SOURCE_KEYS: Final = dialects.HANDOFF_SOURCE_KEYS
+_HANDOFF_TARGET_KEYS: Final = dialects.HANDOFF_TARGET_KEYS
+_HANDOFF_CALL_ID_KEYS: Final = dialects.HANDOFF_CALL_ID_KEYS
+
+# Enum members as module constants: on Python 3.11 reading ``SpanClass.TOOL`` costs
+# about 15 times a global read (the enum metaclass), and the hot paths read several per span.
+_KIND_HANDOFF = EventKind.HANDOFF
+_KIND_LLM_RESPONSE = EventKind.LLM_RESPONSE
+_KIND_TOOL_CALL = EventKind.TOOL_CALL
+_KIND_TOOL_RESULT = EventKind.TOOL_RESULT
+_CLASS_HANDOFF = SpanClass.HANDOFF
+_CLASS_LLM = SpanClass.LLM
+_CLASS_TOOL = SpanClass.TOOL
+
+
+def span_to_events(
+    view: SpanView,
+    run_id: str,
+    config: LoopGuardConfig,
+    *,
+    actor: str | None = None,
+    span_class: SpanClass | None = None,
+) -> list[Event]:
+    """The core events a span stands for (empty for agents, workflows and other spans).
+
+    ``actor`` is the enclosing agent's name when the span does not carry one (tool spans
+    usually do not). Never raises for odd attribute values; unknown shapes are skipped.
+    """
+    cls = classify(view) if span_class is None else span_class
+    if cls is _CLASS_TOOL:
+        return _tool_events(view, run_id, config, actor)
+    if cls is _CLASS_LLM:
+        return [_llm_event(view, run_id, config, actor)]
+    if cls is _CLASS_HANDOFF:
+        event = _handoff_event(view, run_id, actor)
+        handoff = [event] if event is not None else []
+        if tool_name(view) is not None and handoff_target(tool_name(view)):
+            # a transfer_to_<agent> tool call is a tool call too, exactly as the gate feeds
+            # it on-line: call, result, then the handoff
+            return [*_tool_events(view, run_id, config, actor), *handoff]
+        return handoff
+    return []
+
+
+# -- tool spans ------------------------------------------------------------------------------
+
+# Our gate writes the signatures (hashes, never content) on the tool spans it makes, so a
+# saved trace replays with the same repetition and no-progress evidence even though the
+# arguments and results themselves were not exported.
+CALL_SIGNATURE_ATTRIBUTE = "loopguard.tool.call.signature"
+CALL_NEAR_KEY_ATTRIBUTE = "loopguard.tool.call.near_key"
+RESULT_SIGNATURE_ATTRIBUTE = "loopguard.tool.result.signature"
+RESULT_NEAR_KEY_ATTRIBUTE = "loopguard.tool.result.near_key"
+
+
+def tool_arguments(view: SpanView) -> Any:
+    """A tool span's arguments (a short JSON string decoded), or the not-recorded marker."""
+    attrs = view.attributes
+    for key in _ARGUMENT_KEYS:
+        if key in attrs:
+            return _decode(attrs[key])
+    for kind_key, tool_kind, key in _KIND_ARGUMENT_KEYS:
+        if attrs.get(kind_key) == tool_kind and key in attrs:
+            return _decode(attrs[key])
+    return _MISSING
+
+
+def tool_output(view: SpanView) -> Any:
+    """A tool span's result (a short JSON string decoded), or the not-recorded marker."""
+    attrs = view.attributes
+    for key in _RESULT_KEYS:
+        if key in attrs:
+            return _decode(attrs[key])
+    for kind_key, tool_kind, key in _KIND_RESULT_KEYS:
+        if attrs.get(kind_key) == tool_kind and key in attrs:
+            return _decode(attrs[key])
+    return _MISSING
+
+
+def error_info(view: SpanView) -> ErrorInfo | None:
+    """The failure a span records: ``error.type``, status ERROR, ``exception`` events."""
+    attrs = view.attributes
+    error_type = attrs.get("error.type")
+    exc_type: str | None = None
+    exc_message: str | None = None
+    for event in view.events:
+        if event.name == "exception":
+            event_attrs = event.attributes
+            exc_type = _text(event_attrs.get("exception.type")) or exc_type
+            exc_message = _text(event_attrs.get("exception.message")) or exc_message
+    if error_type is None and not view.is_error and exc_type is None:
+        return None
+    status_code = None
+    for key in _STATUS_CODE_KEYS:
+        value = attrs.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            status_code = value
+            break
+    return ErrorInfo(
+        type=_text(error_type) or exc_type or ("error" if view.is_error else None),
+        message=exc_message or view.status_description,
+        status_code=status_code,
+    )
+
+
+def _tool_events(
+    view: SpanView, run_id: str, config: LoopGuardConfig, actor: str | None
+) -> list[Event]:
+    # Events are built directly rather than through events.tool_call/tool_result: this runs
+    # for every tool span on the host's hot path, and the builders' keyword plumbing showed
+    # up in benchmarks/span_overhead.py. The signatures are the same functions.
+    attrs = view.attributes
+    name = tool_name_in(view.name, attrs) or view.name or "unknown"
+    actor = agent_name(view) or actor
+    call_id = _first_text(attrs, _CALL_ID_KEYS)
+    arguments = tool_arguments(view)
+    end = view.end_time_unix_nano
+    timestamp = end / 1e9 if isinstance(end, int) else None
+    max_chars = config.signature_max_chars
+    call = _signed_event(
+        _KIND_TOOL_CALL, view, run_id, actor, name, call_id, timestamp, arguments, max_chars
+    )
+    # error_info's cheap part inline: most tool spans succeed (no error.type, status not
+    # error, no span events)
+    if view.events or view.status_code == "error" or "error.type" in attrs:
+        error = error_info(view)
+        if error is not None:
+            outcome = tool_error(
+                run_id,
+                name,
+                error,
+                actor=actor,
+                call_id=call_id,
+                max_chars=max_chars,
+                trace_id=view.trace_id or None,
+                span_id=view.span_id or None,
+                timestamp=timestamp,
+            )
+            return [call, outcome]
+    outcome = _signed_event(
+        _KIND_TOOL_RESULT,
+        view,
+        run_id,
+        actor,
+        name,
+        call_id,
+        timestamp,
+        tool_output(view),
+        max_chars,
+    )
+    return [call, outcome]
+
+
+def _signed_event(
+    kind: EventKind,
+    view: SpanView,
+    run_id: str,
+    actor: str | None,
+    tool: str,
+    call_id: str | None,
+    timestamp: float | None,
+    content: Any,
+    max_chars: int,
+) -> Event:
+    """A tool span's call (``content`` = its arguments) or result event, signed once.
+
+    Content on the span is signed; else the signature our gate recorded on it is used;
+    else the signature is made unique to this span (``details["content_recorded"]`` is
+    then False), so two spans without content never count as the same call.
+    """
+    is_call = kind is _KIND_TOOL_CALL
+    recorded = True
+    if content is not _MISSING:
+        if is_call:
+            exact, near = call_signature(tool, content, max_chars=max_chars)
+        else:
+            exact, near = output_signature(content, max_chars=max_chars)
+    else:
+        content = None
+        key = CALL_SIGNATURE_ATTRIBUTE if is_call else RESULT_SIGNATURE_ATTRIBUTE
+        exact, near, recorded = _recorded_signature(view, key)
+        if not recorded:
+            if is_call:
+                exact, near = call_signature(tool, None, max_chars=max_chars)
+            else:
+                exact, near = output_signature(None, max_chars=max_chars)
+            exact, near = _unique_to_span(view, exact, near)
+    # positional up to call_id, the rest by keyword (see the comment in _tool_events)
+    event = Event(
+        kind,
+        run_id,
+        actor,
+        tool,
+        exact,
+        near,
+        call_id,
+        trace_id=view.trace_id or None,
+        span_id=view.span_id or None,
+        timestamp=timestamp,
+    )
+    if is_call:
+        event.arguments = content
+    else:
+        event.output = content
+    if not recorded:
+        event.details["content_recorded"] = False
+    return event
+
+
+def _recorded_signature(view: SpanView, exact_key: str) -> tuple[str, str, bool]:
+    """The signature our gate recorded on a span without content (``exact_key``, and the
+    near key beside it): ``(exact, near, True)``, else ``("", "", False)``."""
+    attrs = view.attributes
+    recorded = attrs.get(exact_key)
+    if isinstance(recorded, str) and recorded:
+        near = attrs.get(_NEAR_KEYS[exact_key])
+        return recorded, near if isinstance(near, str) and near else recorded, True
+    return "", "", False
+
+
+def _unique_to_span(view: SpanView, exact: str, near: str) -> tuple[str, str]:
+    """A signature of unrecorded content made unique to this span: two spans without
+    content never count as the same call."""
+    suffix = f"#unrecorded:{view.span_id}"
+    return exact + suffix, near + suffix
+
+
+_NEAR_KEYS = {
+    CALL_SIGNATURE_ATTRIBUTE: CALL_NEAR_KEY_ATTRIBUTE,
+    RESULT_SIGNATURE_ATTRIBUTE: RESULT_NEAR_KEY_ATTRIBUTE,
+}
+
+
+# -- handoffs --------------------------------------------------------------------------------
+
+
+def _handoff_event(view: SpanView, run_id: str, actor: str | None) -> Event | None:
+    attrs = view.attributes
+    source = _first_text(attrs, _HANDOFF_SOURCE_KEYS) or actor
+    target = _first_text(attrs, _HANDOFF_TARGET_KEYS) or handoff_target(tool_name(view))
+    if target is None:
+        match = handoff_span_match(view.name)
+        if match is not None:
+            target = match["target"]
+            source = match["source"] or source
+    if not target:
+        return None
+    return handoff_event(
+        run_id, source, target, _first_text(attrs, _HANDOFF_CALL_ID_KEYS), **_origin(view)
+    )
+
+
+def handoff_event(
+    run_id: str, source: str | None, target: str, call_id: str | None = None, **origin: Any
+) -> Event:
+    """A handoff from ``source`` to ``target``; shared by the mapping and the gate."""
+    return Event(
+        _KIND_HANDOFF,
+        run_id,
+        actor=source,
+        target_agent=target,
+        signature=f"handoff:{source or '?'}->{target}",
+        near_key=f"handoff:{source or '?'}->{target}",
+        call_id=call_id,
+        **origin,
+    )
+
+
+# -- model spans -----------------------------------------------------------------------------
+
+
+def _llm_event(view: SpanView, run_id: str, config: LoopGuardConfig, actor: str | None) -> Event:
+    attrs = view.attributes
+    requested, text_seen, text_empty = _requested_calls(attrs, config.signature_max_chars)
+    finish = _finish_reason(attrs)
+    event = Event(
+        _KIND_LLM_RESPONSE,
+        run_id,
+        actor=agent_name(view) or actor,
+        model=_first_text(attrs, _MODEL_KEYS),
+        finish_reason=finish,
+        input_tokens=_int(attrs, _INPUT_TOKEN_KEYS) or _int(attrs, _LEGACY_INPUT_TOKEN_KEYS),
+        output_tokens=_int(attrs, _OUTPUT_TOKEN_KEYS) or _int(attrs, _LEGACY_OUTPUT_TOKEN_KEYS),
+        empty=bool(text_seen and text_empty and not requested),
+        requested_tool_calls=tuple(sorted(requested)) if requested else None,
+        **_origin(view),
+    )
+    error = error_info(view)
+    if error is not None:
+        event.error = error
+    return event
+
+
+def _finish_reason(attrs: Mapping[str, Any]) -> str | None:
+    for key in _FINISH_REASONS_KEYS:
+        reasons = attrs.get(key)
+        if isinstance(reasons, str):
+            return reasons or None
+        if isinstance(reasons, (tuple, list)):
+            for reason in reasons:
+                if isinstance(reason, str) and reason:
+                    return reason
+    return _first_text(attrs, _FINISH_REASON_KEYS)
+
+
+def _requested_calls(attrs: Mapping[str, Any], max_chars: int) -> tuple[list[str], bool, bool]:
+    """Signatures of the tool calls a model turn asked for, and whether its text was empty.
+
+    Returns ``(signatures, text_seen, text_empty)``; ``text_seen`` is False when the span
+    records no output content at all (then emptiness is unknown, not true).
+    """
+    calls: list[tuple[str, Any]] = []
+    text_seen = False
+    text_parts: list[str] = []
+
+    for key in _OUTPUT_MESSAGES_KEYS:
+        messages = attrs.get(key)
+        if isinstance(messages, str) and len(messages) <= _OUTPUT_MESSAGES_LIMIT:
+            text_seen = True
+            try:
+                parsed = json.loads(messages)
+            except ValueError:
+                parsed = None
+            for message in parsed if isinstance(parsed, list) else ():
+                parts = message.get("parts") if isinstance(message, dict) else None
+                for part in parts if isinstance(parts, list) else ():
+                    if not isinstance(part, dict):
+                        continue
+                    if part.get("type") == "tool_call" and isinstance(part.get("name"), str):
+                        calls.append((part["name"], part.get("arguments")))
+                    elif part.get("type") == "text" and isinstance(part.get("content"), str):
+                        text_parts.append(part["content"])
+
+    # indexed families: llm.output_messages.{i}.message.tool_calls.{j}.tool_call.function.*
+    # (OpenInference), gen_ai.completion.{i}.tool_calls.{j}.* (OpenLLMetry)
+    for head, tail, call_head, call_tail, first_content, first_role in _INDEXED_OUTPUT_MESSAGES:
+        if attrs.get(first_content) is None and attrs.get(first_role) is None:
+            continue  # not this dialect's span: no key built
+        for i in range(_MAX_INDEXED):
+            prefix = f"{head}{i}{tail}"
+            content = attrs.get(prefix + "content")
+            role = attrs.get(prefix + "role")
+            if content is None and role is None:
+                break
+            text_seen = True
+            if isinstance(content, str):
+                text_parts.append(content)
+            for j in range(_MAX_INDEXED):
+                call_prefix = f"{prefix}{call_head}{j}{call_tail}"
+                name = attrs.get(call_prefix + "name")
+                if not isinstance(name, str):
+                    break
+                calls.append((name, _decode(attrs.get(call_prefix + "arguments"))))
+
+    signatures = [call_signature(name, args, max_chars=max_chars)[0] for name, args in calls]
+    text_empty = not any(part.strip() for part in text_parts)
+    return signatures, text_seen, text_empty
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<not recorded>"
+
+
+_MISSING: Any = _Missing()
+
+
+def _origin(view: SpanView) -> dict[str, Any]:
+    end = view.end_time_unix_nano
+    return {
+        "trace_id": view.trace_id or None,
+        "span_id": view.span_id or None,
+        "timestamp": end / 1e9 if isinstance(end, int) else None,
+    }
+
+
+def _decode(value: Any) -> Any:
+    """Decode a short JSON object/array string; anything else is returned as it is."""
+    if isinstance(value, str) and 1 < len(value) <= _JSON_DECODE_LIMIT:
+        first = value[0]
+        if (first == "{" or first == "[") and value[-1] in _CLOSERS:
+            # no white space around it (what instrumentations write): the decoder's scanner
+            # directly, without json.loads' wrapping (two regular expressions, an extra
+            # call); anything it does not consume whole goes the long way below
+            try:
+                decoded, end = _scan_once(value, 0)
+            except (StopIteration, ValueError):
+                return value
+            if end == len(value):
+                return decoded
+        first = value.lstrip()[:1]
+        if first in ("{", "["):
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+    return value
+
+
+_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # CPython API
+_CLOSERS = frozenset("}]")
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _first_text(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first of ``keys`` whose value has a text (:func:`_text`)."""
+    for key in keys:
+        value = attrs.get(key)
+        if isinstance(value, str):
+            if value:
+                return value
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+    return None
+
+
+def _int(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+    for key in keys:
+        value = attrs.get(key)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value == value and abs(value) < 1e15:
+            return int(value)
+    return None
