@@ -20,15 +20,8 @@ from agno.agent import Agent
 from agno.metrics import MessageMetrics
 from agno.models.base import Model
 from agno.models.response import ModelResponse
-from otel_loopguard_testing.scripted_models import (
-    QUESTION,
-    Answer,
-    CountingSearch,
-    always,
-    looping_script,
-    productive_script,
-    sdk_chat_attributes,
-)
+from otel_loopguard_testing import scripted_models as shared
+from otel_loopguard_testing.scripted_models import QUESTION, Answer, CountingSearch, always
 
 __all__ = ["QUESTION", "Answer", "CountingSearch", "always"]
 
@@ -58,7 +51,7 @@ class ScriptedModel(Model):
             raise RuntimeError(f"the scripted model was called more than {self.max_calls} times")
         answer = self.script(self.calls)
         if self.sdk_tracer is not None:
-            attributes = sdk_chat_attributes(self.id, PROMPT_TOKENS, COMPLETION_TOKENS)
+            attributes = shared.sdk_chat_attributes(self.id, PROMPT_TOKENS, COMPLETION_TOKENS)
             self.sdk_tracer.start_span(f"chat {self.id}", attributes=attributes).end()
         return answer
 
@@ -127,8 +120,10 @@ def new_agent(model: ScriptedModel, tools: list[Any], name: str = "researcher") 
 
 def looping_agent(search: CountingSearch, name: str = "researcher") -> Agent:
     """The model asks for the same search on every turn, forever."""
-    return new_agent(ScriptedModel(script=looping_script()), [search.tool], name)
+    return new_agent(ScriptedModel(script=shared.looping_script()), [search.tool], name)
 
 
 def productive_agent(search: CountingSearch, searches: int = 3) -> Agent:
-    return new_agent(ScriptedModel(script=productive_script(search, searches)), [search.tool])
+    return new_agent(
+        ScriptedModel(script=shared.productive_script(search, searches)), [search.tool]
+    )

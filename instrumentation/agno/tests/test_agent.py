@@ -10,8 +10,10 @@ from agno.agent import Agent
 from otel_loopguard_testing import (
     assert_productive_run,
     assert_ran_untouched_by_our_error,
+    assert_stop_recorded_not_enforced,
     assert_stopped_on_a_permanent_failure,
     forbidden,
+    unreadable,
 )
 from scripted_models import (
     QUESTION,
@@ -142,10 +144,7 @@ def test_looping_agent_in_observe_mode_is_recorded_and_never_interrupted(observe
 
     assert output.content == "gave up"
     assert len(search.executions) == 6  # untouched: the model itself gave up
-    stops = observe_loopguard.decision_events("stop")
-    assert stops and "repetition" in stops[0][1]["loopguard.detectors"]
-    assert observe_loopguard.run_state("researcher") == "stopped"  # recorded, not enforced
-    observe_loopguard.assert_every_span_ended_once()
+    assert_stop_recorded_not_enforced(observe_loopguard)
 
 
 @pytest.mark.parametrize("how", RUNS)
@@ -256,10 +255,7 @@ def test_a_tool_call_we_cannot_read_still_runs_as_without_the_plugin(loopguard, 
     runs untouched and the agent answers as it would without us."""
     from otel_loopguard_agno import tools
 
-    def unreadable(*args: object) -> object:
-        raise RuntimeError("a call shape we do not know")
-
-    monkeypatch.setattr(tools, "_read_call", unreadable)
+    monkeypatch.setattr(tools, "_read_call", unreadable("call"))
     search = CountingSearch(lambda query, n: f"result {n} for {query}")
 
     output = productive_agent(search).run(QUESTION)
@@ -289,10 +285,7 @@ def test_a_run_we_cannot_read_is_still_a_run_and_answers(loopguard, monkeypatch)
     logged; the run goes on, gated, as a run of its own."""
     from otel_loopguard_agno import runs
 
-    def unreadable(*args: object) -> object:
-        raise RuntimeError("a run shape we do not know")
-
-    monkeypatch.setattr(runs, "_describe", unreadable)
+    monkeypatch.setattr(runs, "_describe", unreadable("run"))
     search = CountingSearch()
 
     with pytest.raises(LoopGuardInterrupt):

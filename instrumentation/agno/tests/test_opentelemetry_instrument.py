@@ -7,14 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from otel_loopguard_testing import (
-    assert_console_loop_stopped,
-    assert_console_streamed_run_completed,
-    assert_console_usage,
-    console_actions,
-    console_named,
-    run_suite_app,
-)
+from otel_loopguard_testing import program_checks as checks
+from otel_loopguard_testing import run_suite_app
 from scripted_models import COMPLETION_TOKENS, PROMPT_TOKENS
 
 TESTS = Path(__file__).parent
@@ -23,17 +17,17 @@ TESTS = Path(__file__).parent
 def test_looping_agent_is_stopped_under_opentelemetry_instrument():
     outcome, spans = run_suite_app(TESTS, "agent", mode="enforce")
 
-    run, _ = assert_console_loop_stopped(outcome, spans, "researcher")
+    run, _ = checks.assert_console_loop_stopped(outcome, spans, "researcher")
     assert outcome["model_calls"] == 3
-    assert_console_usage(run, 3, PROMPT_TOKENS, COMPLETION_TOKENS)
-    (theirs,) = console_named(spans, "researcher.run")  # OpenInference's agent span
+    checks.assert_console_usage(run, 3, PROMPT_TOKENS, COMPLETION_TOKENS)
+    (theirs,) = checks.console_named(spans, "researcher.run")  # OpenInference's agent span
     assert theirs["attributes"]["session.id"] == run["attributes"]["loopguard.run.id"]
 
 
 def test_a_streamed_run_completes_under_opentelemetry_instrument():
     outcome, spans = run_suite_app(TESTS, "streamed", mode="enforce")
 
-    assert_console_streamed_run_completed(
+    checks.assert_console_streamed_run_completed(
         outcome, spans, "researcher", PROMPT_TOKENS, COMPLETION_TOKENS
     )
 
@@ -47,4 +41,4 @@ def test_observe_mode_under_opentelemetry_instrument_changes_nothing():
         "executions": 8,
         "model_calls": 9,
     }
-    assert "stop" in console_actions(spans)  # recorded, not enforced
+    assert "stop" in checks.console_actions(spans)  # recorded, not enforced

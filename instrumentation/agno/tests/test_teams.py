@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 from agno.team import Team
-from otel_loopguard_testing import metric_counter
+from otel_loopguard_testing import (
+    assert_inner_agent_joined_the_run,
+    metric_counter,
+)
 from scripted_models import (
     QUESTION,
     CountingSearch,
@@ -123,12 +126,7 @@ def test_an_agent_run_from_a_tool_is_part_of_the_enclosing_run(loopguard):
     assert "repetition" in stopped.value.decision.detectors
     assert len(search.executions) == 3
     assert caller.model.calls == 1
-    (outer,) = loopguard.named("invoke_agent researcher")
-    (inner,) = loopguard.named("invoke_agent helper")
-    assert inner.attributes["loopguard.run.id"] == outer.attributes["loopguard.run.id"]
-    assert inner.parent.span_id == loopguard.named("execute_tool ask_helper")[0].context.span_id
-    assert outer.attributes["loopguard.run.state"] == "stopped"
-    loopguard.assert_every_span_ended_once()
+    assert_inner_agent_joined_the_run(loopguard, "ask_helper")
 
 
 @pytest.mark.parametrize("how", ["arun", "arun-stream", "run"])

@@ -10,6 +10,7 @@ from autogen_agentchat.base import TaskResult
 from autogen_agentchat.messages import ToolCallExecutionEvent
 from otel_loopguard_testing import (
     assert_productive_run,
+    assert_stop_recorded_not_enforced,
     assert_stopped_on_a_permanent_failure,
     forbidden,
 )
@@ -116,10 +117,7 @@ def test_looping_agent_in_observe_mode_runs_to_its_own_limit(observe_loopguard):
 
     assert len(search.executions) == 6  # untouched: autogen's max_tool_iterations ended it
     assert isinstance(result, TaskResult)
-    stops = observe_loopguard.decision_events("stop")
-    assert stops and "repetition" in stops[0][1]["loopguard.detectors"]
-    assert observe_loopguard.run_state("researcher") == "stopped"  # recorded, not enforced
-    observe_loopguard.assert_every_span_ended_once()
+    assert_stop_recorded_not_enforced(observe_loopguard)
 
 
 def test_productive_agent_answers_as_without_the_plugin(loopguard):

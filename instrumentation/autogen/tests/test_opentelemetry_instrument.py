@@ -5,18 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from otel_loopguard_testing import (
-    assert_console_handoff_cycle_stopped,
-    assert_console_loop_stopped,
-    console_actions,
-    run_suite_app,
-)
+from otel_loopguard_testing import program_checks as checks
+from otel_loopguard_testing import run_suite_app
 
 TESTS = Path(__file__).parent
-
-
-def run_instrumented(scenario: str, mode: str) -> tuple[dict, list[dict]]:
-    return run_suite_app(TESTS, scenario, mode=mode)
 
 
 def ours(spans: list[dict], name: str) -> list[dict]:
@@ -28,22 +20,22 @@ def ours(spans: list[dict], name: str) -> list[dict]:
 
 
 def test_looping_agent_is_stopped_under_opentelemetry_instrument():
-    outcome, spans = run_instrumented("agent", "enforce")
+    outcome, spans = run_suite_app(TESTS, "agent", mode="enforce")
 
     # three tool spans: autogen's own execute_tool spans inside them are not counted again;
     # under autogen's own invoke_agent span, which is under ours: one trace, one run
-    assert_console_loop_stopped(outcome, spans, "researcher", pick=ours)
+    checks.assert_console_loop_stopped(outcome, spans, "researcher", pick=ours)
 
 
 def test_swarm_ping_pong_is_stopped_under_opentelemetry_instrument():
-    outcome, spans = run_instrumented("swarm", "enforce")
+    outcome, spans = run_suite_app(TESTS, "swarm", mode="enforce")
 
-    assert_console_handoff_cycle_stopped(outcome, spans, "Swarm", pick=ours)
+    checks.assert_console_handoff_cycle_stopped(outcome, spans, "Swarm", pick=ours)
 
 
 def test_observe_mode_under_opentelemetry_instrument_changes_nothing():
-    outcome, spans = run_instrumented("agent", "observe")
+    outcome, spans = run_suite_app(TESTS, "agent", mode="observe")
 
     assert outcome["interrupted"] is False
     assert outcome["executions"] == 10  # autogen's own max_tool_iterations ended it
-    assert "stop" in console_actions(spans)  # recorded, not enforced
+    assert "stop" in checks.console_actions(spans)  # recorded, not enforced

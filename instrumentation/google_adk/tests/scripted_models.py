@@ -21,15 +21,8 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import InMemoryRunner
 from google.genai import types
-from otel_loopguard_testing.scripted_models import (
-    QUESTION,
-    Answer,
-    CountingSearch,
-    always,
-    looping_script,
-    productive_script,
-    sdk_chat_attributes,
-)
+from otel_loopguard_testing import scripted_models as shared
+from otel_loopguard_testing.scripted_models import QUESTION, Answer, CountingSearch, always
 
 __all__ = ["QUESTION", "Answer", "CountingSearch", "always"]
 
@@ -71,7 +64,7 @@ class ScriptedModel(BaseLlm):
                 for index, (name, args) in enumerate(answer)
             ]
         if self.sdk_tracer is not None:
-            attributes = sdk_chat_attributes(self.model, PROMPT_TOKENS, CANDIDATE_TOKENS)
+            attributes = shared.sdk_chat_attributes(self.model, PROMPT_TOKENS, CANDIDATE_TOKENS)
             self.sdk_tracer.start_span(f"chat {self.model}", attributes=attributes).end()
         yield LlmResponse(
             content=types.Content(role="model", parts=parts),
@@ -88,13 +81,13 @@ def looping_agent(search: CountingSearch, name: str = "researcher") -> LlmAgent:
     """The model asks for the same search on every turn, forever."""
     return LlmAgent(
         name=name,
-        model=ScriptedModel(script=looping_script()),
+        model=ScriptedModel(script=shared.looping_script()),
         tools=[search.tool],
     )
 
 
 def productive_agent(search: CountingSearch, searches: int = 3) -> LlmAgent:
-    model = ScriptedModel(script=productive_script(search, searches))
+    model = ScriptedModel(script=shared.productive_script(search, searches))
     return LlmAgent(name="researcher", model=model, tools=[search.tool])
 
 

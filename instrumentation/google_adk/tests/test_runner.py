@@ -8,10 +8,13 @@ import pytest
 from google.adk.agents import LlmAgent
 from google.adk.runners import Runner
 from otel_loopguard_testing import (
+    assert_inner_agent_joined_the_run,
     assert_productive_run,
     assert_ran_untouched_by_our_error,
+    assert_stop_recorded_not_enforced,
     assert_stopped_on_a_permanent_failure,
     forbidden,
+    unreadable,
 )
 from scripted_models import (
     CountingSearch,
@@ -103,10 +106,7 @@ def test_looping_agent_in_observe_mode_is_recorded_and_never_interrupted(observe
 
     assert final_text(events) == "gave up"
     assert len(search.executions) == 6  # untouched: the model itself gave up
-    stops = observe_loopguard.decision_events("stop")
-    assert stops and "repetition" in stops[0][1]["loopguard.detectors"]
-    assert observe_loopguard.run_state("researcher") == "stopped"  # recorded, not enforced
-    observe_loopguard.assert_every_span_ended_once()
+    assert_stop_recorded_not_enforced(observe_loopguard)
 
 
 def test_productive_agent_answers_as_without_the_plugin(loopguard):
@@ -204,10 +204,7 @@ def test_a_tool_call_we_cannot_read_still_runs_as_without_the_plugin(loopguard, 
     runs untouched and the agent answers as it would without us."""
     from otel_loopguard_google_adk import tools
 
-    def unreadable(*args: object) -> object:
-        raise RuntimeError("a call shape we do not know")
-
-    monkeypatch.setattr(tools, "_argument", unreadable)
+    monkeypatch.setattr(tools, "_argument", unreadable("call"))
     search = CountingSearch(lambda query, n: f"result {n} for {query}")
 
     events = run(new_runner(productive_agent(search)))
@@ -290,12 +287,7 @@ def test_an_agent_tool_whose_agent_loops_stops_the_enclosing_run(loopguard):
     assert "repetition" in stopped.value.decision.detectors
     assert len(search.executions) == 3
     assert caller.model.calls == 1
-    (outer,) = loopguard.named("invoke_agent researcher")
-    (inner,) = loopguard.named("invoke_agent helper")
-    assert inner.attributes["loopguard.run.id"] == outer.attributes["loopguard.run.id"]
-    assert inner.parent.span_id == loopguard.named("execute_tool helper")[0].context.span_id
-    assert outer.attributes["loopguard.run.state"] == "stopped"
-    loopguard.assert_every_span_ended_once()
+    assert_inner_agent_joined_the_run(loopguard, "helper")
 
 
 def test_a_looping_agent_in_a_workflow_is_stopped(loopguard):

@@ -26,9 +26,12 @@ One module per job; every name a suite uses is importable from here too:
 from __future__ import annotations
 
 from .agent_checks import (
+    assert_inner_agent_joined_the_run,
     assert_productive_run,
     assert_ran_untouched_by_our_error,
+    assert_stop_recorded_not_enforced,
     assert_stopped_on_a_permanent_failure,
+    unreadable,
 )
 from .chat_loop import (
     CHAT_TOOL_SCHEMAS,
@@ -103,10 +106,12 @@ __all__ = [
     "assert_console_usage",
     "assert_expected_build",
     "assert_genai_chat_span",
+    "assert_inner_agent_joined_the_run",
     "assert_interrupted_process",
     "assert_productive_run",
     "assert_ran_untouched_by_our_error",
     "assert_run_totals",
+    "assert_stop_recorded_not_enforced",
     "assert_stopped_on_a_permanent_failure",
     "assert_vetoed_by_the_token_budget",
     "console_actions",
@@ -127,4 +132,5 @@ __all__ = [
     "run_suite_app",
     "run_under_opentelemetry_instrument",
     "sdk_chat_attributes",
+    "unreadable",
 ]

@@ -8,6 +8,7 @@ test itself still runs the framework its own way, and asserts what is its own af
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .harness import Harness
@@ -66,3 +67,40 @@ def assert_ran_untouched_by_our_error(
     assert harness.tool_spans() == []  # not gated, never broken
     assert any(where in message for message in harness.logged())
     assert harness.run_state(agent) == "completed"
+
+
+def unreadable(shape: str) -> Callable[..., Any]:
+    """A stand-in for our own code reading a framework's ``shape`` (a call, a run) that
+    fails, for ``monkeypatch.setattr(module, "_read_call", unreadable("call"))``: an error
+    in our code must never break the application."""
+
+    def read(*args: object) -> object:
+        raise RuntimeError(f"a {shape} shape we do not know")
+
+    return read
+
+
+def assert_stop_recorded_not_enforced(
+    harness: Harness, *, detector: str = "repetition", agent: str = "researcher"
+) -> None:
+    """Observe mode: the STOP of ``detector`` is exported as a decision, and the run of
+    ``agent`` recorded as ``stopped``, while the application went on; every span ended
+    once."""
+    stops = harness.decision_events("stop")
+    assert stops and detector in stops[0][1]["loopguard.detectors"]
+    assert harness.run_state(agent) == "stopped"  # recorded, not enforced
+    harness.assert_every_span_ended_once()
+
+
+def assert_inner_agent_joined_the_run(
+    harness: Harness, tool: str, *, outer: str = "researcher", inner: str = "helper"
+) -> None:
+    """An agent called as the tool ``tool`` of another: the ``inner`` agent's span is a
+    child of the ``execute_tool {tool}`` span and joins the ``outer`` agent's run, which
+    was stopped; every span ended once."""
+    (outer_span,) = harness.named(f"invoke_agent {outer}")
+    (inner_span,) = harness.named(f"invoke_agent {inner}")
+    assert inner_span.attributes["loopguard.run.id"] == outer_span.attributes["loopguard.run.id"]
+    assert inner_span.parent.span_id == harness.named(f"execute_tool {tool}")[0].context.span_id
+    assert outer_span.attributes["loopguard.run.state"] == "stopped"
+    harness.assert_every_span_ended_once()
