@@ -16,8 +16,11 @@ its scope and gets both flavours from this module too.
 
 Async is told by ``inspect.iscoroutinefunction(wrapped)`` (it sees through bound methods,
 ``functools.partial`` and wrapt proxies of an ``async def``), unless the wrapper is built
-with ``asynchronous=True`` / ``False``. A plain function that merely returns an awaitable is
-wrapped as a plain call: give ``asynchronous=True`` when such a method is to be gated.
+with ``asynchronous=True`` / ``False``. A plain function that turns out to return an
+awaitable (a sync decorator around an ``async def``) keeps its scope open until the
+awaitable is awaited; the scope was entered in the caller's context then, which is right
+when the caller awaits it at once, not when it hands it to a task of its own: give
+``asynchronous=True`` for such a method.
 """
 
 from __future__ import annotations
@@ -91,11 +94,35 @@ def scoped_wrapper(open_scope: OpenScope, *, asynchronous: bool | None = None) -
         scope = open_scope(instance, args, kwargs)
         if scope is None:
             return wrapped(*args, **kwargs)
-        with scope:
-            result = scope.inside(wrapped(*args, **kwargs))
+        scope.__enter__()
+        try:
+            result = wrapped(*args, **kwargs)
+            if asynchronous is None and inspect.isawaitable(result):
+                # a plain function that returns an awaitable (a sync decorator around an
+                # ``async def``): the scope stays open until it is awaited
+                return _awaited_in_scope(scope, result)
+            result = scope.inside(result)
+        except BaseException as exc:
+            if not scope.__exit__(type(exc), exc, exc.__traceback__):
+                raise
+            result = None
+        else:
+            scope.__exit__(None, None, None)
         return scope.after(result)
 
     return wrapper
+
+
+async def _awaited_in_scope(scope: Scope, awaitable: Any) -> Any:
+    try:
+        result = scope.inside(await awaitable)
+    except BaseException as exc:
+        if not scope.__exit__(type(exc), exc, exc.__traceback__):
+            raise
+        result = None
+    else:
+        scope.__exit__(None, None, None)
+    return scope.after(result)
 
 
 async def _in_scope_async(

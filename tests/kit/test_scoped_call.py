@@ -107,3 +107,27 @@ def test_async_is_told_through_bound_methods_partials_and_wrapt_proxies() -> Non
     )
     forced = scoped_wrapper(lambda instance, args, kwargs: None, asynchronous=True)
     assert asyncio.run(forced(lambda: asyncio.sleep(0, "x"), None, (), {})) == "x"
+
+
+def test_a_plain_function_returning_an_awaitable_keeps_its_scope_until_awaited() -> None:
+    log: list[Any] = []
+    wrapper = scoped_wrapper(lambda instance, args, kwargs: Recording(log))
+
+    async def body(x: int) -> int:
+        log.append(("body", _INSIDE.get()))
+        return x
+
+    def decorated(x: int) -> Any:  # a sync decorator around an ``async def``
+        return body(x)
+
+    async def main() -> int:
+        return await wrapt.FunctionWrapper(decorated, wrapper)(3)
+
+    assert asyncio.run(main()) == 7
+    assert log == [
+        "enter",
+        ("body", "scope"),  # the tool ran inside the scope, not after it closed
+        ("inside", 3, "scope"),
+        ("exit", None),
+        ("after", 6, None),
+    ]
