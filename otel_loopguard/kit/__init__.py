@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
         GatedCall,
         function_tool_attributes,
         json_arguments,
+        record_outcome,
         report_result,
         tool_gate_wrapper,
     )
@@ -80,6 +81,7 @@ _LAZY = {
     "GatedCall": "otel_loopguard.kit.tool_gate",
     "function_tool_attributes": "otel_loopguard.kit.tool_gate",
     "json_arguments": "otel_loopguard.kit.tool_gate",
+    "record_outcome": "otel_loopguard.kit.tool_gate",
     "report_result": "otel_loopguard.kit.tool_gate",
     "tool_gate_wrapper": "otel_loopguard.kit.tool_gate",
     # the core's, re-exported: what packages need beyond the public face
@@ -133,6 +135,7 @@ __all__ = [
     "model_turn_scope",
     "model_turn_stream",
     "model_turn_wrapper",
+    "record_outcome",
     "report_result",
     "report_turn",
     "run_over",
