@@ -9,6 +9,7 @@ points at are the ones another file opens; and README's "view it" steps name tho
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -113,3 +114,38 @@ def test_prometheus_loads_the_alerting_rules_that_ship() -> None:
         in_container = str(Path(config_path).parent / rule_file)  # relative to the config
         assert in_container in mounted, f"{rule_file} is not mounted into the container"
         assert (ROOT / "collector" / mounted[in_container]).is_file()
+
+
+def test_the_collector_can_write_the_trace_file_and_the_host_user_read_it() -> None:
+    """The contrib image runs as a non-root user, a bind-mounted directory belongs to whoever
+    made it, and the file exporter creates files mode 0600: a one-shot step as root makes
+    the directory writable and the file (which the exporter then appends to) readable."""
+    services = COMPOSE["services"]
+    collector, prepare = services["otel-collector"], services["collector-data"]
+    depends = collector["depends_on"]["collector-data"]
+    assert depends["condition"] == "service_completed_successfully"
+    data_mount = next(v for v in collector["volumes"] if v.endswith(":/data"))
+    assert data_mount in prepare["volumes"]
+    assert prepare["user"] == "0:0"
+    trace_file = COLLECTOR["exporters"]["file/traces"]["path"]
+    script = prepare["command"][-1]
+    assert f"touch {trace_file}" in script
+    assert f"chown {collector['user']} {trace_file}" in script
+    assert f"chmod 0666 {trace_file}" in script and "chmod 0777 /data" in script
+
+
+def test_the_trace_file_stays_out_of_git() -> None:
+    result = subprocess.run(
+        ["git", "check-ignore", "-q", "collector/data/traces.jsonl"], cwd=ROOT, check=False
+    )
+    assert result.returncode == 0, "collector/data is not in .gitignore"
+
+
+def test_readme_view_steps_keep_the_metrics_going_and_stop_the_stack() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## View it in Jaeger and Grafana", 1)[1].split("\n## ", 1)[0]
+    assert "--keep-exporting" in section and "--warmup" in section
+    assert "docker compose -f collector/compose.yaml down" in section
+    viewing = (ROOT / "docs/viewing.md").read_text()
+    assert "--keep-exporting" in viewing
+    assert "docker compose -f collector/compose.yaml down" in viewing
