@@ -101,28 +101,36 @@ def scoped_wrapper(open_scope: OpenScope, *, asynchronous: bool | None = None) -
                 # a plain function that returns an awaitable (a sync decorator around an
                 # ``async def``): the scope stays open until it is awaited
                 return _awaited_in_scope(scope, result)
-            result = scope.inside(result)
         except BaseException as exc:
             if not scope.__exit__(type(exc), exc, exc.__traceback__):
                 raise
-            result = None
-        else:
-            scope.__exit__(None, None, None)
-        return scope.after(result)
+            return scope.after(None)
+        return _returned(scope, result)
 
     return wrapper
 
 
-async def _awaited_in_scope(scope: Scope, awaitable: Any) -> Any:
+def _returned(scope: Scope, result: Any) -> Any:
+    """The call returned ``result``: :meth:`Scope.inside`, leave the scope, then
+    :meth:`Scope.after`."""
     try:
-        result = scope.inside(await awaitable)
+        result = scope.inside(result)
     except BaseException as exc:
         if not scope.__exit__(type(exc), exc, exc.__traceback__):
             raise
-        result = None
-    else:
-        scope.__exit__(None, None, None)
+        return scope.after(None)
+    scope.__exit__(None, None, None)
     return scope.after(result)
+
+
+async def _awaited_in_scope(scope: Scope, awaitable: Any) -> Any:
+    try:
+        result = await awaitable
+    except BaseException as exc:
+        if not scope.__exit__(type(exc), exc, exc.__traceback__):
+            raise
+        return scope.after(None)
+    return _returned(scope, result)
 
 
 async def _in_scope_async(
