@@ -206,7 +206,7 @@ def test_an_unreachable_endpoint_costs_no_time_and_is_said_once(tmp_path: Path) 
     endpoint = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     normal, _ = timed_demo(tmp_path)
     elapsed, output = timed_demo(tmp_path, env={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
-    assert elapsed < normal + 3, (elapsed, normal)
+    assert elapsed < normal + 5, (elapsed, normal)  # it used to take 30 s more
     about_it = [line for line in output.splitlines() if endpoint in line]
     assert len(about_it) == 1, output
     assert "could not reach" in about_it[0]
