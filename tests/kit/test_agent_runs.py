@@ -51,27 +51,3 @@ def test_on_result_sets_the_end_state_the_framework_reports(make_kit: Any) -> No
     wrapper(lambda: "gave up", None, (), {})
     (span,) = kit.spans("invoke_agent planner")
     assert span.attributes["loopguard.run.state"] == "max_steps"
-
-
-def test_an_unknown_shape_runs_untouched_and_our_errors_are_counted(
-    make_kit: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    kit = make_kit()
-    counted = kit.internal_errors(monkeypatch)
-
-    def bad_describe(instance: Any, args: Any, kwargs: Any) -> Any:
-        raise KeyError("no agent")
-
-    def bad_on_result(handle: Any, result: Any) -> None:
-        raise TypeError("no status")
-
-    assert (
-        agent_run_wrapper(kit.tracer, lambda i, a, k: None, package="p")(len, None, ("ab",), {})
-        == 2
-    )
-    assert agent_run_wrapper(kit.tracer, bad_describe, package="p")(len, None, ("abc",), {}) == 3
-    wrapper = agent_run_wrapper(kit.tracer, _describe, package="p", on_result=bad_on_result)
-    assert wrapper(len, None, ("a",), {}) == 1
-    assert counted == ["p.run", "p.run"]
-    (span,) = kit.spans("invoke_agent planner")
-    assert span.attributes["loopguard.run.state"] == "completed"

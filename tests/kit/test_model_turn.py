@@ -105,23 +105,6 @@ def test_outside_a_run_the_call_is_left_alone(make_kit: Any) -> None:
     assert calls == ["p0", "p1", "p2", "async"]
 
 
-def test_a_read_that_fails_is_counted_and_the_answer_goes_on(
-    make_kit: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    kit = make_kit()
-    counted = kit.internal_errors(monkeypatch)
-
-    def bad_read(call: ModelCall) -> dict[str, Any]:
-        raise AttributeError("an answer shape we do not know")
-
-    model = Model([])
-    wrapper = model_turn_wrapper(bad_read, package="pkg")
-    with agent_run("a", tracer=kit.tracer):
-        assert wrapper(model.step, model, ("p",), {})["text"] == "answer to p"
-        assert _steps(kit) == 0
-    assert counted == ["pkg.model_turn"]
-
-
 def test_before_and_first_run_in_order_and_read_sees_before(make_kit: Any) -> None:
     kit = make_kit()
     order: list[str] = []
