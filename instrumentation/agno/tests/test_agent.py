@@ -8,12 +8,14 @@ from typing import Any
 import pytest
 from agno.agent import Agent
 from otel_loopguard_testing import (
+    assert_cancelled_by_the_consumer,
     assert_productive_run,
     assert_ran_untouched_by_our_error,
     assert_stop_recorded_not_enforced,
     assert_stopped_on_a_permanent_failure,
     forbidden,
     unreadable,
+    wrapped,
 )
 from scripted_models import (
     QUESTION,
@@ -308,16 +310,7 @@ def test_stream_closed_early_ends_the_run_as_cancelled(loopguard):
     outside.append(loopguard.guard.current_run_steps())  # the run is not current here
     events.close()
 
-    assert outside == [None]
-    assert len(search.executions) == 1
-    assert loopguard.run_state("researcher") == "cancelled"
-    assert loopguard.open_spans() == []
-    loopguard.assert_every_span_ended_once()
-
-
-def _wrapped(function: object) -> bool:
-    """A wrapt wrapper (of ours) stands where Agno's function was."""
-    return getattr(function, "__wrapped__", None) is not None
+    assert_cancelled_by_the_consumer(loopguard, search, outside)
 
 
 def test_uninstrument_restores_agno(loopguard):
@@ -326,16 +319,16 @@ def test_uninstrument_restores_agno(loopguard):
     from agno.team import _run as team_run
     from agno.tools.function import FunctionCall
 
-    assert _wrapped(agent_run._run)
+    assert wrapped(agent_run._run)
     loopguard.uninstrument()
     try:
         for module in (agent_run, team_run):
             for name in ("_run", "_run_stream", "_arun", "_arun_stream"):
-                assert not _wrapped(getattr(module, name)), name
+                assert not wrapped(getattr(module, name)), name
         for name in ("_process_model_response", "process_response_stream"):
-            assert not _wrapped(Model.__dict__[name])
-        assert not _wrapped(FunctionCall.__dict__["execute"])
-        assert not _wrapped(FunctionCall.__dict__["aexecute"])
+            assert not wrapped(Model.__dict__[name])
+        assert not wrapped(FunctionCall.__dict__["execute"])
+        assert not wrapped(FunctionCall.__dict__["aexecute"])
         search = CountingSearch()
         agent = new_agent(ScriptedModel(script=gives_up_after(5)), [search.tool])
         assert agent.run(QUESTION).content == "gave up"

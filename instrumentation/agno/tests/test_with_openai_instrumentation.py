@@ -12,35 +12,23 @@ over HTTP on the loopback, and called by Agno's real ``OpenAIChat`` and the real
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from agno.agent import Agent
 from agno.models.openai import OpenAIChat
-from otel_loopguard_testing import assert_run_totals, openai_package_fixture
-from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
+from otel_loopguard_testing import openai_package_fixture
+from otel_loopguard_testing.openai_below import (
+    TEAM_PLAN_ANSWER,
+    assert_each_turn_counted_once,
+    assert_stopped_by_the_budget_before_the_tool,
+    served_team_plan_api_fixture,
+)
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
-ANSWER = "The team plan costs 10 EUR per seat."
-
 with_openai_package = openai_package_fixture()
-
-
-@pytest.fixture
-def api() -> Iterator[tuple[ScriptedAPI, str]]:
-    scripted = ScriptedAPI(
-        [
-            Turn(
-                tool_calls=[("search", {"query": "team plan"})], input_tokens=40, output_tokens=10
-            ),
-            Turn(text=ANSWER, input_tokens=50, output_tokens=10),
-        ]
-    )
-    url, stop = scripted.serve()
-    yield scripted, url
-    stop()
+api = served_team_plan_api_fixture()
 
 
 def run_agent(url: str, executions: list[str], stream: bool) -> Any:
@@ -69,14 +57,9 @@ def test_a_turn_the_openai_package_reported_counts_once(with_openai_package, api
 
     answer = run_agent(url, executions, stream)
 
-    assert answer == ANSWER
+    assert answer == TEAM_PLAN_ANSWER
     assert executions == ["team plan"]
-    assert len(scripted.requests) == 2
-    chats = [s for s in harness.spans() if s.attributes.get("gen_ai.operation.name") == "chat"]
-    assert len(chats) == 2  # both packages were at work
-    assert_run_totals(harness, [(40, 10), (50, 10)], "completed")
-    assert not harness.decision_events("stop")
-    harness.assert_every_span_ended_once()
+    assert_each_turn_counted_once(harness, scripted)
 
 
 def test_the_budget_still_stops_the_run_before_the_tool_runs(with_openai_package, api) -> None:
@@ -88,7 +71,4 @@ def test_the_budget_still_stops_the_run_before_the_tool_runs(with_openai_package
     with pytest.raises(LoopGuardInterrupt) as stopped:
         run_agent(url, executions, stream=False)
 
-    assert stopped.value.decision.detectors == ("budget",)
-    assert executions == []
-    assert len(scripted.requests) == 1
-    assert harness.run_state("researcher") == "budget_exceeded"
+    assert_stopped_by_the_budget_before_the_tool(harness, scripted, stopped, executions)

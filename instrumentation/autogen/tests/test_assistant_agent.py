@@ -9,6 +9,7 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
 from autogen_agentchat.messages import ToolCallExecutionEvent
 from otel_loopguard_testing import (
+    assert_cancelled_by_the_consumer,
     assert_productive_run,
     assert_stop_recorded_not_enforced,
     assert_stopped_on_a_permanent_failure,
@@ -180,8 +181,4 @@ def test_stream_closed_early_ends_the_run_as_cancelled(loopguard):
 
     asyncio.run(first_tool_result_then_stop())
 
-    assert outside == [None]
-    assert len(search.executions) == 1
-    assert loopguard.run_state("researcher") == "cancelled"
-    assert loopguard.open_spans() == []
-    loopguard.assert_every_span_ended_once()
+    assert_cancelled_by_the_consumer(loopguard, search, outside)

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from crewai import LLM
 from otel_loopguard_openai import OpenAIInstrumentor
-from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
+from otel_loopguard_testing.openai_below import (
+    TEAM_PLAN_ANSWER,
+    assert_each_turn_counted_once,
+    team_plan_api,
+)
+from otel_loopguard_testing.scripted_openai import ScriptedAPI
 from scripted_crew import CountingSearch, make_crew
-
-ANSWER = "https://example.com/pricing"
 
 
 def _run_crew(harness, api: ScriptedAPI, search: CountingSearch) -> object:
@@ -34,35 +37,14 @@ def _run_crew(harness, api: ScriptedAPI, search: CountingSearch) -> object:
         instrumentor.uninstrument()
 
 
-def _script() -> ScriptedAPI:
-    return ScriptedAPI(
-        [
-            Turn(tool_calls=[("search", {"query": "pricing"})], input_tokens=40, output_tokens=10),
-            Turn(text=ANSWER, input_tokens=50, output_tokens=10),
-        ],
-        model="gpt-4o-mini",
-    )
-
-
 def test_a_model_call_the_openai_package_reported_counts_once(make_loopguard) -> None:
     # 110 tokens in two calls: under a 150 budget; counted twice (220) the crew would stop
     harness = make_loopguard(mode="enforce", token_budget=150, max_steps=2)
-    api = _script()
-    search = CountingSearch(lambda query, n: ANSWER)
+    api = team_plan_api("pricing", model="gpt-4o-mini")
+    search = CountingSearch(lambda query, n: TEAM_PLAN_ANSWER)
 
     result = _run_crew(harness, api, search)
 
-    assert ANSWER in str(result)
+    assert TEAM_PLAN_ANSWER in str(result)
     assert search.executions == ["pricing"]
-    assert len(api.requests) == 2
-    chats = [
-        span
-        for span in harness.spans()
-        if (span.attributes or {}).get("gen_ai.operation.name") == "chat"
-    ]
-    assert len(chats) == 2  # both packages were at work
-    (run,) = harness.spans("invoke_agent")
-    assert run.attributes["gen_ai.usage.input_tokens"] == 90
-    assert run.attributes["gen_ai.usage.output_tokens"] == 20
-    assert run.attributes["loopguard.run.state"] == "completed"
-    assert not harness.decision_events("stop")
+    assert_each_turn_counted_once(harness, api)

@@ -8,6 +8,7 @@ import pytest
 from google.adk.agents import LlmAgent
 from google.adk.runners import Runner
 from otel_loopguard_testing import (
+    assert_cancelled_by_the_consumer,
     assert_inner_agent_joined_the_run,
     assert_productive_run,
     assert_ran_untouched_by_our_error,
@@ -15,6 +16,7 @@ from otel_loopguard_testing import (
     assert_stopped_on_a_permanent_failure,
     forbidden,
     unreadable,
+    wrapped,
 )
 from scripted_models import (
     CountingSearch,
@@ -231,29 +233,20 @@ def test_stream_closed_early_ends_the_run_as_cancelled(loopguard):
 
     asyncio.run(asyncio.wait_for(first_tool_result_then_stop(), timeout=60))
 
-    assert outside == [None]
-    assert len(search.executions) == 1
-    assert loopguard.run_state("researcher") == "cancelled"
-    assert loopguard.open_spans() == []
-    loopguard.assert_every_span_ended_once()
-
-
-def _wrapped(function: object) -> bool:
-    """A wrapt wrapper (of ours) stands where ADK's function was."""
-    return getattr(function, "__wrapped__", None) is not None
+    assert_cancelled_by_the_consumer(loopguard, search, outside)
 
 
 def test_uninstrument_restores_adk(loopguard):
     from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
     from google.adk.flows.llm_flows.tools import _caller
 
-    assert _wrapped(Runner.__dict__["run_async"])
+    assert wrapped(Runner.__dict__["run_async"])
     loopguard.uninstrument()
     try:
-        assert not _wrapped(Runner.__dict__["run_async"])
-        assert not _wrapped(Runner.__dict__["run"])
-        assert not _wrapped(BaseLlmFlow.__dict__["_call_llm_async"])
-        assert not _wrapped(_caller._execute_single_prepared_call)
+        assert not wrapped(Runner.__dict__["run_async"])
+        assert not wrapped(Runner.__dict__["run"])
+        assert not wrapped(BaseLlmFlow.__dict__["_call_llm_async"])
+        assert not wrapped(_caller._execute_single_prepared_call)
         search = CountingSearch()
 
         def script(n: int):

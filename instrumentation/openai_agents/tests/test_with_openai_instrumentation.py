@@ -18,10 +18,12 @@ import asyncio
 
 from agents import Agent, OpenAIResponsesModel, Runner, function_tool
 from otel_loopguard_testing import openai_package_fixture
-from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
-
-ANSWER = "The team plan costs 10 EUR per seat."
-
+from otel_loopguard_testing.openai_below import (
+    TEAM_PLAN_ANSWER,
+    assert_each_turn_counted_once,
+    team_plan_api,
+)
+from otel_loopguard_testing.scripted_openai import ScriptedAPI
 
 with_openai_package = openai_package_fixture()
 
@@ -37,51 +39,27 @@ def _agent(api: ScriptedAPI, executions: list[str]) -> Agent:
     return Agent(name="researcher", instructions="Find the price.", tools=[search], model=model)
 
 
-def _script() -> ScriptedAPI:
-    return ScriptedAPI(
-        [
-            Turn(
-                tool_calls=[("search", {"query": "team plan"})], input_tokens=40, output_tokens=10
-            ),
-            Turn(text=ANSWER, input_tokens=50, output_tokens=10),
-        ]
-    )
-
-
 def test_a_turn_the_openai_package_reported_counts_once(with_openai_package) -> None:
     # 110 tokens in two turns: under a 150 budget; counted twice (220) the run would stop
     harness = with_openai_package(mode="enforce", token_budget=150, max_steps=2)
-    api = _script()
+    api = team_plan_api()
     executions: list[str] = []
 
     result = asyncio.run(Runner.run(_agent(api, executions), "What does the team plan cost?"))
 
-    assert result.final_output == ANSWER
+    assert result.final_output == TEAM_PLAN_ANSWER
     assert executions == ["team plan"]
-    assert len(api.requests) == 2
-    # both packages were at work: the OpenAI package's model-call spans are there
-    chats = [
-        span
-        for span in harness.spans()
-        if (span.attributes or {}).get("gen_ai.operation.name") == "chat"
-    ]
-    assert len(chats) == 2
-    (run,) = harness.named("invoke_agent researcher")
-    assert run.attributes["gen_ai.usage.input_tokens"] == 90
-    assert run.attributes["gen_ai.usage.output_tokens"] == 20
-    assert harness.run_state("researcher") == "completed"
-    assert not harness.decision_events("stop")
-    harness.assert_every_span_ended_once()
+    assert_each_turn_counted_once(harness, api)
 
 
 def test_the_budget_still_stops_a_run_that_goes_over_it(with_openai_package) -> None:
     """The same two turns under a budget of 100: the second turn goes over it, once."""
     harness = with_openai_package(mode="observe", token_budget=100)
-    api = _script()
+    api = team_plan_api()
 
     result = asyncio.run(Runner.run(_agent(api, []), "What does the team plan cost?"))
 
-    assert result.final_output == ANSWER  # observe mode: recorded, not enforced
+    assert result.final_output == TEAM_PLAN_ANSWER  # observe mode: recorded, not enforced
     stops = harness.decision_events("stop")
     assert stops and all("budget" in attrs["loopguard.detectors"] for _, attrs in stops)
     (run,) = harness.named("invoke_agent researcher")

@@ -26,12 +26,14 @@ One module per job; every name a suite uses is importable from here too:
 from __future__ import annotations
 
 from .agent_checks import (
+    assert_cancelled_by_the_consumer,
     assert_inner_agent_joined_the_run,
     assert_productive_run,
     assert_ran_untouched_by_our_error,
     assert_stop_recorded_not_enforced,
     assert_stopped_on_a_permanent_failure,
     unreadable,
+    wrapped,
 )
 from .chat_loop import (
     CHAT_TOOL_SCHEMAS,
@@ -97,6 +99,7 @@ __all__ = [
     "Spans",
     "Testbed",
     "always",
+    "assert_cancelled_by_the_consumer",
     "assert_console_budget_stopped",
     "assert_console_handoff_cycle_stopped",
     "assert_console_loop_stopped",
@@ -133,4 +136,5 @@ __all__ = [
     "run_under_opentelemetry_instrument",
     "sdk_chat_attributes",
     "unreadable",
+    "wrapped",
 ]

@@ -104,3 +104,19 @@ def assert_inner_agent_joined_the_run(
     assert inner_span.parent.span_id == harness.named(f"execute_tool {tool}")[0].context.span_id
     assert outer_span.attributes["loopguard.run.state"] == "stopped"
     harness.assert_every_span_ended_once()
+
+
+def assert_cancelled_by_the_consumer(harness: Harness, search: Any, outside: list[Any]) -> None:
+    """A streamed run its consumer left after the first search: the run was not current
+    where the consumer read it (``outside``, :meth:`LoopGuard.current_run_steps` there, is
+    ``[None]``), it ended ``cancelled`` and no span is left open; every span ended once."""
+    assert outside == [None]
+    assert len(search.executions) == 1
+    assert harness.run_state("researcher") == "cancelled"
+    assert harness.open_spans() == []
+    harness.assert_every_span_ended_once()
+
+
+def wrapped(function: object) -> bool:
+    """A wrapt wrapper (of ours) stands where the framework's function was."""
+    return getattr(function, "__wrapped__", None) is not None
