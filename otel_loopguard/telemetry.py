@@ -5,6 +5,9 @@ loop guard (``gen_ai.guardrail.component.name``, ``.policy.id``, ``.policy.rule.
 ``.result.type`` = ``action``, ``.result.value`` = the action, ``.risk.score``,
 ``.source``, ``.result.reason``; names from the GenAI semantic conventions' guardrail
 page, development status). ``gen_ai.guardrail.risk.score`` keeps our own 0..1 scale.
+A still-open span that takes a decision event also takes its action, risk, detectors and
+reason as span attributes (the most severe decision's), for trace UIs that filter on
+attributes rather than events.
 
 Metrics use units, explicit histogram buckets that fit their values, and low-cardinality
 labels only: never a run id, a signature or an argument value. Counts are recorded inside
@@ -29,7 +32,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 
 from otel_loopguard.engine.config import LoopGuardConfig
-from otel_loopguard.engine.decisions import Decision, RunEndState
+from otel_loopguard.engine.decisions import Action, Decision, RunEndState
 from otel_loopguard.engine.events import Event, EventKind
 
 logger = logging.getLogger("otel_loopguard")
@@ -40,6 +43,15 @@ DECISION_SPAN = "loopguard.decision"
 RUN_SPAN = "loopguard.run"
 RUN_STATE_ATTRIBUTE = "loopguard.run.state"
 RUN_ID_ATTRIBUTE = "loopguard.run.id"
+ACTION_ATTRIBUTE = "loopguard.action"
+RISK_ATTRIBUTE = "loopguard.risk_score"
+#: what the span a decision was made on carries of it (its most severe decision's)
+SPAN_DECISION_ATTRIBUTES = (
+    ACTION_ATTRIBUTE,
+    RISK_ATTRIBUTE,
+    "loopguard.detectors",
+    "loopguard.reason",
+)
 
 RISK_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 DURATION_BUCKETS = (
@@ -130,14 +142,19 @@ class Telemetry:
             unit="{run}",
             description="Runs currently tracked",
         )
-        # a zero series from the start: "0 errors / 0 interrupts" on a dashboard, not "no data".
-        # Also one per run end state (a fixed handful): Prometheus' increase() cannot count
-        # a series' first value, so without it the first stopped run of a process would be
-        # missing from "Runs by end state" and from the stop-rate alert
+        # zero series from the start: "0 errors / 0 interrupts" on a dashboard, not "no data".
+        # Also one per run end state and one signal and interrupt series per built-in
+        # detector (names known in advance): Prometheus' increase() cannot count a series'
+        # first value, so without them the first stopped run, signal or interrupt of a
+        # process would be missing from the dashboard and the stop-rate alert. Decisions
+        # carry agent and tool names nobody knows in advance: the dashboard's queries count
+        # a decision series born inside their range instead
         self.internal_errors.add(0)
-        self.interrupts.add(0)
         for state in RunEndState:
             self.runs.add(0, {"state": state.value})
+        for detector in _builtin_detector_names():
+            self.signals.add(0, {"detector": detector})
+            self.interrupts.add(0, {"detector": detector})
         self._logged: set[str] = set()
         self._logged_lock = threading.Lock()
         self._processing_attributes: dict[str, dict[str, str]] = {}
@@ -234,8 +251,8 @@ class Telemetry:
         detectors = decision.detectors
         reason = decision.reason
         attrs: dict[str, Any] = {
-            "loopguard.action": decision.action.value,
-            "loopguard.risk_score": float(decision.risk),
+            ACTION_ATTRIBUTE: decision.action.value,
+            RISK_ATTRIBUTE: float(decision.risk),
             "loopguard.detectors": list(detectors),
             "loopguard.reason": reason or decision.action.value,
             "gen_ai.guardrail.component.name": "otel-loopguard",
@@ -281,13 +298,23 @@ class Telemetry:
         return attrs
 
     def add_decision_event(self, span: Any, decision: Decision, event: Event | None) -> bool:
-        """Add ``loopguard.decision`` to a still-recording span; False if it has ended."""
+        """Add ``loopguard.decision`` to a still-recording span; False if it has ended.
+
+        The span also takes the decision as attributes (:data:`SPAN_DECISION_ATTRIBUTES`),
+        so "spans where otel-loopguard stopped" is one attribute filter in a trace UI
+        (``loopguard.action = stop``). A span given several decisions keeps the most
+        severe one's (the higher action; of equal actions the higher risk); every decision
+        stays an event.
+        """
         # an ended span, or one that never was a live SDK span (a ReadableSpan handed to
         # on_start by another processor chain): no events can go on it
         is_recording = getattr(span, "is_recording", None)
         if is_recording is None or not is_recording():
             return False
-        span.add_event(DECISION_EVENT, self.decision_attributes(decision, event))
+        attrs = self.decision_attributes(decision, event)
+        span.add_event(DECISION_EVENT, attrs)
+        if _more_severe_than_on(span, decision):
+            span.set_attributes({key: attrs[key] for key in SPAN_DECISION_ATTRIBUTES})
         return True
 
     def emit_decision_span(
@@ -332,6 +359,27 @@ class Telemetry:
             RUN_SPAN, context=context, start_time=timestamp_ns, attributes=attrs
         )
         span.end(end_time=timestamp_ns)
+
+
+def _builtin_detector_names() -> list[str]:
+    from otel_loopguard.engine.detectors import DEFAULT_DETECTORS
+
+    return [str(factory.name) for factory in DEFAULT_DETECTORS]  # type: ignore[attr-defined]
+
+
+def _more_severe_than_on(span: Any, decision: Decision) -> bool:
+    """Does ``decision`` outrank the decision already written on ``span`` (if any)?"""
+    current = getattr(span, "attributes", None)
+    if not current:
+        return True
+    try:
+        action = Action(current.get(ACTION_ATTRIBUTE))
+    except ValueError:
+        return True
+    if decision.action != action:
+        return decision.action > action
+    risk = current.get(RISK_ATTRIBUTE)
+    return not isinstance(risk, float) or decision.risk > risk
 
 
 def _json(value: Any, limit: int) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 
 import pytest
@@ -139,6 +140,39 @@ def test_risk_combines_fresh_evidence_and_fades_old() -> None:
     ):
         assert 0.0 <= decision.risk <= 1.0
     assert decide(default, [signal("handoff_cycle", score=0.95)]).risk >= 0.95
+
+
+@pytest.mark.parametrize("policy", [default, strict_preset], ids=["default", "strict"])
+def test_risk_ranks_the_action_first(policy) -> None:
+    """Every warn scores below every replan, pause and stop of the same policy, whatever the
+    evidence: the healthy run's polling warn (strong evidence of repeating, which is what
+    polling does) must not look as risky as a stuck run's stop."""
+    by_action: dict[Action, list[float]] = {}
+    cases = [
+        ([signal(detector, kind, score=score)], earlier)
+        for score in (0.0, 0.3, 0.79, 1.0)
+        for detector, kind in [
+            ("repetition", None),
+            ("repeated_tool_steps", None),
+            ("no_progress", None),
+            ("budget_proximity", None),
+            ("my_plugin", None),
+            ("read_only_loop", None),
+            ("permanent_failure", "retryable"),
+            ("permanent_failure", "permanent"),
+            ("handoff_cycle", None),
+            ("budget", "tokens"),
+        ]
+        for earlier in ([], [signal("x", score=1.0)] * 5)
+    ]
+    for new, earlier in cases:
+        decision = decide(policy, new, earlier)
+        by_action.setdefault(decision.action, []).append(decision.risk)
+    assert set(by_action) >= {Action.WARN, Action.REPLAN, Action.PAUSE, Action.STOP}
+    ranked = [by_action[a] for a in (Action.WARN, Action.REPLAN, Action.PAUSE, Action.STOP)]
+    for lower, higher in itertools.pairwise(ranked):
+        assert max(lower) < min(higher), (lower, higher)
+    assert all(0.0 < risk <= 1.0 for risks in ranked for risk in risks)
 
 
 @pytest.mark.parametrize("loop", ["repetition", "action_cycle", "repeated_tool_steps"])

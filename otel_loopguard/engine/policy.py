@@ -34,8 +34,14 @@ is stuck, not merely busy:
 When several signals arrive at once the most severe action wins; its ``reasons`` are the
 signals that drove it (for a stop on a loop: the loop signal and the no-progress evidence).
 
-Risk score: ``1 - Π(1 - score·0.8^age)`` over the window, newest signal age 0, so fresh and
-agreeing evidence adds up and old evidence fades; never below the strongest reason's score.
+Risk score: it ranks severity first, evidence second. The evidence is
+``1 - Π(1 - score·0.8^age)`` over the window, newest signal age 0, so fresh and agreeing
+evidence adds up and old evidence fades; never below the strongest reason's score. That
+0..1 evidence is placed in its action's band (:data:`RISK_BANDS`): a warn scores 0.10-0.50,
+a replan 0.55-0.60, a pause 0.65-0.70, a stop 0.75-1.00, so every warn ranks below every
+stop of the same policy however strong its evidence (a healthy run's polling warn is never
+as risky as a stuck run's stop). ``observe`` keeps the ``default`` verdict's risk: its warn
+for what would have stopped still scores in the stop band.
 An event with no new signal brings no new evidence: the policies answer the shared
 ``CONTINUE`` decision (risk 0.0) without computing anything, which keeps the monitor's hot
 path allocation-free.
@@ -74,6 +80,14 @@ LOOP_DETECTORS = frozenset({"repetition", "action_cycle", "repeated_tool_steps"}
 NO_PROGRESS = "no_progress"
 #: weight lost per older signal in the risk score
 RISK_DECAY = 0.8
+#: (lowest, highest) risk score of each action: the evidence (0..1) is placed in its band
+RISK_BANDS: dict[Action, tuple[float, float]] = {
+    Action.CONTINUE: (0.0, 0.0),
+    Action.WARN: (0.1, 0.5),
+    Action.REPLAN: (0.55, 0.6),
+    Action.PAUSE: (0.65, 0.7),
+    Action.STOP: (0.75, 1.0),
+}
 
 _BUDGET_END_STATES = {
     "steps": RunEndState.MAX_STEPS,
@@ -207,10 +221,11 @@ def _decide(policy_input: PolicyInput, strict: bool) -> Decision:
                 recommendation = signal.recommendation
     chosen = tuple(reasons.values())
     strongest = max((s.score for s in chosen), default=0.0)
-    risk = max(risk_score(window), min(max(strongest, 0.0), 1.0))
+    evidence = max(risk_score(window), min(max(strongest, 0.0), 1.0))
+    low, high = RISK_BANDS[best_action]
     return Decision(
         best_action,
-        risk=risk,
+        risk=low + (high - low) * evidence,
         reasons=chosen,
         recommendation=recommendation if best_action is Action.REPLAN else None,
         end_state=best_end,
@@ -297,6 +312,7 @@ def load_policy(spec: str | None) -> Policy:
 __all__ = [
     "LOOP_DETECTORS",
     "PRESETS",
+    "RISK_BANDS",
     "Policy",
     "PolicyInput",
     "default",

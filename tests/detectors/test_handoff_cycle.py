@@ -56,3 +56,26 @@ def test_state_stays_bounded_after_100k_distinct_handoffs() -> None:
     events = (handoff(f"agent{i}", f"agent{i + 1}") for i in range(100_000))
     assert run.feed(events) == []
     assert len(run.state.chain) <= 16 and len(run.state.cycles) <= 64
+
+
+def test_agents_are_named_as_they_name_themselves_not_as_a_tool_spells_them() -> None:
+    """``transfer_to_billing_agent`` hands to ``billing_agent``; the agent calls itself
+    ``billing-agent``, and that is the name the signal shows (also after a reload)."""
+    run = Driver(HandoffCycleDetector)
+    ping_pong = [
+        handoff("triage-agent", "billing_agent"),
+        handoff("billing-agent", "triage_agent"),
+    ]
+    run.feed(ping_pong + ping_pong[:1])
+    run.reload()
+    (signal,) = run.feed(ping_pong[1:])
+    assert signal.evidence["agents"] == ["billing-agent", "triage-agent"]
+    assert signal.message == (
+        "handoff cycle billing-agent → triage-agent → billing-agent closed 2 times"
+    )
+
+
+def test_a_target_seen_only_through_a_tool_keeps_the_tools_spelling() -> None:
+    run = Driver(HandoffCycleDetector)
+    (signal,) = run.feed([handoff("Router", "worker_agent"), handoff(None, "router")] * 2)
+    assert signal.evidence["agents"] == ["Router", "worker_agent"]

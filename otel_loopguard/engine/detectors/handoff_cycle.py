@@ -6,6 +6,11 @@ the circle from that agent to here is a *closed cycle* (A → B → A, A → B �
 is cut back to that agent and the cycle, in a rotation-independent form, is counted. The
 signal fires when the same closed cycle has occurred ``handoff_cycle_threshold`` (2) times.
 
+Agents are matched by :func:`agent_key` (``billing-agent`` and the ``billing_agent`` of a
+``transfer_to_billing_agent`` tool are one agent) but named as the agent names itself: the
+spelling seen as a handoff's ``actor`` wins over the one a handoff tool derived from its
+own name, so the signal says ``billing-agent → triage-agent``.
+
 One-way repeated handoffs (A → B, A → B, A → B: the task never comes back through a
 handoff) never close a cycle: each starts a new chain. A handoff to oneself is ignored.
 The chain keeps at most :data:`MAX_CHAIN` agents and the counts at most
@@ -53,11 +58,14 @@ _HANDOFF = EventKind.HANDOFF
 
 
 class HandoffCycleState:
-    __slots__ = ("chain", "cycles")
+    __slots__ = ("chain", "cycles", "names")
 
     def __init__(self) -> None:
         self.chain: list[str] = []
         self.cycles: dict[str, int] = {}  # canonical cycle -> closures, LRU
+        # agent key -> the name to show: as the agent itself is named (an actor), else as
+        # a handoff named its target; kept for the agents on the chain only
+        self.names: dict[str, str] = {}
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -80,10 +88,17 @@ class HandoffCycleDetector:
         if event.kind != _HANDOFF or not event.target_agent:
             return None
         chain = state.chain
+        names = state.names
         source = agent_key(event.actor) if event.actor else (chain[-1] if chain else "")
         target = agent_key(event.target_agent)
         if not source or source == target:
             return None
+        if event.actor:
+            names[source] = event.actor[:_NAME_CAP]
+        if target not in names:
+            names[target] = event.target_agent[:_NAME_CAP]
+        if len(names) > 2 * MAX_CHAIN:
+            state.names = names = {k: names[k] for k in (*chain, source, target) if k in names}
         if not chain or chain[-1] != source:
             chain[:] = [source]
         if target not in chain:
@@ -96,20 +111,29 @@ class HandoffCycleDetector:
         count = bump(state.cycles, cycle, MAX_CYCLES)
         if count < self.threshold:
             return None
-        agents = cycle.split(" → ")
+        agents = [names.get(key, key) for key in cycle.split(" → ")]
+        shown = " → ".join(agents)
         return Signal(
             detector=self.name,
             kind=self.name,
             score=growing_score(count, self.threshold, 0.7),
-            message=f"handoff cycle {cycle} → {agents[0]} closed {count} times",
+            message=f"handoff cycle {shown} → {agents[0]} closed {count} times",
             evidence={"agents": agents, "cycles": count, "threshold": self.threshold},
         )
 
     def export_state(self, state: HandoffCycleState) -> dict[str, Any]:
-        return {"chain": list(state.chain), "cycles": table_to_json(state.cycles)}
+        return {
+            "chain": list(state.chain),
+            "cycles": table_to_json(state.cycles),
+            "names": dict(state.names),
+        }
 
     def restore_state(self, data: dict[str, Any]) -> HandoffCycleState:
         state = HandoffCycleState()
         state.chain = [str(agent) for agent in data.get("chain") or []][-MAX_CHAIN:]
         state.cycles = table_from_json(data.get("cycles"), MAX_CYCLES)
+        names = data.get("names")
+        if isinstance(names, dict):
+            kept = list(names.items())[-2 * MAX_CHAIN :]
+            state.names = {str(key): str(name)[:_NAME_CAP] for key, name in kept}
         return state
