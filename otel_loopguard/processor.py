@@ -39,7 +39,6 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_loopguard.engine.decisions import Action, Decision
 from otel_loopguard.engine.events import Event
-from otel_loopguard.engine.run_identity import end_state
 from otel_loopguard.guard import LoopGuard, get_guard
 from otel_loopguard.spans.classify import SpanClass, classify_parts
 from otel_loopguard.spans.dialects import CLASS_KEYS, CONVERSATION_KEY_SET
@@ -219,7 +218,9 @@ class LoopGuardSpanProcessor(SpanProcessor):
             view = from_readable_span(span, detection_only=True, trace_id=state.hex_trace_id)
             summary = self.guard.monitor.end_run(state.hex_trace_id)
             if summary is not None:
-                self.guard.telemetry.record_run_end(end_state(summary, error=view.is_error))
+                self.guard.telemetry.record_run_end(
+                    self.guard.run_end_state(summary, error=view.is_error)
+                )
 
     def _on_end(
         self,
@@ -256,7 +257,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
             )
             summary = guard.monitor.end_run(ended.state.hex_trace_id)
             if summary is not None:
-                guard.telemetry.record_run_end(end_state(summary, error=view.is_error))
+                guard.telemetry.record_run_end(guard.run_end_state(summary, error=view.is_error))
         guard.telemetry.record_processing(time.perf_counter() - started, span_class)
 
     def _feed(self, ended: SpanEnd, span: ReadableSpan) -> None:
@@ -271,6 +272,8 @@ class LoopGuardSpanProcessor(SpanProcessor):
         telemetry = guard.telemetry
         context = trace.set_span_in_context(trace.NonRecordingSpan(span.context))
         telemetry.record_decision(decision, event, context)
+        if decision.action is Action.STOP:
+            guard.stop_unenforceable(decision)  # enforce mode with no gate: said once
         agent: OpenAgent | None = ended.actor
         if agent is not None and telemetry.add_decision_event(agent.span, decision, event):
             return
@@ -293,7 +296,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
             summary = guard.monitor.end_run(identity.run_id)
         else:
             summary = guard.monitor.run_snapshot(identity.run_id)
-        state = end_state(summary, error=view.is_error)
+        state = guard.run_end_state(summary, error=view.is_error)
         context = trace.set_span_in_context(trace.NonRecordingSpan(span.context))
         if ends:
             guard.telemetry.record_run_end(state, context)

@@ -64,7 +64,12 @@ class RunEndState(str, enum.Enum):
     """How a run ended; exported as ``loopguard.run.state`` and the ``loopguard.runs`` label."""
 
     COMPLETED = "completed"
+    #: reached a STOP: in ``enforce`` mode, interrupted by a gate; in ``observe`` mode, the
+    #: stop that would have been (observe never interrupts)
     STOPPED = "stopped"
+    #: ``enforce`` mode decided STOP, but no gate interrupted the run (its tool calls are
+    #: spans of another instrumentation or plain OpenTelemetry, with no otel-loopguard gate)
+    STOP_NOT_ENFORCED = "stop_not_enforced"
     BUDGET_EXCEEDED = "budget_exceeded"
     MAX_STEPS = "max_steps"
     TIMED_OUT = "timed_out"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,7 +10,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt, RunEndState
-from otel_loopguard.engine.run_identity import ROOT, as_run_key, end_state, run_identity
+from otel_loopguard.engine.run_identity import ROOT, RunIdentity, as_run_key, run_identity
 from otel_loopguard.guard.model_turns import (
     enter_run_scope,
     leave_run_scope,
@@ -75,16 +76,24 @@ class AgentRun:
                 # nested agents and handoffs stay in the one run
                 handle = RunHandle(parent.run_id, parent.keyed_by, self._name, span, False)
             else:
-                identity = run_identity(
-                    format(context.trace_id, "032x"),
-                    conversation=conversation,
-                    root_span_id=format(context.span_id, "016x"),
-                )
+                if context.is_valid:
+                    identity = run_identity(
+                        format(context.trace_id, "032x"),
+                        conversation=conversation,
+                        root_span_id=format(context.span_id, "016x"),
+                    )
+                elif conversation:
+                    identity = run_identity("", conversation=conversation)
+                else:
+                    # no SDK: the span has no ids (all zeros), and every run is its own
+                    # run all the same (two agents at once must never share one)
+                    identity = RunIdentity(f"run-{uuid.uuid4().hex}", ROOT)
                 handle = RunHandle(identity.run_id, identity.keyed_by, self._name, span, True)
                 if guard.config.enabled:
                     guard.monitor.start_run(
                         handle.run_id, agent=self._name, keyed_by=identity.keyed_by
                     )
+            guard.note_gate(handle.run_id)
             span.set_attribute("loopguard.run.id", handle.run_id)
         except Exception as exc:
             guard.telemetry.internal_error("agent_run.enter", exc)
@@ -163,7 +172,7 @@ class AgentRun:
         summary = None
         if override is None and exc is None and handle is not None and self._guard.config.enabled:
             summary = self._guard.monitor.run_snapshot(handle.run_id)
-        return end_state(summary, exception=exc, override=override)
+        return self._guard.run_end_state(summary, exception=exc, override=override)  # type: ignore[no-any-return]
 
 
 def _set_usage(span: Any, summary: Any) -> None:

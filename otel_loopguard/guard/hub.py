@@ -26,7 +26,10 @@ tasks) and, for spans made by other instrumentations, through the span context.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -34,14 +37,14 @@ from opentelemetry import trace
 from opentelemetry.trace import Span
 
 from otel_loopguard.engine.config import LoopGuardConfig
-from otel_loopguard.engine.decisions import Action, Decision, LoopGuardInterrupt
+from otel_loopguard.engine.decisions import Action, Decision, LoopGuardInterrupt, RunEndState
 from otel_loopguard.engine.events import (
     Event,
     EventKind,
     optional_text,
     run_key,
 )
-from otel_loopguard.engine.run_identity import RunIdentity, as_run_key, run_identity
+from otel_loopguard.engine.run_identity import RunIdentity, as_run_key, end_state, run_identity
 from otel_loopguard.guard.agent_run import AgentRun
 from otel_loopguard.guard.managed import ManagedSpans
 from otel_loopguard.guard.model_turns import (
@@ -62,6 +65,8 @@ from otel_loopguard.spans.follower import OpenAgent, SpanFollower, TraceState
 from otel_loopguard.spans.sdk import PLAIN_CLASSES, status_and_end
 from otel_loopguard.spans.view import SpanView, detection_view
 from otel_loopguard.telemetry import SCOPE_NAME, Telemetry
+
+logger = logging.getLogger("otel_loopguard")
 
 DecisionCallback = Callable[[Decision, Event], None]
 
@@ -104,6 +109,11 @@ class LoopGuard:
         self._tracer: trace.Tracer | None = None
         # answers reported by a wrapper and by another instrumentation's span, counted once
         self.reported_answers = ReportedAnswers()
+        # runs a gate acted in, and runs a gate interrupted: in enforce mode a STOP that no
+        # gate could enforce is said once and recorded as such (bounded, oldest dropped)
+        self._gated: OrderedDict[str, None] = OrderedDict()
+        self._interrupted: OrderedDict[str, None] = OrderedDict()
+        self._warned_unenforced = False
         observe_fresh = getattr(self.monitor, "observe_fresh", None)
         preflight_fresh = getattr(self.monitor, "preflight_fresh", None)
         #: the monitor's decision and whether it is new (a user's own monitor without
@@ -210,6 +220,7 @@ class LoopGuard:
             if not self.config.enabled:
                 return Decision(Action.CONTINUE)
             identity = self.resolve_run(span)
+            self.note_gate(identity.run_id)
             decision, fresh = self.preflight(identity.run_id, "llm_call", expected_tokens)
             if fresh:
                 target = span if span is not None else trace.get_current_span()
@@ -414,11 +425,67 @@ class LoopGuard:
 
     def _maybe_interrupt(self, decision: Decision, span: Any = None) -> None:
         if self.enforcing and decision.action is Action.STOP:
-            try:
-                self.telemetry.record_interrupt(decision, context_of(span))
-            except Exception as exc:
-                self.telemetry.internal_error("record_interrupt", exc)
+            self.note_interrupt(decision, context_of(span))
             raise LoopGuardInterrupt(decision)
+
+    # -- enforcement bookkeeping ---------------------------------------------------------------
+
+    def note_gate(self, run_id: str | None) -> None:
+        """A gate (tool call, agent run, model-call check) acted in this run: it can be
+        interrupted there."""
+        if run_id is not None and run_id not in self._gated:
+            _remember(self._gated, run_id)
+
+    def note_interrupt(self, decision: Decision, context: Any = None) -> None:
+        """A gate is raising :class:`LoopGuardInterrupt` for ``decision``: count it in
+        ``loopguard.interrupts`` and remember that the run's STOP was enforced."""
+        try:
+            self.telemetry.record_interrupt(decision, context)
+        except Exception as exc:
+            self.telemetry.internal_error("record_interrupt", exc)
+        if decision.run_id is not None:
+            _remember(self._interrupted, decision.run_id)
+
+    def stop_unenforceable(self, decision: Decision) -> None:
+        """The processor decided STOP from spans: in enforce mode, say once when no gate can
+        act on that run (nothing will interrupt it), and what to add."""
+        run_id = decision.run_id
+        if not self.enforcing or self._warned_unenforced or run_id in self._gated:
+            return
+        self._warned_unenforced = True
+        logger.warning(
+            "otel-loopguard: enforce mode decided STOP for run %s (%s), but nothing can "
+            "interrupt it: no otel-loopguard gate wraps this agent's tool calls (its spans "
+            "come from plain OpenTelemetry or another instrumentation). Install the "
+            "otel-loopguard package for its framework, or wrap its tools with "
+            "@loopguard_tool / tool_span. Such runs end as 'stop_not_enforced'. "
+            "(said once per process)",
+            run_id,
+            decision.reasons[0].message if decision.reasons else "stop",
+        )
+
+    def run_end_state(
+        self,
+        summary: Any = None,
+        *,
+        error: bool = False,
+        exception: BaseException | None = None,
+        override: RunEndState | None = None,
+    ) -> RunEndState:
+        """:func:`~otel_loopguard.engine.run_identity.end_state`, told the truth about
+        enforcement: in enforce mode a run that reached STOP without a gate interrupting it
+        ends ``stop_not_enforced``, not ``stopped``."""
+        state = end_state(summary, error=error, exception=exception, override=override)
+        if (
+            override is None
+            and exception is None
+            and summary is not None
+            and summary.stopped
+            and self.enforcing
+            and summary.run_id not in self._interrupted
+        ):
+            return RunEndState.STOP_NOT_ENFORCED
+        return state
 
     def _export_to(self, span: Any, decision: Decision, event: Event | None) -> None:
         """Decision event on ``span`` if it is still open, else a zero-duration span."""
@@ -433,6 +500,17 @@ class LoopGuard:
                 )
         except Exception as exc:
             self.telemetry.internal_error("export_decision", exc)
+
+
+_MAX_REMEMBERED_RUNS = 10_000
+
+
+def _remember(runs: OrderedDict[str, None], run_id: str) -> None:
+    """Add a run id to a bounded record (the oldest dropped past the bound)."""
+    runs[run_id] = None
+    if len(runs) > _MAX_REMEMBERED_RUNS:
+        with contextlib.suppress(KeyError):  # emptied by another thread meanwhile
+            runs.popitem(last=False)
 
 
 def _trace_hex(trace_id: int) -> str:

@@ -150,6 +150,7 @@ class ToolCall:
                 guard.managed.add(context.span_id, gate_tool=True)
             identity = guard.resolve_run(span)
             self._identity = identity
+            guard.note_gate(identity.run_id)
             handle = _CURRENT_RUN.get()
             agent = self._agent or (handle.agent if handle is not None else None)
             if agent is None:
@@ -202,7 +203,7 @@ class ToolCall:
         try:
             span.set_attribute("error.type", "LoopGuardInterrupt")
             span.set_status(Status(StatusCode.ERROR, "vetoed by otel-loopguard"))
-            guard.telemetry.record_interrupt(decision, trace.set_span_in_context(span))
+            guard.note_interrupt(decision, trace.set_span_in_context(span))
         except Exception as exc:
             guard.telemetry.internal_error("tool_call.veto", exc)
         finally:
@@ -259,7 +260,7 @@ class ToolCall:
             and not isinstance(exc, LoopGuardInterrupt)
         ):
             try:
-                guard.telemetry.record_interrupt(decision, trace.set_span_in_context(span))
+                guard.note_interrupt(decision, trace.set_span_in_context(span))
             except Exception as error:  # pragma: no cover
                 guard.telemetry.internal_error("tool_call.interrupt", error)
             raise LoopGuardInterrupt(decision) from exc

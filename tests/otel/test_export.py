@@ -90,7 +90,8 @@ def test_otlp_export_carries_decisions_and_run_state(receiver: OTLPReceiver) -> 
     assert json.loads(stop[0]["loopguard.evidence"])
     (run,) = by_name["loopguard.run"]
     assert run.parent_span_id == scout.span_id
-    assert _attrs(run.attributes)["loopguard.run.state"] == "stopped"
+    # enforce mode, but no gate wraps the scout's calls: the STOP was decided, not enforced
+    assert _attrs(run.attributes)["loopguard.run.state"] == "stop_not_enforced"
 
     keeper = by_name["invoke_agent keeper"][0]
     assert _attrs(keeper.attributes)["loopguard.run.state"] == "stopped"

@@ -37,13 +37,16 @@ def decisions(spans: list[dict], span_name: str) -> list[dict]:
 
 
 def test_entry_point_loads_processor_and_the_mode_flag_enforces() -> None:
-    outcome, spans, _ = run_instrumented("--loopguard_mode", "enforce")
+    outcome, spans, stderr = run_instrumented("--loopguard_mode", "enforce")
     # foreign spans: only the processor, loaded through the entry point, can decide on them
     on_agent = decisions(spans, "invoke_agent researcher")
     assert [d["loopguard.action"] for d in on_agent][-1] == "stop"
     assert "repetition" in on_agent[-1]["loopguard.detectors"]
     (run,) = [s for s in spans if s["name"] == "loopguard.run"]
-    assert run["attributes"]["loopguard.run.state"] == "stopped"
+    # ...but nothing can interrupt a span-only agent: said once, and the state says so
+    assert run["attributes"]["loopguard.run.state"] == "stop_not_enforced"
+    assert stderr.count("but nothing can interrupt it") == 1
+    assert "@loopguard_tool" in stderr
     # --loopguard_mode enforce reached the configuration: the hand-written agent was stopped
     assert outcome["outcome"] == "interrupted: stop"
     assert outcome["executed"] < 10
