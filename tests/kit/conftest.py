@@ -61,3 +61,9 @@ def make_kit() -> Iterator[Any]:
     yield make
     if previous:
         set_guard(previous[0])
+
+
+@pytest.fixture
+def stack(make_kit: Any) -> Kit:
+    """A stack in the default (observe) mode, its guard the process-wide one."""
+    return make_kit()

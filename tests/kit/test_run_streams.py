@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
+from typing import Any
 
 import pytest
 
-from otel_loopguard.guard import current_run
+from otel_loopguard import current_run
 from otel_loopguard.kit.run_streams import events_in_run
-
-from .helpers import Stack
 
 
 async def _framework(seen: list[object], fail_at: int | None = None) -> AsyncGenerator[int, None]:
@@ -28,7 +27,7 @@ async def _framework(seen: list[object], fail_at: int | None = None) -> AsyncGen
 
 
 def test_the_run_is_current_while_the_framework_computes_and_not_in_the_callers_hands(
-    stack: Stack,
+    stack: Any,
 ) -> None:
     async def main() -> tuple[list[object], list[object], object]:
         seen: list[object] = []
@@ -47,7 +46,7 @@ def test_the_run_is_current_while_the_framework_computes_and_not_in_the_callers_
     assert agent.attributes["loopguard.run.state"] == "completed"
 
 
-def test_a_caller_that_stops_early_ends_the_run_once_as_cancelled(stack: Stack) -> None:
+def test_a_caller_that_stops_early_ends_the_run_once_as_cancelled(stack: Any) -> None:
     async def main() -> object:
         run = stack.guard.agent_run(stack.tracer, "planner")
         events = events_in_run(run, _framework([]))
@@ -68,7 +67,7 @@ def test_a_caller_that_stops_early_ends_the_run_once_as_cancelled(stack: Stack) 
 
 
 def test_a_failing_framework_ends_the_run_with_its_error_and_the_error_reaches_the_caller(
-    stack: Stack,
+    stack: Any,
 ) -> None:
     async def main() -> None:
         run = stack.guard.agent_run(stack.tracer, "planner")
