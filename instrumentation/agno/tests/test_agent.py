@@ -13,6 +13,8 @@ from otel_loopguard_testing import (
     assert_ran_untouched_by_our_error,
     assert_stop_recorded_not_enforced,
     assert_stopped_on_a_permanent_failure,
+    assert_stopped_on_the_third_result,
+    assert_third_identical_call_vetoed,
     forbidden,
     unreadable,
     wrapped,
@@ -67,18 +69,7 @@ def test_looping_agent_is_stopped_before_the_fourth_call_runs(loopguard, how):
         RUNS[how](agent)
 
     assert "repetition" in stopped.value.decision.detectors
-    assert len(search.executions) == 3  # stopped on the third identical result
-    assert agent.model.calls == 3
-    tools = loopguard.executed_tool_spans("search")
-    assert len(tools) == 3
-    assert [s.attributes["gen_ai.tool.call.id"] for s in tools] == [
-        "call_1_0",
-        "call_2_0",
-        "call_3_0",
-    ]
-    assert loopguard.decisions_on(tools[-1], "stop")
-    assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_every_span_ended_once()
+    assert_stopped_on_the_third_result(loopguard, search, agent.model)
 
 
 @pytest.mark.parametrize("how", ["run", "arun"])
@@ -90,13 +81,7 @@ def test_strict_policy_vetoes_the_third_identical_call_before_it_runs(make_loopg
     with pytest.raises(LoopGuardInterrupt):
         RUNS[how](agent)
 
-    assert len(search.executions) == 2  # the third identical call never ran
-    assert agent.model.calls == 3
-    # vetoed by the gate, or stopped at the model turn that asked for it
-    assert loopguard.vetoed_calls(loopguard.tool_spans("search")) <= 1
-    assert len(loopguard.executed_tool_spans("search")) == 2
-    assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_every_span_ended_once()
+    assert_third_identical_call_vetoed(loopguard, search, agent.model)
 
 
 @pytest.mark.parametrize("how", ["run", "arun"])

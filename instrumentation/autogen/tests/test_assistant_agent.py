@@ -13,6 +13,7 @@ from otel_loopguard_testing import (
     assert_productive_run,
     assert_stop_recorded_not_enforced,
     assert_stopped_on_a_permanent_failure,
+    assert_stopped_on_the_third_result,
     forbidden,
 )
 from scripted_models import CountingSearch, ScriptedClient, always
@@ -104,11 +105,7 @@ def test_looping_agent_is_stopped_once_the_calls_make_no_progress(loopguard):
     assert {"repetition", "no_progress"} <= set(stopped.value.decision.detectors)
     # default policy: the third identical call runs, its identical result stops the run
     # before the model is asked again
-    assert len(search.executions) == 3
-    assert agent._model_client.calls == 3
-    assert len(loopguard.executed_tool_spans("search")) == 3
-    assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_every_span_ended_once()
+    assert_stopped_on_the_third_result(loopguard, search, agent._model_client)
 
 
 def test_looping_agent_in_observe_mode_runs_to_its_own_limit(observe_loopguard):

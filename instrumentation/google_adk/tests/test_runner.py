@@ -14,6 +14,8 @@ from otel_loopguard_testing import (
     assert_ran_untouched_by_our_error,
     assert_stop_recorded_not_enforced,
     assert_stopped_on_a_permanent_failure,
+    assert_stopped_on_the_third_result,
+    assert_third_identical_call_vetoed,
     forbidden,
     unreadable,
     wrapped,
@@ -44,18 +46,7 @@ def test_looping_agent_is_stopped_once_the_calls_make_no_progress(loopguard):
     assert {"repetition", "no_progress"} <= set(stopped.value.decision.detectors)
     # default policy: the third identical call runs, its identical result stops the run
     # before the model is asked again
-    assert len(search.executions) == 3
-    assert runner.agent.model.calls == 3
-    tools = loopguard.executed_tool_spans("search")
-    assert len(tools) == 3
-    assert [s.attributes["gen_ai.tool.call.id"] for s in tools] == [
-        "call_1_0",
-        "call_2_0",
-        "call_3_0",
-    ]
-    assert loopguard.decisions_on(tools[-1], "stop")
-    assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_every_span_ended_once()
+    assert_stopped_on_the_third_result(loopguard, search, runner.agent.model)
 
 
 def test_strict_policy_vetoes_the_third_identical_call_before_it_runs(make_loopguard):
@@ -66,12 +57,7 @@ def test_strict_policy_vetoes_the_third_identical_call_before_it_runs(make_loopg
     with pytest.raises(LoopGuardInterrupt):
         run(runner)
 
-    assert len(search.executions) == 2  # the third identical call never ran
-    assert runner.agent.model.calls == 3
-    assert loopguard.vetoed_calls(loopguard.tool_spans("search")) <= 1
-    assert len(loopguard.executed_tool_spans("search")) == 2
-    assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_every_span_ended_once()
+    assert_third_identical_call_vetoed(loopguard, search, runner.agent.model)
 
 
 def test_a_vetoed_call_among_parallel_calls_neither_runs_nor_hangs_the_agent(make_loopguard):

@@ -9,6 +9,8 @@ import pytest
 from otel_loopguard_testing import (
     assert_productive_run,
     assert_stop_recorded_not_enforced,
+    assert_stopped_on_the_third_result,
+    assert_third_identical_call_vetoed,
 )
 from scripted_models import (
     CountingSearch,
@@ -35,13 +37,7 @@ def test_looping_agent_is_stopped_once_the_calls_make_no_progress(loopguard):
     assert {"repetition", "no_progress"} <= set(stopped.value.decision.detectors)
     # default policy: the third identical call runs, its identical result stops the run
     # before the model is asked again
-    assert len(search.executions) == 3
-    assert agent.model.calls == 3
-    tools = loopguard.executed_tool_spans("search")
-    assert len(tools) == 3
-    assert loopguard.decisions_on(tools[-1], "stop")
-    assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_every_span_ended_once()
+    assert_stopped_on_the_third_result(loopguard, search, agent.model, call_ids=False)
 
 
 def test_strict_policy_stops_the_third_identical_turn_before_its_call_runs(make_loopguard):
@@ -52,11 +48,7 @@ def test_strict_policy_stops_the_third_identical_turn_before_its_call_runs(make_
     with pytest.raises(LoopGuardInterrupt):
         agent("What is the weather in Paris?")
 
-    assert len(search.executions) == 2  # the third identical call never ran
-    assert agent.model.calls == 3
-    assert len(loopguard.executed_tool_spans("search")) == 2
-    assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_every_span_ended_once()
+    assert_third_identical_call_vetoed(loopguard, search, agent.model)
 
 
 @pytest.mark.parametrize("executor", [None, SequentialToolExecutor()], ids=["concurrent", "seq"])

@@ -32,6 +32,8 @@ from .agent_checks import (
     assert_ran_untouched_by_our_error,
     assert_stop_recorded_not_enforced,
     assert_stopped_on_a_permanent_failure,
+    assert_stopped_on_the_third_result,
+    assert_third_identical_call_vetoed,
     unreadable,
     wrapped,
 )
@@ -116,6 +118,8 @@ __all__ = [
     "assert_run_totals",
     "assert_stop_recorded_not_enforced",
     "assert_stopped_on_a_permanent_failure",
+    "assert_stopped_on_the_third_result",
+    "assert_third_identical_call_vetoed",
     "assert_vetoed_by_the_token_budget",
     "console_actions",
     "console_decisions",

@@ -120,3 +120,34 @@ def assert_cancelled_by_the_consumer(harness: Harness, search: Any, outside: lis
 def wrapped(function: object) -> bool:
     """A wrapt wrapper (of ours) stands where the framework's function was."""
     return getattr(function, "__wrapped__", None) is not None
+
+
+def assert_stopped_on_the_third_result(
+    harness: Harness, search: Any, model: Any, *, call_ids: bool = True
+) -> None:
+    """The default policy on a looping agent: the third identical call ran, and its
+    identical result stopped the run before ``model`` (the scripted model, counting its
+    ``calls``) was asked a fourth time; the STOP is on the third call's span (the calls'
+    ids ``call_{turn}_0`` when ``call_ids``); every span ended once."""
+    assert len(search.executions) == 3
+    assert model.calls == 3
+    tools = harness.executed_tool_spans("search")
+    assert len(tools) == 3
+    if call_ids:
+        ids = [s.attributes["gen_ai.tool.call.id"] for s in tools]
+        assert ids == ["call_1_0", "call_2_0", "call_3_0"]
+    assert harness.decisions_on(tools[-1], "stop")
+    assert harness.run_state("researcher") == "stopped"
+    harness.assert_every_span_ended_once()
+
+
+def assert_third_identical_call_vetoed(harness: Harness, search: Any, model: Any) -> None:
+    """The strict policy on a looping agent: the third identical call never ran (vetoed
+    by the gate, or stopped at the model turn that asked for it) after ``model``'s third
+    turn; the run ``stopped``; every span ended once."""
+    assert len(search.executions) == 2  # the third identical call never ran
+    assert model.calls == 3
+    assert harness.vetoed_calls(harness.tool_spans("search")) <= 1
+    assert len(harness.executed_tool_spans("search")) == 2
+    assert harness.run_state("researcher") == "stopped"
+    harness.assert_every_span_ended_once()
