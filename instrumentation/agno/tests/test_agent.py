@@ -7,18 +7,8 @@ from typing import Any
 
 import pytest
 from agno.agent import Agent
-from otel_loopguard_testing import (
-    assert_cancelled_by_the_consumer,
-    assert_productive_run,
-    assert_ran_untouched_by_our_error,
-    assert_stop_recorded_not_enforced,
-    assert_stopped_on_a_permanent_failure,
-    assert_stopped_on_the_third_result,
-    assert_third_identical_call_vetoed,
-    forbidden,
-    unreadable,
-    wrapped,
-)
+from otel_loopguard_testing import agent_checks as checks
+from otel_loopguard_testing import forbidden
 from scripted_models import (
     QUESTION,
     CountingSearch,
@@ -69,7 +59,7 @@ def test_looping_agent_is_stopped_before_the_fourth_call_runs(loopguard, how):
         RUNS[how](agent)
 
     assert "repetition" in stopped.value.decision.detectors
-    assert_stopped_on_the_third_result(loopguard, search, agent.model)
+    checks.assert_stopped_on_the_third_result(loopguard, search, agent.model)
 
 
 @pytest.mark.parametrize("how", ["run", "arun"])
@@ -81,7 +71,7 @@ def test_strict_policy_vetoes_the_third_identical_call_before_it_runs(make_loopg
     with pytest.raises(LoopGuardInterrupt):
         RUNS[how](agent)
 
-    assert_third_identical_call_vetoed(loopguard, search, agent.model)
+    checks.assert_third_identical_call_vetoed(loopguard, search, agent.model)
 
 
 @pytest.mark.parametrize("how", ["run", "arun"])
@@ -131,7 +121,7 @@ def test_looping_agent_in_observe_mode_is_recorded_and_never_interrupted(observe
 
     assert output.content == "gave up"
     assert len(search.executions) == 6  # untouched: the model itself gave up
-    assert_stop_recorded_not_enforced(observe_loopguard)
+    checks.assert_stop_recorded_not_enforced(observe_loopguard)
 
 
 @pytest.mark.parametrize("how", RUNS)
@@ -145,7 +135,7 @@ def test_productive_agent_answers_as_without_the_plugin(loopguard, how):
 
     assert answer(outcome) == answer(baseline) == "found after 3 searches"
     assert search.executions == plain.executions
-    run = assert_productive_run(loopguard)
+    run = checks.assert_productive_run(loopguard)
     assert run.attributes["gen_ai.conversation.id"] == agent.session_id
 
 
@@ -234,7 +224,7 @@ def test_failing_tool_reports_its_error(loopguard):
     with pytest.raises(LoopGuardInterrupt) as stopped:
         agent.run(QUESTION)
 
-    assert_stopped_on_a_permanent_failure(loopguard, search, stopped)
+    checks.assert_stopped_on_a_permanent_failure(loopguard, search, stopped)
 
 
 def test_a_tool_call_we_cannot_read_still_runs_as_without_the_plugin(loopguard, monkeypatch):
@@ -242,13 +232,13 @@ def test_a_tool_call_we_cannot_read_still_runs_as_without_the_plugin(loopguard, 
     runs untouched and the agent answers as it would without us."""
     from otel_loopguard_agno import tools
 
-    monkeypatch.setattr(tools, "_read_call", unreadable("call"))
+    monkeypatch.setattr(tools, "_read_call", checks.unreadable("call"))
     search = CountingSearch(lambda query, n: f"result {n} for {query}")
 
     output = productive_agent(search).run(QUESTION)
 
     assert output.content == "found after 3 searches"
-    assert_ran_untouched_by_our_error(loopguard, search, "agno.tool_call")
+    checks.assert_ran_untouched_by_our_error(loopguard, search, "agno.tool_call")
 
 
 @pytest.mark.parametrize("how", RUNS)
@@ -272,7 +262,7 @@ def test_a_run_we_cannot_read_is_still_a_run_and_answers(loopguard, monkeypatch)
     logged; the run goes on, gated, as a run of its own."""
     from otel_loopguard_agno import runs
 
-    monkeypatch.setattr(runs, "_describe", unreadable("run"))
+    monkeypatch.setattr(runs, "_describe", checks.unreadable("run"))
     search = CountingSearch()
 
     with pytest.raises(LoopGuardInterrupt):
@@ -295,7 +285,7 @@ def test_stream_closed_early_ends_the_run_as_cancelled(loopguard):
     outside.append(loopguard.guard.current_run_steps())  # the run is not current here
     events.close()
 
-    assert_cancelled_by_the_consumer(loopguard, search, outside)
+    checks.assert_cancelled_by_the_consumer(loopguard, search, outside)
 
 
 def test_uninstrument_restores_agno(loopguard):
@@ -304,16 +294,16 @@ def test_uninstrument_restores_agno(loopguard):
     from agno.team import _run as team_run
     from agno.tools.function import FunctionCall
 
-    assert wrapped(agent_run._run)
+    assert checks.wrapped(agent_run._run)
     loopguard.uninstrument()
     try:
         for module in (agent_run, team_run):
             for name in ("_run", "_run_stream", "_arun", "_arun_stream"):
-                assert not wrapped(getattr(module, name)), name
+                assert not checks.wrapped(getattr(module, name)), name
         for name in ("_process_model_response", "process_response_stream"):
-            assert not wrapped(Model.__dict__[name])
-        assert not wrapped(FunctionCall.__dict__["execute"])
-        assert not wrapped(FunctionCall.__dict__["aexecute"])
+            assert not checks.wrapped(Model.__dict__[name])
+        assert not checks.wrapped(FunctionCall.__dict__["execute"])
+        assert not checks.wrapped(FunctionCall.__dict__["aexecute"])
         search = CountingSearch()
         agent = new_agent(ScriptedModel(script=gives_up_after(5)), [search.tool])
         assert agent.run(QUESTION).content == "gave up"

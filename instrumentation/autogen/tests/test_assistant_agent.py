@@ -8,14 +8,8 @@ import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
 from autogen_agentchat.messages import ToolCallExecutionEvent
-from otel_loopguard_testing import (
-    assert_cancelled_by_the_consumer,
-    assert_productive_run,
-    assert_stop_recorded_not_enforced,
-    assert_stopped_on_a_permanent_failure,
-    assert_stopped_on_the_third_result,
-    forbidden,
-)
+from otel_loopguard_testing import agent_checks as checks
+from otel_loopguard_testing import forbidden
 from scripted_models import CountingSearch, ScriptedClient, always
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
@@ -105,7 +99,7 @@ def test_looping_agent_is_stopped_once_the_calls_make_no_progress(loopguard):
     assert {"repetition", "no_progress"} <= set(stopped.value.decision.detectors)
     # default policy: the third identical call runs, its identical result stops the run
     # before the model is asked again
-    assert_stopped_on_the_third_result(loopguard, search, agent._model_client)
+    checks.assert_stopped_on_the_third_result(loopguard, search, agent._model_client)
 
 
 def test_looping_agent_in_observe_mode_runs_to_its_own_limit(observe_loopguard):
@@ -115,7 +109,7 @@ def test_looping_agent_in_observe_mode_runs_to_its_own_limit(observe_loopguard):
 
     assert len(search.executions) == 6  # untouched: autogen's max_tool_iterations ended it
     assert isinstance(result, TaskResult)
-    assert_stop_recorded_not_enforced(observe_loopguard)
+    checks.assert_stop_recorded_not_enforced(observe_loopguard)
 
 
 def test_productive_agent_answers_as_without_the_plugin(loopguard):
@@ -130,7 +124,7 @@ def test_productive_agent_answers_as_without_the_plugin(loopguard):
     assert (
         result.messages[-1].content == expected.messages[-1].content == ("found after 3 searches")
     )
-    assert_productive_run(loopguard)
+    checks.assert_productive_run(loopguard)
 
 
 def test_failing_tool_reports_its_error_to_the_gate(loopguard):
@@ -138,7 +132,7 @@ def test_failing_tool_reports_its_error_to_the_gate(loopguard):
     with pytest.raises(LoopGuardInterrupt) as stopped:
         asyncio.run(looping_agent(search).run(task="find the pricing page"))
 
-    assert_stopped_on_a_permanent_failure(loopguard, search, stopped)
+    checks.assert_stopped_on_a_permanent_failure(loopguard, search, stopped)
 
 
 async def _drain(stream) -> list:
@@ -178,4 +172,4 @@ def test_stream_closed_early_ends_the_run_as_cancelled(loopguard):
 
     asyncio.run(first_tool_result_then_stop())
 
-    assert_cancelled_by_the_consumer(loopguard, search, outside)
+    checks.assert_cancelled_by_the_consumer(loopguard, search, outside)

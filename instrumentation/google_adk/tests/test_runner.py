@@ -7,19 +7,8 @@ import asyncio
 import pytest
 from google.adk.agents import LlmAgent
 from google.adk.runners import Runner
-from otel_loopguard_testing import (
-    assert_cancelled_by_the_consumer,
-    assert_inner_agent_joined_the_run,
-    assert_productive_run,
-    assert_ran_untouched_by_our_error,
-    assert_stop_recorded_not_enforced,
-    assert_stopped_on_a_permanent_failure,
-    assert_stopped_on_the_third_result,
-    assert_third_identical_call_vetoed,
-    forbidden,
-    unreadable,
-    wrapped,
-)
+from otel_loopguard_testing import agent_checks as checks
+from otel_loopguard_testing import forbidden
 from scripted_models import (
     CountingSearch,
     ScriptedModel,
@@ -46,7 +35,7 @@ def test_looping_agent_is_stopped_once_the_calls_make_no_progress(loopguard):
     assert {"repetition", "no_progress"} <= set(stopped.value.decision.detectors)
     # default policy: the third identical call runs, its identical result stops the run
     # before the model is asked again
-    assert_stopped_on_the_third_result(loopguard, search, runner.agent.model)
+    checks.assert_stopped_on_the_third_result(loopguard, search, runner.agent.model)
 
 
 def test_strict_policy_vetoes_the_third_identical_call_before_it_runs(make_loopguard):
@@ -57,7 +46,7 @@ def test_strict_policy_vetoes_the_third_identical_call_before_it_runs(make_loopg
     with pytest.raises(LoopGuardInterrupt):
         run(runner)
 
-    assert_third_identical_call_vetoed(loopguard, search, runner.agent.model)
+    checks.assert_third_identical_call_vetoed(loopguard, search, runner.agent.model)
 
 
 def test_a_vetoed_call_among_parallel_calls_neither_runs_nor_hangs_the_agent(make_loopguard):
@@ -94,7 +83,7 @@ def test_looping_agent_in_observe_mode_is_recorded_and_never_interrupted(observe
 
     assert final_text(events) == "gave up"
     assert len(search.executions) == 6  # untouched: the model itself gave up
-    assert_stop_recorded_not_enforced(observe_loopguard)
+    checks.assert_stop_recorded_not_enforced(observe_loopguard)
 
 
 def test_productive_agent_answers_as_without_the_plugin(loopguard):
@@ -105,7 +94,7 @@ def test_productive_agent_answers_as_without_the_plugin(loopguard):
     events = run(new_runner(productive_agent(search)))
 
     assert final_text(events) == expected == "found after 3 searches"
-    agent = assert_productive_run(loopguard)
+    agent = checks.assert_productive_run(loopguard)
     assert agent.attributes["gen_ai.conversation.id"] == "session-1"
 
 
@@ -184,7 +173,7 @@ def test_failing_tool_answered_by_an_error_callback_reports_its_error(loopguard)
     with pytest.raises(LoopGuardInterrupt) as stopped:
         run(new_runner(agent))
 
-    assert_stopped_on_a_permanent_failure(loopguard, search, stopped)
+    checks.assert_stopped_on_a_permanent_failure(loopguard, search, stopped)
 
 
 def test_a_tool_call_we_cannot_read_still_runs_as_without_the_plugin(loopguard, monkeypatch):
@@ -192,13 +181,13 @@ def test_a_tool_call_we_cannot_read_still_runs_as_without_the_plugin(loopguard, 
     runs untouched and the agent answers as it would without us."""
     from otel_loopguard_google_adk import tools
 
-    monkeypatch.setattr(tools, "_argument", unreadable("call"))
+    monkeypatch.setattr(tools, "_argument", checks.unreadable("call"))
     search = CountingSearch(lambda query, n: f"result {n} for {query}")
 
     events = run(new_runner(productive_agent(search)))
 
     assert final_text(events) == "found after 3 searches"
-    assert_ran_untouched_by_our_error(loopguard, search, "google_adk.tool_call")
+    checks.assert_ran_untouched_by_our_error(loopguard, search, "google_adk.tool_call")
 
 
 def test_stream_closed_early_ends_the_run_as_cancelled(loopguard):
@@ -219,20 +208,20 @@ def test_stream_closed_early_ends_the_run_as_cancelled(loopguard):
 
     asyncio.run(asyncio.wait_for(first_tool_result_then_stop(), timeout=60))
 
-    assert_cancelled_by_the_consumer(loopguard, search, outside)
+    checks.assert_cancelled_by_the_consumer(loopguard, search, outside)
 
 
 def test_uninstrument_restores_adk(loopguard):
     from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
     from google.adk.flows.llm_flows.tools import _caller
 
-    assert wrapped(Runner.__dict__["run_async"])
+    assert checks.wrapped(Runner.__dict__["run_async"])
     loopguard.uninstrument()
     try:
-        assert not wrapped(Runner.__dict__["run_async"])
-        assert not wrapped(Runner.__dict__["run"])
-        assert not wrapped(BaseLlmFlow.__dict__["_call_llm_async"])
-        assert not wrapped(_caller._execute_single_prepared_call)
+        assert not checks.wrapped(Runner.__dict__["run_async"])
+        assert not checks.wrapped(Runner.__dict__["run"])
+        assert not checks.wrapped(BaseLlmFlow.__dict__["_call_llm_async"])
+        assert not checks.wrapped(_caller._execute_single_prepared_call)
         search = CountingSearch()
 
         def script(n: int):
@@ -266,7 +255,7 @@ def test_an_agent_tool_whose_agent_loops_stops_the_enclosing_run(loopguard):
     assert "repetition" in stopped.value.decision.detectors
     assert len(search.executions) == 3
     assert caller.model.calls == 1
-    assert_inner_agent_joined_the_run(loopguard, "helper")
+    checks.assert_inner_agent_joined_the_run(loopguard, "helper")
 
 
 def test_a_looping_agent_in_a_workflow_is_stopped(loopguard):

@@ -6,12 +6,7 @@ import asyncio
 import inspect
 
 import pytest
-from otel_loopguard_testing import (
-    assert_productive_run,
-    assert_stop_recorded_not_enforced,
-    assert_stopped_on_the_third_result,
-    assert_third_identical_call_vetoed,
-)
+from otel_loopguard_testing import agent_checks as checks
 from scripted_models import (
     CountingSearch,
     ScriptedModel,
@@ -37,7 +32,7 @@ def test_looping_agent_is_stopped_once_the_calls_make_no_progress(loopguard):
     assert {"repetition", "no_progress"} <= set(stopped.value.decision.detectors)
     # default policy: the third identical call runs, its identical result stops the run
     # before the model is asked again
-    assert_stopped_on_the_third_result(loopguard, search, agent.model, call_ids=False)
+    checks.assert_stopped_on_the_third_result(loopguard, search, agent.model, call_ids=False)
 
 
 def test_strict_policy_stops_the_third_identical_turn_before_its_call_runs(make_loopguard):
@@ -48,7 +43,7 @@ def test_strict_policy_stops_the_third_identical_turn_before_its_call_runs(make_
     with pytest.raises(LoopGuardInterrupt):
         agent("What is the weather in Paris?")
 
-    assert_third_identical_call_vetoed(loopguard, search, agent.model)
+    checks.assert_third_identical_call_vetoed(loopguard, search, agent.model)
 
 
 @pytest.mark.parametrize("executor", [None, SequentialToolExecutor()], ids=["concurrent", "seq"])
@@ -127,7 +122,7 @@ def test_looping_agent_in_observe_mode_is_recorded_and_never_interrupted(observe
 
     assert answer_text(result) == "I give up"
     assert len(search.executions) == 7  # untouched: the model itself gave up
-    assert_stop_recorded_not_enforced(observe_loopguard)
+    checks.assert_stop_recorded_not_enforced(observe_loopguard)
 
 
 def test_productive_agent_answers_as_without_the_plugin(loopguard):
@@ -138,7 +133,7 @@ def test_productive_agent_answers_as_without_the_plugin(loopguard):
     result = productive_agent(search)("find it")
 
     assert answer_text(result) == expected == "found after 3 searches"
-    assert_productive_run(loopguard, content="page 1", tools_under="trace")
+    checks.assert_productive_run(loopguard, content="page 1", tools_under="trace")
 
 
 def test_a_streamed_invocation_is_one_run_and_is_stopped(loopguard):
