@@ -184,12 +184,7 @@ def test_concurrent_runs_are_runs_of_their_own(loopguard):
 
     assert isinstance(stopped, LoopGuardInterrupt)
     assert output.content == "found after 3 searches"
-    assert len(looping_search.executions) == 3
-    assert loopguard.run_state("looper") == "stopped"
-    assert loopguard.run_state("researcher") == "completed"
-    by_agent = {s.attributes["gen_ai.agent.name"] for s in loopguard.tool_spans("search")}
-    assert by_agent == {"looper", "researcher"}
-    loopguard.assert_every_span_ended_once()
+    checks.assert_runs_of_their_own(loopguard, looping_search)
 
 
 def test_runs_in_threads_are_runs_of_their_own(loopguard):
@@ -208,10 +203,7 @@ def test_runs_in_threads_are_runs_of_their_own(loopguard):
         with pytest.raises(LoopGuardInterrupt):
             stopped.result(timeout=60)
 
-    assert len(looping_search.executions) == 3
-    assert loopguard.run_state("looper") == "stopped"
-    assert loopguard.run_state("researcher") == "completed"
-    loopguard.assert_every_span_ended_once()
+    checks.assert_runs_of_their_own(loopguard, looping_search, agents_on_the_calls=False)
 
 
 def test_failing_tool_reports_its_error(loopguard):

@@ -116,12 +116,7 @@ def test_concurrent_invocations_are_runs_of_their_own(loopguard):
 
     assert isinstance(stopped, LoopGuardInterrupt)
     assert final_text(events) == "found after 3 searches"
-    assert len(looping_search.executions) == 3
-    assert loopguard.run_state("looper") == "stopped"
-    assert loopguard.run_state("researcher") == "completed"
-    by_agent = {s.attributes["gen_ai.agent.name"] for s in loopguard.tool_spans("search")}
-    assert by_agent == {"looper", "researcher"}
-    loopguard.assert_every_span_ended_once()
+    checks.assert_runs_of_their_own(loopguard, looping_search)
 
 
 def test_sync_run_raises_the_interrupt_itself(loopguard):

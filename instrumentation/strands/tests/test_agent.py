@@ -305,6 +305,4 @@ def test_two_agents_running_at_once_are_runs_of_their_own(loopguard):
 
     assert isinstance(stopped, LoopGuardInterrupt)
     assert answer_text(answered) == "found after 3 searches"
-    assert len(looping_search.executions) == 3
-    assert loopguard.run_state("looper") == "stopped"
-    assert loopguard.run_state("researcher") == "completed"
+    checks.assert_runs_of_their_own(loopguard, looping_search)

@@ -151,3 +151,18 @@ def assert_third_identical_call_vetoed(harness: Harness, search: Any, model: Any
     assert len(harness.executed_tool_spans("search")) == 2
     assert harness.run_state("researcher") == "stopped"
     harness.assert_every_span_ended_once()
+
+
+def assert_runs_of_their_own(
+    harness: Harness, looping_search: Any, *, agents_on_the_calls: bool = True
+) -> None:
+    """A looping agent ``looper`` and a productive ``researcher`` ran at once: the looper
+    was stopped after three searches, the researcher's run ``completed`` (each call names
+    its own agent, when ``agents_on_the_calls``); every span ended once."""
+    assert len(looping_search.executions) == 3
+    assert harness.run_state("looper") == "stopped"
+    assert harness.run_state("researcher") == "completed"
+    if agents_on_the_calls:
+        by_agent = {s.attributes["gen_ai.agent.name"] for s in harness.tool_spans("search")}
+        assert by_agent == {"looper", "researcher"}
+    harness.assert_every_span_ended_once()
