@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Tracer
 
 from otel_loopguard.kit import SpanClass, classify_parts, span_attributes
+from otel_loopguard.kit.scoped_call import Wrapper
 from otel_loopguard.kit.tool_gate import CHECK_BEFORE, CheckOnly, GatedCall, tool_gate_wrapper
 
-AsyncWrapper = Callable[[Callable[..., Awaitable[Any]], Any, tuple[Any, ...], dict[str, Any]], Any]
 
-
-def call_tool_wrapper(tracer: Tracer) -> AsyncWrapper:
+def call_tool_wrapper(tracer: Tracer) -> Wrapper:
     """Wrap ``ClientSession.call_tool(name, arguments=None, ...)``."""
     return tool_gate_wrapper(tracer, _read_call, _record_outcome, package="mcp", asynchronous=True)
 

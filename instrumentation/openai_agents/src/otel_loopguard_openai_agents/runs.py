@@ -7,15 +7,15 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard.kit.agent_runs import agent_run_wrapper
-from otel_loopguard_openai_agents.tools import AsyncWrapper
+from otel_loopguard.kit.scoped_call import Wrapper
 
 
-def run_wrapper(tracer: Tracer) -> AsyncWrapper:
+def run_wrapper(tracer: Tracer) -> Wrapper:
     """Wrap ``AgentRunner.run`` (``Runner.run`` and ``run_sync`` both go through it)."""
     return agent_run_wrapper(tracer, _describe_run, package="openai_agents", asynchronous=True)
 
 
-def streaming_wrapper(tracer: Tracer) -> AsyncWrapper:
+def streaming_wrapper(tracer: Tracer) -> Wrapper:
     """Wrap ``start_streaming``, the coroutine ``run_streamed``'s background task awaits.
 
     Opening the span inside that task (not in ``run_streamed``, which returns at once) makes

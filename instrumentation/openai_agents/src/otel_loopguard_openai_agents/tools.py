@@ -9,16 +9,14 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import get_guard
+from otel_loopguard.kit.scoped_call import Wrapper
 from otel_loopguard.kit.tool_gate import GatedCall, json_arguments, tool_gate_wrapper
-
-AsyncWrapper = Callable[[Callable[..., Awaitable[Any]], Any, tuple[Any, ...], dict[str, Any]], Any]
-
 
 # where :func:`failure_wrapper` leaves the exception a tool body raised, on its ToolContext
 _TOOL_ERROR_ATTRIBUTE = "_otel_loopguard_tool_error"
 
 
-def tool_wrapper(tracer: Tracer) -> AsyncWrapper:
+def tool_wrapper(tracer: Tracer) -> Wrapper:
     """Wrap ``_invoke_function_tool_with_metadata(*, function_tool, context, arguments)``.
 
     The SDK's failure handler turns an exception raised by the tool body into a text for
@@ -63,7 +61,7 @@ def failure_wrapper(
     return wrapped(*args, **kwargs)
 
 
-def handoff_wrapper(tracer: Tracer) -> AsyncWrapper:
+def handoff_wrapper(tracer: Tracer) -> Wrapper:
     """Wrap ``execute_handoffs``: the first requested ``transfer_to_<agent>`` is the handoff.
 
     The handoff gets an ``execute_tool transfer_to_<agent>`` span naming both agents

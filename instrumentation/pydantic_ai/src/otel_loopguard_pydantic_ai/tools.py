@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from opentelemetry.trace import Tracer
 
+from otel_loopguard.kit.scoped_call import Wrapper
 from otel_loopguard.kit.tool_gate import CHECK_AROUND, CheckOnly, GatedCall, tool_gate_wrapper
 from otel_loopguard_pydantic_ai.instrumented import tool_manager_makes_own_spans
 
-AsyncWrapper = Callable[[Callable[..., Awaitable[Any]], Any, tuple[Any, ...], dict[str, Any]], Any]
 
-
-def tool_wrapper(tracer: Tracer) -> AsyncWrapper:
+def tool_wrapper(tracer: Tracer) -> Wrapper:
     """Wrap ``ToolManager.execute_tool_call(validated, *, wrap_validation_errors=True)``."""
     return tool_gate_wrapper(tracer, _read_call, package="pydantic_ai", asynchronous=True)
 
