@@ -11,9 +11,8 @@ installed.
 
 from __future__ import annotations
 
-from importlib import import_module
 from importlib.machinery import EXTENSION_SUFFIXES
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from otel_loopguard.engine import monitor as _monitor
 from otel_loopguard.engine.config import LoopGuardConfig
@@ -27,6 +26,7 @@ from otel_loopguard.engine.decisions import (
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
 from otel_loopguard.engine.monitor import FirstDecision, Monitor, RunSummary
 from otel_loopguard.engine.policy import Policy, PolicyInput, load_policy
+from otel_loopguard.lazy_names import lazy_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from otel_loopguard.guard import LoopGuard, RunHandle, current_run, get_guard, set_guard
@@ -53,13 +53,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'otel_loopguard' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -15,8 +15,9 @@ names here are loaded on first use, so importing one kit module loads no other.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from otel_loopguard.lazy_names import lazy_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from otel_loopguard.guard.model_turns import ModelTurn
@@ -94,13 +95,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'otel_loopguard.kit' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [
