@@ -12,7 +12,6 @@ import itertools
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -22,6 +21,7 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
+from otel_loopguard_testing.scripted_models import ToolCounter
 
 from otel_loopguard.guard import get_guard
 
@@ -37,19 +37,6 @@ class ScriptedChatModel(GenericFakeChatModel):
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
         return self
-
-
-@dataclass
-class ToolCounter:
-    """Counts real executions of the tool bodies, per tool name."""
-
-    calls: dict[str, int] = field(default_factory=dict)
-
-    def hit(self, name: str) -> None:
-        self.calls[name] = self.calls.get(name, 0) + 1
-
-    def __getitem__(self, name: str) -> int:
-        return self.calls.get(name, 0)
 
 
 def make_tools(counter: ToolCounter) -> list[BaseTool]:

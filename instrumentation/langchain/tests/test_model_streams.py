@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -32,8 +32,8 @@ from agents import (
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate
-from opentelemetry.instrumentation.utils import unwrap
 from otel_loopguard_langchain import model_streams
+from otel_loopguard_testing import wrappers_removed
 
 from otel_loopguard import LoopGuardInterrupt
 from otel_loopguard.guard import get_guard
@@ -52,18 +52,9 @@ class InvokeOnlyChatModel(CountingChatModel):
     _astream = BaseChatModel._astream
 
 
-@contextlib.contextmanager
-def model_streams_unwrapped() -> Iterator[None]:
+def model_streams_unwrapped() -> contextlib.AbstractContextManager[None]:
     """The instrumentation without the stream wrappers: what a run saw before them."""
-    names = ("stream", "astream")
-    instrumented = {name: BaseChatModel.__dict__[name] for name in names}
-    for name in names:
-        unwrap(BaseChatModel, name)
-    try:
-        yield
-    finally:
-        for name, method in instrumented.items():
-            setattr(BaseChatModel, name, method)
+    return wrappers_removed(BaseChatModel, "stream", "astream")
 
 
 def stream_agent(model: Any, counter: ToolCounter, tracer: Any, max_turns: int = 10) -> str:

@@ -30,8 +30,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
-from opentelemetry.instrumentation.utils import unwrap
 from otel_loopguard_langchain import model_turns
+from otel_loopguard_testing import wrappers_removed
 
 from otel_loopguard import LoopGuardInterrupt
 
@@ -57,18 +57,9 @@ class StreamingChatModel(CountingChatModel):
         )
 
 
-@contextlib.contextmanager
-def model_turns_unwrapped() -> Iterator[None]:
+def model_turns_unwrapped() -> contextlib.AbstractContextManager[None]:
     """The instrumentation as it was before model turns were observed (tools, runs only)."""
-    names = ("_generate_with_cache", "_agenerate_with_cache")
-    instrumented = {name: BaseChatModel.__dict__[name] for name in names}
-    for name in names:
-        unwrap(BaseChatModel, name)
-    try:
-        yield
-    finally:
-        for name, method in instrumented.items():
-            setattr(BaseChatModel, name, method)
+    return wrappers_removed(BaseChatModel, "_generate_with_cache", "_agenerate_with_cache")
 
 
 def test_token_budget_stops_the_run_before_the_next_tool_runs(make_loopguard):

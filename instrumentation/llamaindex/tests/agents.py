@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import FunctionTool
+from otel_loopguard_testing.scripted_models import ToolCounter
 
 CATALOG = {
     "pricing": "Pro plan costs 20 EUR per month",
@@ -24,19 +24,6 @@ CATALOG = {
     "refunds": "refunds within 30 days",
 }
 USER_MESSAGE = "How much is the Pro plan?"
-
-
-@dataclass
-class ToolCounter:
-    """Counts real executions of the tool bodies, per tool name."""
-
-    calls: dict[str, int] = field(default_factory=dict)
-
-    def hit(self, name: str) -> None:
-        self.calls[name] = self.calls.get(name, 0) + 1
-
-    def __getitem__(self, name: str) -> int:
-        return self.calls.get(name, 0)
 
 
 def make_tools(counter: ToolCounter) -> list[FunctionTool]:

@@ -15,8 +15,8 @@ import agents.run_internal.run_loop
 import pytest
 from agents import Agent, Model, ModelResponse, RunHooks, Runner, Usage, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
-from opentelemetry.instrumentation.utils import unwrap
 from otel_loopguard_openai_agents import model_turns
+from otel_loopguard_testing import wrappers_removed
 from scripted_agents import FINAL_ANSWER, productive_agent
 
 from otel_loopguard import LoopGuardInterrupt
@@ -35,13 +35,8 @@ def costly_agent() -> Any:
 @pytest.fixture
 def without_model_turns() -> Iterator[None]:
     """The instrumentation as it was before model turns were observed (tools, runs only)."""
-    loop = agents.run_internal.run_loop
-    instrumented = loop.get_single_step_result_from_response
-    unwrap(loop, "get_single_step_result_from_response")
-    try:
+    with wrappers_removed(agents.run_internal.run_loop, "get_single_step_result_from_response"):
         yield
-    finally:
-        loop.get_single_step_result_from_response = instrumented
 
 
 def test_token_budget_stops_the_run_before_the_next_tool_runs(make_loopguard):

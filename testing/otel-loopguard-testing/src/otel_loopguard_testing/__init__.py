@@ -5,7 +5,7 @@ One module per job; every name a suite uses is importable from here too:
 - :mod:`.lifecycle`: :class:`SpanLifecycle`, every span started ends exactly once.
 - :mod:`.harness`: :class:`Testbed` (the process's pipeline), :class:`Harness` (one test's
   view of it), :func:`harness_fixtures`, :func:`instrumentor_fixture`,
-  :func:`openai_package_fixture`, :func:`assert_expected_build`.
+  :func:`openai_package_fixture`, :func:`assert_expected_build`, :func:`wrappers_removed`.
 - :mod:`.metrics`: :func:`metric_counter`, the guard's metrics on a real meter provider.
 - :mod:`.receiver`: :class:`OTLPReceiver`, an OTLP/HTTP trace receiver on a loopback port.
 - :mod:`.instrument_runner`: programs run under the real ``opentelemetry-instrument``.
@@ -53,6 +53,7 @@ from .harness import (
     harness_fixtures,
     instrumentor_fixture,
     openai_package_fixture,
+    wrappers_removed,
 )
 from .instrument_runner import (
     console_decisions,
@@ -143,4 +144,5 @@ __all__ = [
     "sdk_chat_attributes",
     "unreadable",
     "wrapped",
+    "wrappers_removed",
 ]

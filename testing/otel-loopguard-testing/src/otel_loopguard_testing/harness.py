@@ -3,6 +3,7 @@ and the fixtures a suite's conftest takes from :func:`harness_fixtures`."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -200,6 +201,23 @@ class Testbed:
         set_guard(None)
         if self.instrumentor is not None and not self.instrumentor.is_instrumented_by_opentelemetry:
             self.instrument(self.instrumentor)  # a test ran a part uninstrumented
+
+
+@contextlib.contextmanager
+def wrappers_removed(owner: Any, *names: str) -> Iterator[None]:
+    """The instrumentation without its wrappers of ``owner``'s (a class's or a module's)
+    attributes ``names`` for the block: what a run saw before those wrappers existed (a
+    baseline part of a test); the wrappers are put back after it."""
+    from opentelemetry.instrumentation.utils import unwrap
+
+    instrumented = {name: vars(owner)[name] for name in names}
+    for name in names:
+        unwrap(owner, name)
+    try:
+        yield
+    finally:
+        for name, wrapper in instrumented.items():
+            setattr(owner, name, wrapper)
 
 
 def assert_expected_build() -> None:

@@ -11,6 +11,7 @@ same everywhere live here:
 - :class:`CountingSearch`: a ``search(query)`` tool that records every execution (the side
   effect a loop repeats); a suite whose framework wants its tools declared its own way
   overrides :meth:`CountingSearch.make_tool`.
+- :class:`ToolCounter`: counts the real executions of several tools' bodies, per name.
 - :func:`forbidden`: a search answer that fails for good (the permanent-failure detector's
   case).
 - :func:`sdk_chat_attributes`: the attributes of the ``chat`` span a provider SDK's
@@ -20,6 +21,7 @@ same everywhere live here:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 #: what a scripted model answers: a text, or a list of (tool name, arguments) calls
@@ -78,6 +80,20 @@ class CountingSearch:
             return self.execute(query)
 
         return search
+
+
+@dataclass
+class ToolCounter:
+    """Counts real executions of the tool bodies, per tool name: each body calls
+    ``hit(name)``; ``counter[name]`` is how often it ran."""
+
+    calls: dict[str, int] = field(default_factory=dict)
+
+    def hit(self, name: str) -> None:
+        self.calls[name] = self.calls.get(name, 0) + 1
+
+    def __getitem__(self, name: str) -> int:
+        return self.calls.get(name, 0)
 
 
 def sdk_chat_attributes(model: str, input_tokens: int, output_tokens: int) -> dict[str, Any]:
