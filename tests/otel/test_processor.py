@@ -160,24 +160,32 @@ def test_tool_spans_nested_deeper_inside_a_gate_tool_span_count_once(stack: Stac
     with guard.agent_run(tracer, "researcher"):
         for _ in range(4):
             with guard.tool_call(tracer, "search", {"query": "pricing"}) as call:
-                with (
-                    tracer.start_as_current_span(
-                        "tools/call search",
-                        attributes={
-                            "mcp.method.name": "tools/call",
-                            "gen_ai.operation.name": "execute_tool",
-                            "gen_ai.tool.name": "search",
-                        },
-                    ),
-                    tracer.start_as_current_span(
-                        "MCP send tools/call search",
-                        attributes={"mcp.method.name": "tools/call", "jsonrpc.request.id": "7"},
-                    ) as send,
-                ):
-                    _in_process_server_span(tracer, send)
+                _mcp_client_call(tracer, {"jsonrpc.request.id": "7"})
                 call.set_result("no results")
     (agent,) = stack.spans("invoke_agent researcher")
     assert agent.attributes["loopguard.run.state"] == "stopped"
+
+
+#: an MCP ``tools/call search`` span's attributes, the client library's and the server's
+MCP_TOOL_CALL = {
+    "mcp.method.name": "tools/call",
+    "gen_ai.operation.name": "execute_tool",
+    "gen_ai.tool.name": "search",
+}
+
+
+def _mcp_client_call(tracer, send_attributes: dict[str, str] | None = None) -> None:
+    """One MCP tool call as its spans go: the client library's ``tools/call search`` span
+    (a GenAI ``execute_tool`` span), the SDK's ``MCP send`` span inside it (with
+    ``send_attributes``) and, under that, the in-process server's span."""
+    send_attributes = {"mcp.method.name": "tools/call", **(send_attributes or {})}
+    with (
+        tracer.start_as_current_span("tools/call search", attributes=MCP_TOOL_CALL),
+        tracer.start_as_current_span(
+            "MCP send tools/call search", attributes=send_attributes
+        ) as send,
+    ):
+        _in_process_server_span(tracer, send)
 
 
 def _in_process_server_span(tracer, send) -> None:
@@ -191,11 +199,7 @@ def _in_process_server_span(tracer, send) -> None:
         "tools/call search",
         context=trace.set_span_in_context(trace.NonRecordingSpan(remote)),
         kind=trace.SpanKind.SERVER,
-        attributes={
-            "mcp.method.name": "tools/call",
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": "search",
-        },
+        attributes=MCP_TOOL_CALL,
     ):
         pass
 
@@ -209,30 +213,17 @@ def test_mcp_request_spans_inside_a_foreign_tool_span_leave_that_span_fed(stack:
         "invoke_agent researcher", attributes={"gen_ai.operation.name": "invoke_agent"}
     ):
         for index in range(4):
-            with (
-                tracer.start_as_current_span(
-                    "execute_tool search",
-                    attributes={
-                        "gen_ai.operation.name": "execute_tool",
-                        "gen_ai.tool.name": "search",
-                        "gen_ai.tool.call.id": f"call_{index}",
-                        "gen_ai.tool.call.arguments": json.dumps({"query": "pricing"}),
-                        "gen_ai.tool.call.result": "no results",
-                    },
-                ),
-                tracer.start_as_current_span(
-                    "tools/call search",
-                    attributes={
-                        "mcp.method.name": "tools/call",
-                        "gen_ai.operation.name": "execute_tool",
-                        "gen_ai.tool.name": "search",
-                    },
-                ),
-                tracer.start_as_current_span(
-                    "MCP send tools/call search", attributes={"mcp.method.name": "tools/call"}
-                ) as send,
+            with tracer.start_as_current_span(
+                "execute_tool search",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "search",
+                    "gen_ai.tool.call.id": f"call_{index}",
+                    "gen_ai.tool.call.arguments": json.dumps({"query": "pricing"}),
+                    "gen_ai.tool.call.result": "no results",
+                },
             ):
-                _in_process_server_span(tracer, send)
+                _mcp_client_call(tracer)
     stops = [e for _, e in stack.decision_events() if e.attributes["loopguard.action"] == "stop"]
     assert stops
 
