@@ -11,13 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
-
-from otel_loopguard.engine.config import LoopGuardConfig
-from otel_loopguard.guard import LoopGuard
-from otel_loopguard.processor import LoopGuardSpanProcessor
+from otel.helpers import make_stack
 
 
 @dataclass
@@ -40,12 +36,8 @@ class SdkStack:
 
 
 def sdk_stack(**config: Any) -> SdkStack:
-    provider = TracerProvider()
-    guard = LoopGuard(LoopGuardConfig(**config), tracer_provider=provider)
-    exporter = InMemorySpanExporter()
-    provider.add_span_processor(LoopGuardSpanProcessor(guard))
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return SdkStack(provider, exporter, provider.get_tracer("tests.detectors"))
+    stack = make_stack(**config)
+    return SdkStack(stack.provider, stack.exporter, stack.provider.get_tracer("tests.detectors"))
 
 
 AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "writer"}

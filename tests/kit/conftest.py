@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otel.helpers import make_stack
 
-from otel_loopguard import LoopGuard, LoopGuardConfig, LoopGuardSpanProcessor, set_guard
+from otel_loopguard import LoopGuard, set_guard
 
 
 @dataclass
@@ -40,12 +40,8 @@ class Kit:
 
 
 def build(**config: Any) -> Kit:
-    provider = TracerProvider()
-    guard = LoopGuard(LoopGuardConfig(**config), tracer_provider=provider)
-    exporter = InMemorySpanExporter()
-    provider.add_span_processor(LoopGuardSpanProcessor(guard))
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return Kit(guard, exporter, provider.get_tracer("tests.kit"))
+    stack = make_stack(**config)
+    return Kit(stack.guard, stack.exporter, stack.provider.get_tracer("tests.kit"))
 
 
 @pytest.fixture

@@ -54,6 +54,26 @@ class Stack:
         )
 
 
+def foreign_fetch_loop(tracer: Any, agent: str = "scout", calls: int = 4) -> None:
+    """A foreign agent (GenAI semconv spans, instrumented by someone else) looping: its
+    ``invoke_agent {agent}`` span holds ``calls`` identical failing ``fetch`` calls, with
+    their arguments and result recorded; no gate wraps them."""
+    with tracer.start_as_current_span(
+        f"invoke_agent {agent}", attributes={"gen_ai.operation.name": "invoke_agent"}
+    ):
+        for _ in range(calls):
+            with tracer.start_as_current_span(
+                "execute_tool fetch",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "fetch",
+                    "gen_ai.tool.call.arguments": '{"url": "https://example.invalid/a"}',
+                    "gen_ai.tool.call.result": "404 not found",
+                },
+            ):
+                pass
+
+
 def make_stack(**config: Any) -> Stack:
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])

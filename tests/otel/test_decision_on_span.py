@@ -13,7 +13,7 @@ import pytest
 from otel_loopguard.engine.decisions import Action, Decision, LoopGuardInterrupt, Signal
 from otel_loopguard.guard.decorators import agent_run, loopguard_tool
 
-from .helpers import Stack
+from .helpers import Stack, foreign_fetch_loop
 
 
 def _stuck_search(stack: Stack) -> None:
@@ -73,20 +73,7 @@ def test_a_later_milder_decision_does_not_overwrite_the_span(stack: Stack) -> No
 
 def test_a_foreign_agent_span_seen_by_the_processor_carries_the_stop(stack: Stack) -> None:
     tracer = stack.tracer
-    with tracer.start_as_current_span(
-        "invoke_agent scout", attributes={"gen_ai.operation.name": "invoke_agent"}
-    ):
-        for _ in range(4):
-            with tracer.start_as_current_span(
-                "execute_tool fetch",
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": "fetch",
-                    "gen_ai.tool.call.arguments": '{"url": "https://example.invalid/a"}',
-                    "gen_ai.tool.call.result": "404 not found",
-                },
-            ):
-                pass
+    foreign_fetch_loop(tracer)
     (agent,) = stack.spans("invoke_agent scout")
     assert agent.attributes["loopguard.action"] == "stop"
     assert 0.75 <= agent.attributes["loopguard.risk_score"] <= 1.0

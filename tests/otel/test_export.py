@@ -20,7 +20,7 @@ from otel_loopguard.guard import LoopGuard
 from otel_loopguard.guard.decorators import agent_run, loopguard_tool
 from otel_loopguard.processor import LoopGuardSpanProcessor
 
-from .helpers import Stack
+from .helpers import Stack, foreign_fetch_loop
 
 
 def _value(any_value: Any) -> Any:
@@ -43,20 +43,7 @@ def test_otlp_export_carries_decisions_and_run_state(receiver: OTLPReceiver) -> 
     tracer = provider.get_tracer("agent")
 
     # a foreign agent (semconv spans) looping, seen by the processor
-    with tracer.start_as_current_span(
-        "invoke_agent scout", attributes={"gen_ai.operation.name": "invoke_agent"}
-    ):
-        for _ in range(4):
-            with tracer.start_as_current_span(
-                "execute_tool fetch",
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": "fetch",
-                    "gen_ai.tool.call.arguments": '{"url": "https://example.invalid/a"}',
-                    "gen_ai.tool.call.result": "404 not found",
-                },
-            ):
-                pass
+    foreign_fetch_loop(tracer)
 
     # our gate, enforcing
     @loopguard_tool(tracer=tracer, guard=guard)
