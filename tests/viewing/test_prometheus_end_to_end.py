@@ -1,9 +1,15 @@
-"""Every dashboard panel returns data from a real Prometheus scraping the real plugin.
+"""Every dashboard panel shows what the plugin really did, read from a real Prometheus.
 
 The demo runs its scripted agents (all scenarios, enforce mode) under the real span
 processor with the Prometheus exporter serving ``/metrics``; Debian's ``prometheus`` binary
 scrapes it every second; each panel query of each dashboard, with Grafana's variables filled
-in, is then run through Prometheus' HTTP API and must return at least one finite value.
+in, is then run through Prometheus' HTTP API. Each must return data, and each panel's
+values must be the demo's: three stops (by repetition, handoff_cycle and
+permanent_failure, of three agents), four warns, three interrupts, three stopped runs and
+one completed. Every one of those series is born at 1 (or at its first count), which
+``increase()`` alone cannot count, so the panels are evaluated twice: over a range that
+starts before the plugin's first scrape (every series born inside it) and over one that
+starts after it (the zero series created at start are old, the decisions are born).
 ``scripts/test.sh`` installs Prometheus; without it this test is skipped, saying so.
 """
 
@@ -12,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -22,7 +29,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_dashboards import all_queries, concrete
+from dashboard_model import Dashboard
+from test_dashboards import DASHBOARDS, all_queries, concrete
 
 pytestmark = pytest.mark.skipif(
     shutil.which("prometheus") is None,
@@ -39,8 +47,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def query(base: str, expr: str) -> list[dict]:
-    url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+def query(base: str, expr: str, at: float | None = None) -> list[dict]:
+    params = {"query": expr} if at is None else {"query": expr, "time": f"{at:.3f}"}
+    url = f"{base}/api/v1/query?" + urllib.parse.urlencode(params)
     with urllib.request.urlopen(url, timeout=10) as response:
         body = json.load(response)
     assert body["status"] == "success", body
@@ -57,6 +66,83 @@ def api(base: str, path: str) -> dict:
 def finite_values(result: list[dict]) -> list[float]:
     values = [float(sample["value"][1]) for sample in result]
     return [v for v in values if math.isfinite(v)]
+
+
+# What the demo (--scenario all, enforce mode, default policy) really did, panel by panel,
+# as a user reads it: legend entry -> value over the whole run; entries of 0 left out.
+# stuck-search (support-agent): warn repetition, stop repetition+no_progress (search_kb);
+# ping-pong: warn action_cycle (transfer_to_triage_agent, billing-agent), stop
+# handoff_cycle (billing-agent); permanent-failure (order-agent): stop permanent_failure
+# (fetch_order); healthy (support-agent): warn repetition (check_status), warn
+# repeated_tool_steps (a model turn: no tool). Each STOP interrupted its run.
+DEMO_PANELS: dict[str, dict[str, float]] = {
+    "Decisions over time by action": {"warn": 4, "stop": 3},
+    "Stops by detector": {"repetition": 1, "handoff_cycle": 1, "permanent_failure": 1},
+    "Agents that loop most": {"support-agent": 1, "billing-agent": 1, "order-agent": 1},
+    "Tools that loop most": {
+        "search_kb": 2,
+        "transfer_to_triage_agent": 1,
+        "fetch_order": 1,
+        "check_status": 1,
+    },
+    # cumulative buckets: the four warns score at most 0.5, the three stops above 0.7
+    "Risk score distribution": {"0.5": 4, "0.6": 4, "0.7": 4, "1.0": 7, "+Inf": 7},
+    "Interrupts": {"": 3},
+    "Active runs": {},
+    "Runs by end state": {"stopped": 3, "completed": 1},
+    "Internal errors": {},
+    "Signals by detector": {
+        "repetition": 3,
+        "no_progress": 1,
+        "action_cycle": 1,
+        "handoff_cycle": 1,
+        "permanent_failure": 1,
+        "repeated_tool_steps": 1,
+    },
+}
+# the same with the dashboard's agent variable set to support-agent (the two runs of it)
+SUPPORT_AGENT_PANELS = {
+    **DEMO_PANELS,
+    "Decisions over time by action": {"warn": 3, "stop": 1},
+    "Stops by detector": {"repetition": 1},
+    "Agents that loop most": {"support-agent": 1},
+    "Tools that loop most": {"search_kb": 2, "check_status": 1},
+}
+AGENT_VIEWS = ((".*", DEMO_PANELS), ("support-agent", SUPPORT_AGENT_PANELS))
+# the risk panel is checked at the buckets that tell warns from stops
+PARTLY_CHECKED = {"Risk score distribution"}
+# panels whose values depend on timing, not on what the agents did: data is enough
+TIMING_PANELS = {"Processing overhead per span (p50 / p95 / p99)"}
+
+
+def single_target_panels() -> list[tuple[str, str, str]]:
+    """(title, query, legend label) of each one-query panel; the label "" without one."""
+    panels = []
+    for path in DASHBOARDS:
+        for panel in Dashboard.model_validate(json.loads(path.read_text())).panels:
+            if panel.title in TIMING_PANELS:
+                continue
+            (target,) = panel.targets
+            label = re.fullmatch(r"\{\{(\w+)\}\}", target.legendFormat)
+            panels.append((panel.title, target.expr, label.group(1) if label else ""))
+    return panels
+
+
+def panel_values(base: str, expr: str, label: str, at: float) -> dict[str, float]:
+    """A panel's legend entries and values, rounded (increase() extrapolates a little)."""
+    values = {}
+    for sample in query(base, expr, at):
+        value = float(sample["value"][1])
+        assert math.isfinite(value), (expr, sample)
+        if round(value):
+            values[sample["metric"].get(label, "")] = round(value)
+    return values
+
+
+def windowed(expr: str, agent: str, seconds: float) -> str:
+    """The panel query with both of Grafana's windows set to ``seconds``."""
+    window = f"{max(int(seconds * 1000), 1000)}ms"
+    return concrete(expr.replace("$__rate_interval", window).replace("$__range", window), agent)
 
 
 @pytest.fixture
@@ -99,8 +185,14 @@ def prometheus(tmp_path: Path):
         server.wait(timeout=20)
 
 
-def test_every_panel_returns_data_from_real_prometheus(prometheus, tmp_path: Path) -> None:
+def test_every_panel_shows_what_the_demo_did_in_real_prometheus(prometheus, tmp_path: Path) -> None:
     base, metrics_port = prometheus
+    # Prometheus discovers its targets a few seconds after it is ready: wait for the scrape
+    # loop, so the zero series are scraped during the demo's warmup, before any run
+    deadline = time.monotonic() + 30
+    while not api(base, "targets")["activeTargets"]:
+        assert time.monotonic() < deadline, "prometheus never picked up its scrape target"
+        time.sleep(0.2)
     env = dict(os.environ, OTEL_LOOPGUARD_MODE="enforce")
     env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     demo = subprocess.Popen(
@@ -151,8 +243,43 @@ def test_every_panel_returns_data_from_real_prometheus(prometheus, tmp_path: Pat
                 break
             time.sleep(1)
         assert not failures, "panels without data:\n" + "\n".join(failures)
-        stops = query(base, 'sum(loopguard_decisions_total{action="stop"})')
-        assert finite_values(stops) and finite_values(stops)[0] >= 1
+
+        # the panels' values are what the demo did. Over a window reaching back before the
+        # first scrape every series is born inside it; over one starting after the first
+        # scrape (before the warmup ends, so before any run) the series created at zero
+        # are old and the decisions born. Polled: the last changes need their scrape
+        def first_sample(selector: str) -> float:
+            return min(
+                float(value[0])
+                for series in query(base, f"{selector}[10m]")
+                for value in series["values"]
+            )
+
+        first_scrape = first_sample('loopguard_runs_total{state="completed"}')
+        first_decision = first_sample("loopguard_decisions_total")
+        assert first_decision - first_scrape >= 2, "no scrape of the zero series before the runs"
+        deadline = time.monotonic() + 30
+        while True:
+            now = time.time()
+            wrong = []
+            for start in (first_scrape - 60, (first_scrape + first_decision) / 2):
+                for agent, expected in (
+                    (".*", DEMO_PANELS),
+                    ("support-agent", SUPPORT_AGENT_PANELS),
+                ):
+                    for title, expr, label in single_target_panels():
+                        got = panel_values(base, windowed(expr, agent, now - start), label, now)
+                        if title in PARTLY_CHECKED:
+                            got = {key: got.get(key, 0) for key in expected[title]}
+                        if got != expected[title]:
+                            wrong.append(
+                                f"{title} (agent {agent}, from {now - start:.0f}s ago): "
+                                f"{got}, expected {expected[title]}"
+                            )
+            if not wrong or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert not wrong, "panels that do not show what the demo did:\n" + "\n".join(wrong)
         # our alerting rules, loaded by this Prometheus: each evaluates without error on
         # the plugin's real series, and three stopped runs of four raise the stop-rate
         # alert (pending: it fires after 10 minutes, which promtool's tests cover) with the
