@@ -9,6 +9,7 @@ import pytest
 from agents import Agent, Runner, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
 from opentelemetry.trace import StatusCode
+from otel_loopguard_testing import agent_checks as checks
 from scripted_agents import (
     FINAL_ANSWER,
     LOOP_STEPS,
@@ -29,13 +30,7 @@ def test_looping_run_is_interrupted_in_enforce_mode(loopguard):
     with pytest.raises(LoopGuardInterrupt) as raised:
         asyncio.run(Runner.run(scenario.agent, "What does it cost?"))
 
-    assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
-    assert raised.value.decision.action.value == "stop"
-    # one span per real execution of the tool
-    assert len(loopguard.executed_tool_spans("search")) == len(scenario.executions)
-    assert loopguard.decision_events("stop"), "the STOP decision is exported on a span"
-    assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_every_span_ended_once()
+    checks.assert_loop_interrupted(loopguard, scenario.executions, raised)
 
 
 def test_run_sync_is_interrupted_too(loopguard):
@@ -64,10 +59,9 @@ def test_looping_run_in_observe_mode_runs_to_its_end(observe_loopguard):
 
 def test_productive_run_completes_untouched(loopguard):
     loopguard_off = productive_agent()
-    loopguard.uninstrument()
-    baseline = asyncio.run(Runner.run(loopguard_off.agent, "What does it cost?")).final_output
-    assert loopguard.spans() == []  # uninstrumented: every wrapper is gone
-    loopguard.reinstrument()
+    baseline = loopguard.baseline(
+        lambda: asyncio.run(Runner.run(loopguard_off.agent, "What does it cost?")).final_output
+    )
 
     scenario = productive_agent()
     result = asyncio.run(Runner.run(scenario.agent, "What does it cost?"))
@@ -83,21 +77,8 @@ def test_spans_follow_the_genai_conventions(loopguard):
     scenario = productive_agent()
     asyncio.run(Runner.run(scenario.agent, "What does it cost?"))
 
-    (agent_span,) = loopguard.named("invoke_agent researcher")
-    assert agent_span.attributes["gen_ai.operation.name"] == "invoke_agent"
-    assert agent_span.attributes["gen_ai.agent.name"] == "researcher"
-    assert agent_span.attributes["loopguard.run.state"] == "completed"
-    tool_spans = loopguard.tool_spans("search")
-    assert len(tool_spans) == len(scenario.executions) == 4
-    call_ids = set()
-    for span in tool_spans:
-        assert span.parent is not None and span.parent.span_id == agent_span.context.span_id
-        assert span.attributes["gen_ai.operation.name"] == "execute_tool"
-        assert span.attributes["gen_ai.tool.name"] == "search"
-        call_ids.add(span.attributes["gen_ai.tool.call.id"])
-        # content is not exported unless the user opts in
-        assert "gen_ai.tool.call.arguments" not in span.attributes
-        assert "gen_ai.tool.call.result" not in span.attributes
+    tool_spans = checks.assert_genai_agent_and_tool_spans(loopguard, scenario.executions)
+    call_ids = {span.attributes["gen_ai.tool.call.id"] for span in tool_spans}
     assert call_ids == {f"call_{i}" for i in range(4)}
 
 
@@ -114,9 +95,7 @@ def test_streamed_looping_run_is_interrupted_and_leaves_no_span_open(loopguard):
     with pytest.raises(LoopGuardInterrupt):
         asyncio.run(consume())
 
-    assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
-    assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_every_span_ended_once()
+    checks.assert_loop_interrupted(loopguard, scenario.executions)
 
 
 def test_streamed_run_cancelled_by_the_consumer_ends_its_spans(loopguard):

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from opentelemetry.trace import StatusCode
+from otel_loopguard_testing import agent_checks as checks
 from pydantic_ai import ModelRetry
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
@@ -23,12 +24,7 @@ def test_looping_run_is_interrupted_in_enforce_mode(loopguard):
     with pytest.raises(LoopGuardInterrupt) as raised:
         scenario.agent.run_sync(QUESTION)
 
-    assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
-    assert raised.value.decision.action.value == "stop"
-    assert len(loopguard.executed_tool_spans("search")) == len(scenario.executions)
-    assert loopguard.decision_events("stop")
-    assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_every_span_ended_once()
+    checks.assert_loop_interrupted(loopguard, scenario.executions, raised)
 
 
 def test_async_run_is_interrupted_too(loopguard):
@@ -55,10 +51,7 @@ def test_looping_run_in_observe_mode_runs_to_its_end(observe_loopguard):
 
 def test_productive_run_completes_untouched(loopguard):
     baseline_scenario = productive_agent()
-    loopguard.uninstrument()
-    baseline = baseline_scenario.agent.run_sync(QUESTION).output
-    assert loopguard.spans() == []  # uninstrumented: every wrapper is gone
-    loopguard.reinstrument()
+    baseline = loopguard.baseline(lambda: baseline_scenario.agent.run_sync(QUESTION).output)
 
     scenario = productive_agent()
     result = scenario.agent.run_sync(QUESTION)
@@ -74,19 +67,7 @@ def test_spans_follow_the_genai_conventions(loopguard):
     scenario = productive_agent()
     scenario.agent.run_sync(QUESTION)
 
-    (agent_span,) = loopguard.named("invoke_agent researcher")
-    assert agent_span.attributes["gen_ai.operation.name"] == "invoke_agent"
-    assert agent_span.attributes["gen_ai.agent.name"] == "researcher"
-    assert agent_span.attributes["loopguard.run.state"] == "completed"
-    tool_spans = loopguard.tool_spans("search")
-    assert len(tool_spans) == len(scenario.executions) == 4
-    for span in tool_spans:
-        assert span.parent is not None and span.parent.span_id == agent_span.context.span_id
-        assert span.attributes["gen_ai.operation.name"] == "execute_tool"
-        assert span.attributes["gen_ai.tool.name"] == "search"
-        assert span.attributes["gen_ai.tool.call.id"]
-        assert "gen_ai.tool.call.arguments" not in span.attributes
-        assert "gen_ai.tool.call.result" not in span.attributes
+    checks.assert_genai_agent_and_tool_spans(loopguard, scenario.executions)
 
 
 def test_a_failing_tool_is_an_error_span_and_the_error_reaches_the_caller(loopguard):
@@ -155,9 +136,7 @@ def test_streamed_looping_run_is_interrupted_and_leaves_no_span_open(loopguard, 
     with pytest.raises(LoopGuardInterrupt):
         asyncio.run(drive())
 
-    assert 1 <= len(scenario.executions) <= MAX_EXECUTIONS
-    assert loopguard.run_state("researcher") == "stopped"
-    loopguard.assert_every_span_ended_once()
+    checks.assert_loop_interrupted(loopguard, scenario.executions)
 
 
 def test_stream_closed_early_ends_its_spans(loopguard):

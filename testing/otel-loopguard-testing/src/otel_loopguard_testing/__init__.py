@@ -27,7 +27,9 @@ from __future__ import annotations
 
 from .agent_checks import (
     assert_cancelled_by_the_consumer,
+    assert_genai_agent_and_tool_spans,
     assert_inner_agent_joined_the_run,
+    assert_loop_interrupted,
     assert_productive_run,
     assert_ran_untouched_by_our_error,
     assert_runs_of_their_own,
@@ -112,9 +114,11 @@ __all__ = [
     "assert_console_streamed_run_completed",
     "assert_console_usage",
     "assert_expected_build",
+    "assert_genai_agent_and_tool_spans",
     "assert_genai_chat_span",
     "assert_inner_agent_joined_the_run",
     "assert_interrupted_process",
+    "assert_loop_interrupted",
     "assert_productive_run",
     "assert_ran_untouched_by_our_error",
     "assert_run_totals",

@@ -166,3 +166,43 @@ def assert_runs_of_their_own(
         by_agent = {s.attributes["gen_ai.agent.name"] for s in harness.tool_spans("search")}
         assert by_agent == {"looper", "researcher"}
     harness.assert_every_span_ended_once()
+
+
+def assert_loop_interrupted(
+    harness: Harness, executions: list[Any], raised: Any = None, *, most: int = 4
+) -> None:
+    """A looping agent's run interrupted: one to ``most`` executions of its tool, the run
+    ``stopped``, every span ended once. With ``raised`` (the
+    ``pytest.raises(LoopGuardInterrupt)`` info): the interrupt is a STOP, exported as a
+    decision on a span, and each real execution has its own ``execute_tool search`` span."""
+    assert 1 <= len(executions) <= most
+    if raised is not None:
+        assert raised.value.decision.action.value == "stop"
+        # one span per real execution of the tool
+        assert len(harness.executed_tool_spans("search")) == len(executions)
+        assert harness.decision_events("stop"), "the STOP decision is exported on a span"
+    assert harness.run_state("researcher") == "stopped"
+    harness.assert_every_span_ended_once()
+
+
+def assert_genai_agent_and_tool_spans(
+    harness: Harness, executions: list[Any], *, searches: int = 4, agent: str = "researcher"
+) -> list[Any]:
+    """A productive run's spans per the GenAI conventions: the one ``invoke_agent
+    {agent}`` span, ``completed``; one ``execute_tool search`` span per execution (there
+    were ``searches``), each its child, with a call id and no content (not exported unless
+    the user opts in). Returns the tool spans."""
+    (agent_span,) = harness.named(f"invoke_agent {agent}")
+    assert agent_span.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert agent_span.attributes["gen_ai.agent.name"] == agent
+    assert agent_span.attributes["loopguard.run.state"] == "completed"
+    tool_spans = harness.tool_spans("search")
+    assert len(tool_spans) == len(executions) == searches
+    for span in tool_spans:
+        assert span.parent is not None and span.parent.span_id == agent_span.context.span_id
+        assert span.attributes["gen_ai.operation.name"] == "execute_tool"
+        assert span.attributes["gen_ai.tool.name"] == "search"
+        assert span.attributes["gen_ai.tool.call.id"]
+        assert "gen_ai.tool.call.arguments" not in span.attributes
+        assert "gen_ai.tool.call.result" not in span.attributes
+    return tool_spans
