@@ -25,8 +25,10 @@ class LoopGuardInterrupt(BaseException):
 
     def __init__(self, decision: Decision, message: str | None = None) -> None:
         self.decision = decision
-        super().__init__(
-            message
-            or f"otel-loopguard stopped run {decision.run_id}: "
-            f"{decision.reason or decision.action.value}"
-        )
+        # the reason first: trace UIs and logs cut a long status message, and a run id
+        # (up to 50 characters) in front would leave no room for why the run was stopped
+        if not message:
+            run = f", run {decision.run_id}" if decision.run_id else ""
+            reason = decision.reason or decision.action.value
+            message = f"{reason} (stopped by otel-loopguard{run})"
+        super().__init__(message)

@@ -1,0 +1,120 @@
+"""What a user sees of the demo in a trace UI (Jaeger, Tempo, Phoenix, Langfuse).
+
+The demo runs as a user runs it (all scenarios, enforce mode) and its trace file, the
+spans as the SDK exported them, is read back as OTLP JSON. Trace UIs filter spans on
+attributes, list spans by their status message cut short, and sort by numbers: so the
+span where a STOP was decided carries it as attributes, the stopped agent span's status
+message starts with the reason, every warn's risk is below every stop's, and the agents
+of the ping-pong are named as they are (``billing-agent``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+
+def _value(value: dict[str, Any]) -> Any:
+    if "arrayValue" in value:
+        return [_value(v) for v in value["arrayValue"].get("values", [])]
+    return next(iter(value.values()), None)
+
+
+def _attrs(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {kv["key"]: _value(kv["value"]) for kv in items}
+
+
+@pytest.fixture(scope="module")
+def demo_spans(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("demo")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OTEL_LOOPGUARD_", "OTEL_EXPORTER_OTLP"))
+    }
+    env["OTEL_LOOPGUARD_MODE"] = "enforce"
+    trace = tmp / "trace.json"
+    command = ["demo", "--scenario", "all", "--pace", "0", "--trace-file", str(trace)]
+    subprocess.run(
+        [sys.executable, "-m", "otel_loopguard.cli", *command],
+        env=env,
+        cwd=tmp,
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    spans = []
+    for resource in json.loads(trace.read_text())["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                span["attrs"] = _attrs(span.get("attributes", []))
+                span["decisions"] = [
+                    _attrs(e.get("attributes", []))
+                    for e in span.get("events", [])
+                    if e["name"] == "loopguard.decision"
+                ]
+                spans.append(span)
+    return spans
+
+
+def test_the_deciding_tool_span_says_stop_as_attributes(demo_spans) -> None:
+    stopped = [s for s in demo_spans if s["attrs"].get("loopguard.action") == "stop"]
+    # one attribute filter finds the three tool calls where the three loops were stopped
+    assert sorted(s["name"] for s in stopped) == [
+        "execute_tool fetch_order",
+        "execute_tool search_kb",
+        "execute_tool transfer_to_triage_agent",
+    ]
+    for span in stopped:
+        (stop,) = [d for d in span["decisions"] if d["loopguard.action"] == "stop"]
+        for key in ("loopguard.risk_score", "loopguard.detectors", "loopguard.reason"):
+            assert span["attrs"][key] == stop[key], key
+
+
+def test_the_stopped_agent_span_status_starts_with_the_reason(demo_spans) -> None:
+    stops = {
+        s["traceId"]: d["loopguard.reason"]
+        for s in demo_spans
+        for d in s["decisions"]
+        if d["loopguard.action"] == "stop"
+    }
+    agents = [
+        s for s in demo_spans if s["name"].startswith("invoke_agent") and s["traceId"] in stops
+    ]
+    assert len(agents) == 3
+    for agent in agents:
+        message = agent["status"]["message"]
+        assert message.startswith(stops[agent["traceId"]]), message
+        assert message.endswith(
+            f"(stopped by otel-loopguard, run {agent['attrs']['loopguard.run.id']})"
+        )
+
+
+def test_every_warn_scores_below_every_stop(demo_spans) -> None:
+    risks: dict[str, list[float]] = {}
+    for span in demo_spans:
+        for decision in span["decisions"]:
+            risks.setdefault(decision["loopguard.action"], []).append(
+                decision["loopguard.risk_score"]
+            )
+    # the healthy run's two warns (polling, repeated model turns) among them
+    assert len(risks["warn"]) == 4 and len(risks["stop"]) == 3
+    assert max(risks["warn"]) < min(risks["stop"]), risks
+
+
+def test_the_ping_pong_names_the_agents_as_they_are_named(demo_spans) -> None:
+    (stop,) = [
+        d
+        for s in demo_spans
+        for d in s["decisions"]
+        if d["loopguard.detectors"] == ["handoff_cycle"]
+    ]
+    assert stop["loopguard.reason"] == (
+        "handoff cycle billing-agent → triage-agent → billing-agent closed 2 times"
+    )
+    assert stop["gen_ai.agent.name"] == "billing-agent"
