@@ -4,22 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from otel_loopguard_testing import run_console_program
+from otel_loopguard_testing import run_suite_app
 
 TESTS = Path(__file__).parent
 
 
 def test_looping_crew_is_stopped_under_opentelemetry_instrument():
-    env = {
-        "PYTHONPATH": str(TESTS),
-        "OTEL_LOOPGUARD_MODE": "enforce",
-        # set before the interpreter starts: the instrumentor imports crewai at startup,
-        # before the program's first line, and crewai reads these on import
-        "CREWAI_DISABLE_TELEMETRY": "true",
-        "CREWAI_TRACING_ENABLED": "false",
-    }
-    outcome, spans = run_console_program(
-        TESTS / "apps" / "looping_crew.py", "native", env=env, timeout=200
+    # set before the interpreter starts: the instrumentor imports crewai at startup,
+    # before the program's first line, and crewai reads these on import
+    crewai_off = {"CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_TRACING_ENABLED": "false"}
+    outcome, spans = run_suite_app(
+        TESTS, "native", mode="enforce", app="looping_crew.py", env=crewai_off, timeout=200
     )
     assert outcome["interrupted"] is True
     assert 1 <= outcome["executions"] <= 4

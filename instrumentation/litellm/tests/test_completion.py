@@ -10,9 +10,9 @@ from conftest import TRACER
 from otel_loopguard_testing import (
     assert_genai_chat_span,
     assert_run_totals,
-    assert_vetoed_by_the_token_budget,
+    assert_third_request_vetoed_by_the_budget,
 )
-from otel_loopguard_testing.scripted_openai import Turn
+from otel_loopguard_testing.scripted_openai import Turn, budget_turns
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 from otel_loopguard.guard import get_guard
@@ -44,19 +44,12 @@ def test_chat_span_follows_the_genai_conventions(make_loopguard, serve):
 
 def test_token_budget_stops_before_the_request_that_would_exceed_it(make_loopguard, serve):
     lg = make_loopguard(mode="enforce", token_budget=45)
-    turns = [
-        Turn(tool_calls=[("search", {"query": f"q{i}"})], input_tokens=15, output_tokens=5)
-        for i in range(5)
-    ]
-    api = serve(turns)
+    api = serve(budget_turns())
 
     with pytest.raises(LoopGuardInterrupt) as stopped:
         run_agent(api.base, TRACER, {"search": lambda query: query}, max_tokens=8)
 
-    # 2 turns used 40 tokens; the third may spend 8 more (max_tokens) -> 48 > 45: never sent
-    assert len(api.requests) == 2
-    assert_vetoed_by_the_token_budget(lg, stopped, usage=[(15, 5), (15, 5)])
-    lg.assert_every_span_ended_once()
+    assert_third_request_vetoed_by_the_budget(lg, api, stopped)
 
 
 def test_max_steps_stops_the_model_call_past_the_limit(make_loopguard, serve):

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from otel_loopguard_testing import assert_console_budget_stopped, run_console_program
+from otel_loopguard_testing import assert_console_budget_stopped, run_suite_app
 
 TESTS = Path(__file__).parent
 
 
 def test_budget_enforced_under_opentelemetry_instrument():
-    env = {
-        "PYTHONPATH": str(TESTS),
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "OTEL_LOOPGUARD_MODE": "enforce",
-        "OTEL_LOOPGUARD_TOKEN_BUDGET": "45",
-    }
-    outcome, spans = run_console_program(TESTS / "apps" / "budget_agent.py", env=env)
+    env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "OTEL_LOOPGUARD_TOKEN_BUDGET": "45"}
+    outcome, spans = run_suite_app(TESTS, mode="enforce", app="budget_agent.py", env=env)
     chats = assert_console_budget_stopped(outcome, spans)
     assert chats[0]["attributes"]["gen_ai.provider.name"] == "openai"

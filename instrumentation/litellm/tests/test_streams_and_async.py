@@ -10,6 +10,7 @@ import litellm
 import pytest
 from agent_loop import MODEL
 from conftest import TRACER
+from otel_loopguard_testing import close_a_stream_early
 from otel_loopguard_testing.scripted_openai import Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
@@ -78,16 +79,7 @@ def test_stream_closed_early_ends_its_span_once_without_a_judgement(make_loopgua
     lg = make_loopguard(mode="enforce", max_tokens_recoveries=0)
     api = serve([Turn(text="a long answer", finish_reason="length")])
 
-    with get_guard().agent_run(TRACER, "writer"):
-        stream = litellm.completion(**_request(api, stream=True))
-        next(iter(stream))
-        stream.close()
-        stream.close()  # closing twice is harmless
-
-    (chat,) = lg.spans("chat ")
-    assert "error.type" not in chat.attributes
-    assert lg.decided == []  # an unfinished answer is not judged
-    lg.assert_every_span_ended_once()
+    close_a_stream_early(lg, TRACER, lambda: litellm.completion(**_request(api, stream=True)))
 
 
 def test_stream_dropped_half_read_ends_its_span_when_collected(make_loopguard, serve):

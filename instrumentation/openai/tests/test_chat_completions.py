@@ -8,9 +8,9 @@ from conftest import TRACER
 from otel_loopguard_testing import (
     assert_genai_chat_span,
     assert_run_totals,
-    assert_vetoed_by_the_token_budget,
+    assert_third_request_vetoed_by_the_budget,
 )
-from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn, budget_turns
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
@@ -104,18 +104,12 @@ def test_empty_end_of_turn_after_failing_tool_replans(make_loopguard):
 
 def test_token_budget_stops_before_the_request_that_would_exceed_it(make_loopguard):
     lg = make_loopguard(mode="enforce", token_budget=45)
-    turns = [
-        Turn(tool_calls=[("search", {"query": f"q{i}"})], input_tokens=15, output_tokens=5)
-        for i in range(5)
-    ]
-    api = ScriptedAPI(turns)
+    api = ScriptedAPI(budget_turns())
 
     with pytest.raises(LoopGuardInterrupt) as stopped:
         run_chat_agent(api.client(), TRACER, {"search": lambda query: query}, max_tokens=8)
 
-    # 2 turns used 40 tokens; the third may spend 8 more (max_tokens) -> 48 > 45: never sent
-    assert len(api.requests) == 2
-    assert_vetoed_by_the_token_budget(lg, stopped, usage=[(15, 5), (15, 5)])
+    assert_third_request_vetoed_by_the_budget(lg, api, stopped)
 
 
 def test_token_totals_on_the_agent_span_match_the_usage_sum(make_loopguard):

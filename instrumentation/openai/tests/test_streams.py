@@ -7,6 +7,7 @@ import gc
 
 import pytest
 from conftest import TRACER
+from otel_loopguard_testing import close_a_stream_early
 from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn, http
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
@@ -64,16 +65,11 @@ def test_stream_closed_early_ends_its_span_once_without_a_judgement(make_loopgua
     api = ScriptedAPI([Turn(text="a long answer", finish_reason="length")])
     client = api.client()
 
-    with get_guard().agent_run(TRACER, "writer"):
-        stream = client.chat.completions.create(model="gpt-test", messages=MESSAGES, stream=True)
-        next(iter(stream))
-        stream.close()
-        stream.close()  # closing twice is harmless
-
-    (chat,) = lg.spans("chat ")
-    assert "error.type" not in chat.attributes
-    assert lg.decided == []  # an unfinished answer is not judged
-    assert lg.open_spans() == []
+    close_a_stream_early(
+        lg,
+        TRACER,
+        lambda: client.chat.completions.create(model="gpt-test", messages=MESSAGES, stream=True),
+    )
 
 
 def test_stream_dropped_half_read_ends_its_span_when_collected(make_loopguard):

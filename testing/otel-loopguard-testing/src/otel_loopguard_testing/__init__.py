@@ -45,7 +45,9 @@ from .chat_loop import (
     ChatLoopOutcome,
     assert_genai_chat_span,
     assert_run_totals,
+    assert_third_request_vetoed_by_the_budget,
     assert_vetoed_by_the_token_budget,
+    close_a_stream_early,
     run_chat_tool_loop,
 )
 from .harness import (
@@ -127,7 +129,9 @@ __all__ = [
     "assert_stopped_on_a_permanent_failure",
     "assert_stopped_on_the_third_result",
     "assert_third_identical_call_vetoed",
+    "assert_third_request_vetoed_by_the_budget",
     "assert_vetoed_by_the_token_budget",
+    "close_a_stream_early",
     "console_actions",
     "console_decisions",
     "console_named",

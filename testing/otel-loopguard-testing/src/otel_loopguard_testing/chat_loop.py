@@ -139,3 +139,28 @@ def assert_vetoed_by_the_token_budget(
     vetoed = harness.spans("chat ")[-1]
     assert (vetoed.attributes or {})["error.type"] == "LoopGuardInterrupt"
     assert "gen_ai.response.id" not in (vetoed.attributes or {})
+
+
+def assert_third_request_vetoed_by_the_budget(harness: Harness, api: Any, stopped: Any) -> None:
+    """The agent loop on :func:`~.scripted_openai.budget_turns` under a 45-token budget
+    (``max_tokens=8``): two turns used 40 tokens, the third may spend 8 more (48 > 45), so
+    it was never sent (``api.requests``): vetoed by the budget; every span ended once."""
+    assert len(api.requests) == 2
+    assert_vetoed_by_the_token_budget(harness, stopped, usage=[(15, 5), (15, 5)])
+    harness.assert_every_span_ended_once()
+
+
+def close_a_stream_early(harness: Harness, tracer: Any, open_stream: Callable[[], Any]) -> None:
+    """In a run, ``open_stream()`` (a streamed chat completion), one chunk read, then closed,
+    twice (closing twice is harmless): its ``chat`` span ended once, without an error, and
+    the unfinished answer was not judged."""
+    with harness.guard.agent_run(tracer, "writer"):
+        stream = open_stream()
+        next(iter(stream))
+        stream.close()
+        stream.close()  # closing twice is harmless
+    (chat,) = harness.spans("chat ")
+    assert "error.type" not in chat.attributes
+    assert harness.decided == []  # an unfinished answer is not judged
+    assert harness.open_spans() == []
+    harness.assert_every_span_ended_once()

@@ -101,15 +101,20 @@ def run_console_program(
 
 
 def run_suite_app(
-    tests: Path, *script_args: str, mode: str, app: str = "looping_agent.py", timeout: float = 180
+    tests: Path,
+    *script_args: str,
+    mode: str,
+    app: str = "looping_agent.py",
+    env: dict[str, str] | None = None,
+    timeout: float = 180,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A suite's test program ``tests/apps/<app>`` under ``opentelemetry-instrument`` in
     ``mode`` (``OTEL_LOOPGUARD_MODE``), with ``tests`` on ``PYTHONPATH`` (for its scripted
-    models): :func:`run_console_program`'s outcome and spans."""
+    models) and ``env`` set too: :func:`run_console_program`'s outcome and spans."""
     return run_console_program(
         tests / "apps" / app,
         *script_args,
-        env={"PYTHONPATH": str(tests), "OTEL_LOOPGUARD_MODE": mode},
+        env={"PYTHONPATH": str(tests), "OTEL_LOOPGUARD_MODE": mode, **(env or {})},
         timeout=timeout,
     )
 

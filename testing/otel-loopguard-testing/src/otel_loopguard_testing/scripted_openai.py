@@ -42,6 +42,15 @@ class Turn:
         return self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
 
 
+def budget_turns() -> list[Turn]:
+    """Five turns, each a new search, of 15 + 5 tokens: a 45-token budget is reached at the
+    third (see :func:`~.chat_loop.assert_third_request_vetoed_by_the_budget`)."""
+    return [
+        Turn(tool_calls=[("search", {"query": f"q{i}"})], input_tokens=15, output_tokens=5)
+        for i in range(5)
+    ]
+
+
 class ScriptedAPI:
     def __init__(self, turns: list[Turn], *, model: str = "gpt-test") -> None:
         self.turns = list(turns)
