@@ -221,11 +221,11 @@ def _decide(policy_input: PolicyInput, strict: bool) -> Decision:
                 recommendation = signal.recommendation
     chosen = tuple(reasons.values())
     strongest = max((s.score for s in chosen), default=0.0)
-    evidence = max(risk_score(window), min(max(strongest, 0.0), 1.0))
+    weight = max(risk_score(window), min(max(strongest, 0.0), 1.0))
     low, high = RISK_BANDS[best_action]
     return Decision(
         best_action,
-        risk=low + (high - low) * evidence,
+        risk=low + (high - low) * weight,
         reasons=chosen,
         recommendation=recommendation if best_action is Action.REPLAN else None,
         end_state=best_end,
