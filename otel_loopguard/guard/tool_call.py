@@ -318,7 +318,9 @@ class ToolCall:
         target = handoff_target(self._name) if exc is None else None
         if target is not None:  # a transfer_to_<agent> tool that returned: the handoff happened
             events.append(
-                handoff_event(identity.run_id, self._agent, target, self._call_id, **where)
+                handoff_event(
+                    identity.run_id, self._agent, target, self._call_id, self._name, **where
+                )
             )
         for observed in events:
             decision, fresh = guard.observe(observed)

@@ -310,19 +310,35 @@ def _handoff_event(view: SpanView, run_id: str, actor: str | None) -> Event | No
             source = match["source"] or source
     if not target:
         return None
+    tool = tool_name(view)
     return handoff_event(
-        run_id, source, target, _first_text(attrs, _HANDOFF_CALL_ID_KEYS), **_origin(view)
+        run_id,
+        source,
+        target,
+        _first_text(attrs, _HANDOFF_CALL_ID_KEYS),
+        tool_name=tool if handoff_target(tool) else None,
+        **_origin(view),
     )
 
 
 def handoff_event(
-    run_id: str, source: str | None, target: str, call_id: str | None = None, **origin: Any
+    run_id: str,
+    source: str | None,
+    target: str,
+    call_id: str | None = None,
+    tool_name: str | None = None,
+    **origin: Any,
 ) -> Event:
-    """A handoff from ``source`` to ``target``; shared by the mapping and the gate."""
+    """A handoff from ``source`` to ``target``; shared by the mapping and the gate.
+
+    ``tool_name``: the ``transfer_to_<agent>`` tool that made it, when a tool did (the
+    decision's ``gen_ai.tool.name``, so a handoff cycle's STOP names the tool that looped).
+    """
     return Event(
         _KIND_HANDOFF,
         run_id,
         actor=source,
+        tool_name=tool_name,
         target_agent=target,
         signature=f"handoff:{source or '?'}->{target}",
         near_key=f"handoff:{source or '?'}->{target}",

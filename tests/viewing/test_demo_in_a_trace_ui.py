@@ -118,3 +118,4 @@ def test_the_ping_pong_names_the_agents_as_they_are_named(demo_spans) -> None:
         "handoff cycle billing-agent → triage-agent → billing-agent closed 2 times"
     )
     assert stop["gen_ai.agent.name"] == "billing-agent"
+    assert stop["gen_ai.tool.name"] == "transfer_to_triage_agent"  # the tool that looped

@@ -71,8 +71,8 @@ def finite_values(result: list[dict]) -> list[float]:
 # What the demo (--scenario all, enforce mode, default policy) really did, panel by panel,
 # as a user reads it: legend entry -> value over the whole run; entries of 0 left out.
 # stuck-search (support-agent): warn repetition, stop repetition+no_progress (search_kb);
-# ping-pong: warn action_cycle (transfer_to_triage_agent, billing-agent), stop
-# handoff_cycle (billing-agent); permanent-failure (order-agent): stop permanent_failure
+# ping-pong: warn action_cycle, stop handoff_cycle (both billing-agent's
+# transfer_to_triage_agent); permanent-failure (order-agent): stop permanent_failure
 # (fetch_order); healthy (support-agent): warn repetition (check_status), warn
 # repeated_tool_steps (a model turn: no tool). Each STOP interrupted its run.
 DEMO_PANELS: dict[str, dict[str, float]] = {
@@ -81,7 +81,7 @@ DEMO_PANELS: dict[str, dict[str, float]] = {
     "Agents that loop most": {"support-agent": 1, "billing-agent": 1, "order-agent": 1},
     "Tools that loop most": {
         "search_kb": 2,
-        "transfer_to_triage_agent": 1,
+        "transfer_to_triage_agent": 2,
         "fetch_order": 1,
         "check_status": 1,
     },
