@@ -54,6 +54,29 @@ class Stack:
         )
 
 
+def foreign_tool_span(
+    tracer: Any,
+    tool: str,
+    *,
+    call_id: str | None = None,
+    arguments: str | None = None,
+    result: str | None = None,
+    agent: str | None = None,
+) -> Any:
+    """The ``execute_tool {tool}`` span another GenAI instrumentation makes (semconv
+    attributes; the call id, arguments, result and calling agent only when given), to use
+    as ``with foreign_tool_span(...):``."""
+    attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool}
+    optional = {
+        "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.call.arguments": arguments,
+        "gen_ai.tool.call.result": result,
+        "gen_ai.agent.name": agent,
+    }
+    attributes.update({key: value for key, value in optional.items() if value is not None})
+    return tracer.start_as_current_span(f"execute_tool {tool}", attributes=attributes)
+
+
 def foreign_fetch_loop(tracer: Any, agent: str = "scout", calls: int = 4) -> None:
     """A foreign agent (GenAI semconv spans, instrumented by someone else) looping: its
     ``invoke_agent {agent}`` span holds ``calls`` identical failing ``fetch`` calls, with
@@ -62,15 +85,8 @@ def foreign_fetch_loop(tracer: Any, agent: str = "scout", calls: int = 4) -> Non
         f"invoke_agent {agent}", attributes={"gen_ai.operation.name": "invoke_agent"}
     ):
         for _ in range(calls):
-            with tracer.start_as_current_span(
-                "execute_tool fetch",
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": "fetch",
-                    "gen_ai.tool.call.arguments": '{"url": "https://example.invalid/a"}',
-                    "gen_ai.tool.call.result": "404 not found",
-                },
-            ):
+            arguments = '{"url": "https://example.invalid/a"}'
+            with foreign_tool_span(tracer, "fetch", arguments=arguments, result="404 not found"):
                 pass
 
 

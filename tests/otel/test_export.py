@@ -20,7 +20,7 @@ from otel_loopguard.guard import LoopGuard
 from otel_loopguard.guard.decorators import agent_run, loopguard_tool
 from otel_loopguard.processor import LoopGuardSpanProcessor
 
-from .helpers import Stack, foreign_fetch_loop
+from .helpers import Stack, foreign_fetch_loop, foreign_tool_span
 
 
 def _value(any_value: Any) -> Any:
@@ -192,14 +192,7 @@ def test_processing_duration_samples_each_span_class_at_most_once_per_millisecon
     stack.guard.telemetry._clock = lambda: now[0]
 
     def tool_span(index: int) -> None:
-        with stack.tracer.start_as_current_span(
-            "execute_tool lookup",
-            attributes={
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": "lookup",
-                "gen_ai.tool.call.arguments": f'{{"id": {index}}}',
-            },
-        ):
+        with foreign_tool_span(stack.tracer, "lookup", arguments=f'{{"id": {index}}}'):
             pass
 
     for index in range(20):  # one instant: a burst

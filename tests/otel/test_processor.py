@@ -8,7 +8,7 @@ import threading
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from .helpers import Stack, make_stack
+from .helpers import Stack, foreign_tool_span, make_stack
 
 
 def looping_agent(
@@ -28,15 +28,12 @@ def looping_agent(
     with tracer.start_as_current_span(f"invoke_agent {agent}", attributes=attrs):
         for i in range(calls):
             query = "pricing" if looping else f"topic {i}"
-            with tracer.start_as_current_span(
-                "execute_tool search",
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": "search",
-                    "gen_ai.tool.call.id": f"call_{i}",
-                    "gen_ai.tool.call.arguments": json.dumps({"query": query}),
-                    "gen_ai.tool.call.result": "no results" if looping else f"results on {query}",
-                },
+            with foreign_tool_span(
+                tracer,
+                "search",
+                call_id=f"call_{i}",
+                arguments=json.dumps({"query": query}),
+                result="no results" if looping else f"results on {query}",
             ):
                 pass
 
@@ -213,15 +210,12 @@ def test_mcp_request_spans_inside_a_foreign_tool_span_leave_that_span_fed(stack:
         "invoke_agent researcher", attributes={"gen_ai.operation.name": "invoke_agent"}
     ):
         for index in range(4):
-            with tracer.start_as_current_span(
-                "execute_tool search",
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": "search",
-                    "gen_ai.tool.call.id": f"call_{index}",
-                    "gen_ai.tool.call.arguments": json.dumps({"query": "pricing"}),
-                    "gen_ai.tool.call.result": "no results",
-                },
+            with foreign_tool_span(
+                tracer,
+                "search",
+                call_id=f"call_{index}",
+                arguments=json.dumps({"query": "pricing"}),
+                result="no results",
             ):
                 _mcp_client_call(tracer)
     stops = [e for _, e in stack.decision_events() if e.attributes["loopguard.action"] == "stop"]
@@ -234,14 +228,7 @@ def test_a_handoff_span_inside_a_gate_agent_span_is_fed(stack: Stack) -> None:
     with stack.guard.agent_run(tracer, "triage"):
         for index in range(6):
             source, target = ("triage", "billing") if index % 2 == 0 else ("billing", "triage")
-            with tracer.start_as_current_span(
-                f"execute_tool transfer_to_{target}",
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": f"transfer_to_{target}",
-                    "gen_ai.agent.name": source,
-                },
-            ):
+            with foreign_tool_span(tracer, f"transfer_to_{target}", agent=source):
                 pass
     (agent,) = stack.spans("invoke_agent triage")
     assert agent.attributes["loopguard.run.state"] == "stopped"
@@ -274,15 +261,7 @@ def test_a_conversation_id_on_a_model_span_keys_the_whole_trace(stack: Stack) ->
                 attributes={"gen_ai.operation.name": "chat", "gen_ai.conversation.id": "c-9"},
             ):
                 pass
-            with tracer.start_as_current_span(
-                "execute_tool search",
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": "search",
-                    "gen_ai.tool.call.arguments": '{"q": "x"}',
-                    "gen_ai.tool.call.result": "none",
-                },
-            ):
+            with foreign_tool_span(tracer, "search", arguments='{"q": "x"}', result="none"):
                 pass
     snapshot = stack.guard.monitor.run_snapshot("c-9")
     assert snapshot is not None

@@ -36,6 +36,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otel.helpers import foreign_tool_span
 from otel_loopguard_testing import OTLPReceiver
 from prometheus_client import CollectorRegistry, generate_latest
 
@@ -140,14 +141,11 @@ def _run_agents(receiver: OTLPReceiver, capture: bool, caplog: pytest.LogCapture
             "invoke_agent foreign", attributes={"gen_ai.operation.name": "invoke_agent"}
         ):
             for _ in range(5):
-                with tracer.start_as_current_span(
-                    "execute_tool foreign_search",
-                    attributes={
-                        "gen_ai.operation.name": "execute_tool",
-                        "gen_ai.tool.name": "foreign_search",
-                        "gen_ai.tool.call.arguments": json.dumps({"q": FOREIGN}),
-                        "gen_ai.tool.call.result": f"no results {FOREIGN}",
-                    },
+                with foreign_tool_span(
+                    tracer,
+                    "foreign_search",
+                    arguments=json.dumps({"q": FOREIGN}),
+                    result=f"no results {FOREIGN}",
                 ):
                     pass
         provider.force_flush()
