@@ -6,7 +6,9 @@ the real executions of the tool function rather than spans.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from agents import Agent, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
@@ -22,23 +24,43 @@ class Scenario:
     executions: list[str] = field(default_factory=list)
 
 
-def looping_agent(steps: int = LOOP_STEPS) -> Scenario:
-    """The model asks for ``search(query="pricing")`` ``steps`` times; it always gets nothing."""
-    executions: list[str] = []
+def search_tool(executions: list[str], answer: Callable[[str], str] | None = None) -> Any:
+    """A ``search`` function tool that records each query it runs in ``executions`` and
+    answers ``answer(query)`` (``"no results"`` by default)."""
 
     @function_tool
     def search(query: str) -> str:
         """Search the knowledge base."""
         executions.append(query)
-        return "no results"
+        return answer(query) if answer is not None else "no results"
 
+    return search
+
+
+def _scenario(
+    calls: list[tuple[str, dict[str, Any]]],
+    final: str,
+    tool: Any,
+    executions: list[str],
+    instructions: str = "Find the price.",
+) -> Scenario:
+    """An agent ``researcher`` whose scripted model makes the ``calls`` (one a turn, ids
+    ``call_{i}``), then answers ``final``."""
     script = [
-        [function_call("search", {"query": "pricing"}, call_id=f"call_{i}")] for i in range(steps)
+        [function_call(name, arguments, call_id=f"call_{i}")]
+        for i, (name, arguments) in enumerate(calls)
     ]
-    script.append([assistant_message("I could not find anything.")])
+    script.append([assistant_message(final)])
     model = ScriptedModel(script)
-    agent = Agent(name="researcher", instructions="Find the price.", tools=[search], model=model)
+    agent = Agent(name="researcher", instructions=instructions, tools=[tool], model=model)
     return Scenario(agent, model, executions)
+
+
+def looping_agent(steps: int = LOOP_STEPS) -> Scenario:
+    """The model asks for ``search(query="pricing")`` ``steps`` times; it always gets nothing."""
+    executions: list[str] = []
+    calls = [("search", {"query": "pricing"})] * steps
+    return _scenario(calls, "I could not find anything.", search_tool(executions), executions)
 
 
 def productive_agent() -> Scenario:
@@ -50,21 +72,9 @@ def productive_agent() -> Scenario:
         "team plan price": "team: 10 EUR per seat",
         "currency": "all prices in EUR",
     }
-
-    @function_tool
-    def search(query: str) -> str:
-        """Search the knowledge base."""
-        executions.append(query)
-        return catalogue[query]
-
-    script = [
-        [function_call("search", {"query": query}, call_id=f"call_{i}")]
-        for i, query in enumerate(catalogue)
-    ]
-    script.append([assistant_message(FINAL_ANSWER)])
-    model = ScriptedModel(script)
-    agent = Agent(name="researcher", instructions="Find the price.", tools=[search], model=model)
-    return Scenario(agent, model, executions)
+    calls = [("search", {"query": query}) for query in catalogue]
+    tool = search_tool(executions, catalogue.__getitem__)
+    return _scenario(calls, FINAL_ANSWER, tool, executions)
 
 
 def ping_pong_agents(rounds: int = 6) -> tuple[Agent, Agent]:
@@ -94,10 +104,5 @@ def failing_agent(steps: int = LOOP_STEPS) -> Scenario:
         executions.append(url)
         raise PermissionError(f"403 permission denied: {url}")
 
-    script = [
-        [function_call("fetch", {"url": "/admin"}, call_id=f"call_{i}")] for i in range(steps)
-    ]
-    script.append([assistant_message("I have no access.")])
-    model = ScriptedModel(script)
-    agent = Agent(name="researcher", instructions="Read the page.", tools=[fetch], model=model)
-    return Scenario(agent, model, executions)
+    calls = [("fetch", {"url": "/admin"})] * steps
+    return _scenario(calls, "I have no access.", fetch, executions, "Read the page.")

@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import pytest
-from agents import Agent, Runner, function_tool
+from agents import Agent, Runner
 from agents.testing import ScriptedModel, assistant_message, function_call
 from opentelemetry.trace import StatusCode
 from otel_loopguard_testing import agent_checks as checks
@@ -17,6 +17,7 @@ from scripted_agents import (
     looping_agent,
     ping_pong_agents,
     productive_agent,
+    search_tool,
 )
 
 from otel_loopguard import LoopGuardInterrupt
@@ -169,13 +170,7 @@ def test_content_capture_exports_the_arguments_and_results_when_asked(make_loopg
 def test_parallel_identical_calls_in_one_turn_are_stopped(loopguard):
     """Two identical calls per model turn run concurrently; the interrupt still wins."""
     executions: list[str] = []
-
-    @function_tool
-    def search(query: str) -> str:
-        """Search the knowledge base."""
-        executions.append(query)
-        return "no results"
-
+    search = search_tool(executions)
     script = [
         [
             function_call("search", {"query": "pricing"}, call_id=f"call_{i}a"),

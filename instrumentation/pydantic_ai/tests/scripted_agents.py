@@ -7,7 +7,7 @@ received, so tests do not have to trust spans to know how often the tool or the 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from pydantic_ai import Agent
@@ -84,11 +84,18 @@ def _plan(
     return FunctionModel(respond, stream_function=stream)
 
 
-def looping_agent(steps: int = LOOP_STEPS, *, instrument: Instrument | None = None) -> Scenario:
-    """The model asks for ``search(query="pricing")`` ``steps`` times; it always gets nothing."""
+def _searching_agent(
+    queries: list[str],
+    final: str,
+    answer: Callable[[str], str],
+    instrument: Instrument | None,
+    usage: TurnUsage | None = None,
+) -> Scenario:
+    """An agent ``researcher`` whose model (:func:`_plan`) asks for the ``queries``, then
+    answers ``final``; its ``search`` tool records each query and answers ``answer(query)``."""
     executions: list[str] = []
     model_calls: list[str] = []
-    model = _plan(["pricing"] * steps, "I could not find anything.", model_calls)
+    model = _plan(queries, final, model_calls, usage)
     agent: Agent[None, str] = Agent(model, name="researcher")
     if instrument is not None:  # else pydantic-ai's default (``Agent.instrument_all``)
         agent.instrument = instrument
@@ -97,26 +104,20 @@ def looping_agent(steps: int = LOOP_STEPS, *, instrument: Instrument | None = No
     def search(query: str) -> str:
         """Search the knowledge base."""
         executions.append(query)
-        return "no results"
+        return answer(query)
 
     return Scenario(agent, model, executions, model_calls)
+
+
+def looping_agent(steps: int = LOOP_STEPS, *, instrument: Instrument | None = None) -> Scenario:
+    """The model asks for ``search(query="pricing")`` ``steps`` times; it always gets nothing."""
+    return _searching_agent(
+        ["pricing"] * steps, "I could not find anything.", lambda query: "no results", instrument
+    )
 
 
 def productive_agent(
     *, instrument: Instrument | None = None, usage: TurnUsage | None = None
 ) -> Scenario:
     """Distinct searches with changing results, then a final answer: five model turns."""
-    executions: list[str] = []
-    model_calls: list[str] = []
-    model = _plan(list(CATALOGUE), FINAL_ANSWER, model_calls, usage)
-    agent: Agent[None, str] = Agent(model, name="researcher")
-    if instrument is not None:  # else pydantic-ai's default (``Agent.instrument_all``)
-        agent.instrument = instrument
-
-    @agent.tool_plain
-    def search(query: str) -> str:
-        """Search the knowledge base."""
-        executions.append(query)
-        return CATALOGUE[query]
-
-    return Scenario(agent, model, executions, model_calls)
+    return _searching_agent(list(CATALOGUE), FINAL_ANSWER, CATALOGUE.__getitem__, instrument, usage)
