@@ -5,18 +5,29 @@ spans as the SDK exported them, is read back as OTLP JSON. Trace UIs filter span
 attributes, list spans by their status message cut short, and sort by numbers: so the
 span where a STOP was decided carries it as attributes, the stopped agent span's status
 message starts with the reason, every warn's risk is below every stop's, and the agents
-of the ping-pong are named as they are (``billing-agent``).
+of the ping-pong are named as they are (``billing-agent``). The demo runs with the resource
+setting docs/view-it-in.md gives for Phoenix, which must reach the exported resource.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+VIEW_IT_IN = Path(__file__).resolve().parents[2] / "docs" / "view-it-in.md"
+#: the project setting the page's Phoenix example gives (Phoenix reads this, not service.name)
+PHOENIX_PROJECT = re.search(
+    r"^OTEL_RESOURCE_ATTRIBUTES=(openinference\.project\.name=[\w-]+)",
+    VIEW_IT_IN.read_text(encoding="utf-8"),
+    re.MULTILINE,
+)
 
 
 def _value(value: dict[str, Any]) -> Any:
@@ -38,6 +49,8 @@ def demo_spans(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]
         if not k.startswith(("OTEL_LOOPGUARD_", "OTEL_EXPORTER_OTLP"))
     }
     env["OTEL_LOOPGUARD_MODE"] = "enforce"
+    assert PHOENIX_PROJECT, "docs/view-it-in.md lost its Phoenix example"
+    env["OTEL_RESOURCE_ATTRIBUTES"] = PHOENIX_PROJECT.group(1)
     trace = tmp / "trace.json"
     command = ["demo", "--scenario", "all", "--pace", "0", "--trace-file", str(trace)]
     subprocess.run(
@@ -52,6 +65,7 @@ def demo_spans(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]
     for resource in json.loads(trace.read_text())["resourceSpans"]:
         for scope in resource["scopeSpans"]:
             for span in scope["spans"]:
+                span["resource"] = _attrs(resource["resource"].get("attributes", []))
                 span["attrs"] = _attrs(span.get("attributes", []))
                 span["decisions"] = [
                     _attrs(e.get("attributes", []))
@@ -119,3 +133,12 @@ def test_the_ping_pong_names_the_agents_as_they_are_named(demo_spans) -> None:
     )
     assert stop["gen_ai.agent.name"] == "billing-agent"
     assert stop["gen_ai.tool.name"] == "transfer_to_triage_agent"  # the tool that looped
+
+
+def test_the_phoenix_project_setting_of_the_docs_reaches_every_span(demo_spans) -> None:
+    """Phoenix files spans by ``openinference.project.name``: without it, under "default"."""
+    key, _, project = PHOENIX_PROJECT.group(1).partition("=")
+    assert {s["resource"].get(key) for s in demo_spans} == {project}
+    assert {s["resource"]["service.name"] for s in demo_spans} == {"otel-loopguard-demo"}
+    viewing = (VIEW_IT_IN.parent / "viewing.md").read_text(encoding="utf-8")
+    assert "(view-it-in.md)" in viewing  # found from the viewing page
