@@ -11,40 +11,25 @@ import asyncio
 
 import pytest
 from autogen_agentchat.agents import AssistantAgent
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from otel_loopguard_testing import metric_counter
 from scripted_models import CountingSearch, ScriptedClient, always
 from test_teams import ping_pong_swarm, run_team
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
-from otel_loopguard.telemetry import Telemetry
 
 
 @pytest.fixture
 def counted(make_loopguard):
     """``make_loopguard`` whose guard counts on a real SDK meter provider we can read."""
-    reader = InMemoryMetricReader()
+    counters = []
 
     def install(**settings):
         harness = make_loopguard(**settings)
-        guard = harness.guard
-        guard.telemetry = Telemetry(
-            guard.config,
-            MeterProvider(metric_readers=[reader]),
-            active_runs=lambda: guard.monitor.active_runs,
-        )
+        counters.append(metric_counter(harness))
         return harness
 
-    def interrupts() -> int:
-        data = reader.get_metrics_data()
-        return sum(
-            point.value
-            for resource in (data.resource_metrics if data else ())
-            for scope in resource.scope_metrics
-            for metric in scope.metrics
-            if metric.name == "loopguard.interrupts"
-            for point in metric.data.data_points
-        )
+    def interrupts() -> float:
+        return sum(count("loopguard.interrupts") for count in counters)
 
     return install, interrupts
 
