@@ -7,29 +7,21 @@ times the tool body really ran, and the answer. ``--stream`` consumes ``stream_e
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agents import ToolCounter, build_agent, looping_script, run_to_end
-
-from otel_loopguard import LoopGuardInterrupt
+from otel_loopguard_testing import reported_outcome
 
 
 async def main() -> None:
     counter = ToolCounter()
     agent = build_agent(looping_script(give_up_after=12), counter)
-    outcome = {"interrupted": False, "answer": None}
-    try:
+    with reported_outcome(lambda: counter["search"]) as outcome:
         result = await asyncio.wait_for(run_to_end(agent, stream="--stream" in sys.argv), 60)
         outcome["answer"] = str(result)
-    except LoopGuardInterrupt as interrupt:
-        outcome["interrupted"] = True
-        outcome["action"] = interrupt.decision.action.value
-    outcome["executions"] = counter["search"]
-    print(json.dumps(outcome), file=sys.stderr)
 
 
 if __name__ == "__main__":

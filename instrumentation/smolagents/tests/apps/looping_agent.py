@@ -4,14 +4,10 @@ happened as one JSON line on stderr."""
 
 from __future__ import annotations
 
-import json
-import sys
-
+from otel_loopguard_testing import reported_outcome
 from scripted_models import CountingSearch, ScriptedToolCallingModel
 from smolagents import ToolCallingAgent
 from smolagents.monitoring import LogLevel
-
-from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 search = CountingSearch(lambda query, n: "no results")
 agent = ToolCallingAgent(
@@ -20,10 +16,5 @@ agent = ToolCallingAgent(
     max_steps=10,
     verbosity_level=LogLevel.OFF,
 )
-outcome: dict[str, object] = {"interrupted": False}
-try:
+with reported_outcome(lambda: len(search.executions)) as outcome:
     outcome["answer"] = str(agent.run("find the pricing page"))
-except LoopGuardInterrupt as interrupt:
-    outcome = {"interrupted": True, "action": interrupt.decision.action.value}
-outcome["executions"] = len(search.executions)
-print(json.dumps(outcome), file=sys.stderr)

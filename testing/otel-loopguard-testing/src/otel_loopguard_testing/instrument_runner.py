@@ -4,10 +4,12 @@ the console exporter."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,25 @@ def run_under_opentelemetry_instrument(
         timeout=timeout,
         check=False,
     )
+
+
+@contextlib.contextmanager
+def reported_outcome(executions: Callable[[], int]) -> Iterator[dict[str, Any]]:
+    """In a test program: ``with reported_outcome(...) as outcome:`` runs the agent, then
+    prints the outcome as the program's last JSON line on stderr (what
+    :func:`program_outcome` reads): ``interrupted`` (and the STOP's ``action``) when a
+    ``LoopGuardInterrupt`` reached the program, what the block put in it (its ``answer``),
+    and ``executions()``, how many times the tool body really ran."""
+    from otel_loopguard import LoopGuardInterrupt
+
+    outcome: dict[str, Any] = {"interrupted": False, "answer": None}
+    try:
+        yield outcome
+    except LoopGuardInterrupt as interrupt:
+        outcome["interrupted"] = True
+        outcome["action"] = interrupt.decision.action.value
+    outcome["executions"] = executions()
+    print(json.dumps(outcome), file=sys.stderr)
 
 
 def program_outcome(completed: subprocess.CompletedProcess[str]) -> dict[str, Any]:
