@@ -10,7 +10,10 @@ import litellm
 import pytest
 from agent_loop import MODEL
 from conftest import TRACER
-from otel_loopguard_testing import close_a_stream_early
+from otel_loopguard_testing import (
+    assert_truncated_streams_replanned_then_stopped,
+    close_a_stream_early,
+)
 from otel_loopguard_testing.scripted_openai import Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
@@ -48,15 +51,7 @@ def test_streamed_turns_are_judged_at_their_end_and_stop_the_reading_loop(make_l
     with pytest.raises(LoopGuardInterrupt) as stopped:
         _stream_turns(api, 4)
 
-    assert "truncation" in stopped.value.decision.detectors
-    assert len(api.requests) == 2  # replan after the first, STOP at the end of the second
-    chats = lg.spans("chat ")
-    assert len(chats) == 2
-    assert chats[1].attributes["gen_ai.response.finish_reasons"] == ("length",)
-    assert chats[1].attributes["gen_ai.usage.output_tokens"] == 9
-    assert [e["loopguard.action"] for e in lg.decisions_on(chats[0])] == ["replan"]
-    assert [e["loopguard.action"] for e in lg.decisions_on(chats[1])] == ["stop"]
-    lg.assert_every_span_ended_once()
+    assert_truncated_streams_replanned_then_stopped(lg, api, stopped, output_tokens=9)
 
 
 def test_streamed_tool_calls_are_reassembled_and_usage_counts(make_loopguard, serve):

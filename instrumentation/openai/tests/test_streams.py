@@ -7,7 +7,10 @@ import gc
 
 import pytest
 from conftest import TRACER
-from otel_loopguard_testing import close_a_stream_early
+from otel_loopguard_testing import (
+    assert_truncated_streams_replanned_then_stopped,
+    close_a_stream_early,
+)
 from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn, http
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
@@ -35,16 +38,10 @@ def test_streamed_turns_are_judged_and_stop_the_consumer_at_stop(make_loopguard)
     lg = make_loopguard(mode="enforce", max_tokens_recoveries=1)
     api = ScriptedAPI([Turn(text="long text", finish_reason="length")] * 4)
 
-    with pytest.raises(LoopGuardInterrupt):
+    with pytest.raises(LoopGuardInterrupt) as stopped:
         _stream_turns(api.client(), 4)
 
-    assert len(api.requests) == 2  # replan after the first, STOP at the end of the second
-    chats = lg.spans("chat ")
-    assert len(chats) == 2
-    assert chats[1].attributes["gen_ai.response.finish_reasons"] == ("length",)
-    assert chats[1].attributes["gen_ai.usage.output_tokens"] == 5
-    assert [e["loopguard.action"] for e in lg.decisions_on(chats[1])] == ["stop"]
-    assert lg.open_spans() == []
+    assert_truncated_streams_replanned_then_stopped(lg, api, stopped, output_tokens=5)
 
 
 def test_streamed_tool_calls_are_reassembled_from_chunks(make_loopguard):

@@ -164,3 +164,23 @@ def close_a_stream_early(harness: Harness, tracer: Any, open_stream: Callable[[]
     assert harness.decided == []  # an unfinished answer is not judged
     assert harness.open_spans() == []
     harness.assert_every_span_ended_once()
+
+
+def assert_truncated_streams_replanned_then_stopped(
+    harness: Harness, api: Any, stopped: Any, output_tokens: int
+) -> None:
+    """Streamed answers cut at their output limit, one recovery allowed: the first was
+    judged at its end and answered by a REPLAN, the second by the truncation STOP that
+    ended the reading loop, so only two requests were sent (``api.requests``); the second
+    ``chat`` span carries its finish reason and usage (``output_tokens``); every span
+    ended once."""
+    assert "truncation" in stopped.value.decision.detectors
+    assert len(api.requests) == 2  # replan after the first, STOP at the end of the second
+    chats = harness.spans("chat ")
+    assert len(chats) == 2
+    assert chats[1].attributes["gen_ai.response.finish_reasons"] == ("length",)
+    assert chats[1].attributes["gen_ai.usage.output_tokens"] == output_tokens
+    assert [e["loopguard.action"] for e in harness.decisions_on(chats[0])] == ["replan"]
+    assert [e["loopguard.action"] for e in harness.decisions_on(chats[1])] == ["stop"]
+    assert harness.open_spans() == []
+    harness.assert_every_span_ended_once()
