@@ -82,7 +82,12 @@ def test_token_budget_stops_the_run_before_the_next_tool_runs(make_loopguard):
         build_react_graph(iter(()), counter, model=model).invoke(USER_INPUT, RUN_CONFIG)
 
     assert raised.value.decision.detectors == ("budget",)
-    # 150 tokens after the third turn: its lookup never runs, no fourth model call
+    _assert_stopped_by_the_budget_at_the_third_turn(harness, counter, model)
+
+
+def _assert_stopped_by_the_budget_at_the_third_turn(harness: Any, counter: Any, model: Any):
+    """150 tokens after the third turn (of :func:`priced_script`): its lookup never runs, no
+    fourth model call; the run ended ``budget_exceeded`` with the three turns' usage."""
     assert counter["lookup"] == 2
     assert model.calls == 3
     assert harness.run_state("support_agent") == "budget_exceeded"
@@ -102,10 +107,7 @@ def test_async_run_is_stopped_by_the_token_budget(make_loopguard):
         asyncio.run(graph.ainvoke(USER_INPUT, RUN_CONFIG))
 
     assert raised.value.decision.detectors == ("budget",)
-    assert counter["lookup"] == 2
-    assert model.calls == 3
-    assert harness.run_state("support_agent") == "budget_exceeded"
-    harness.assert_every_span_ended_once()
+    _assert_stopped_by_the_budget_at_the_third_turn(harness, counter, model)
 
 
 def test_a_model_streaming_its_tokens_is_stopped_by_the_token_budget(make_loopguard):
@@ -121,9 +123,7 @@ def test_a_model_streaming_its_tokens_is_stopped_by_the_token_budget(make_loopgu
             streamed.append(item)
 
     assert any(isinstance(message, AIMessageChunk) for message, _meta in streamed)
-    assert counter["lookup"] == 2
-    assert model.calls == 3
-    assert harness.run_state("support_agent") == "budget_exceeded"
+    _assert_stopped_by_the_budget_at_the_third_turn(harness, counter, model)
 
 
 def test_max_steps_makes_no_further_model_call(make_loopguard):
