@@ -20,12 +20,10 @@ from agno.models.openai import OpenAIChat
 from otel_loopguard_testing import openai_package_fixture
 from otel_loopguard_testing.openai_below import (
     TEAM_PLAN_ANSWER,
-    assert_each_turn_counted_once,
-    assert_stopped_by_the_budget_before_the_tool,
+    check_each_turn_counted_once,
+    check_the_budget_stops_before_the_tool,
     served_team_plan_api_fixture,
 )
-
-from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 with_openai_package = openai_package_fixture()
 api = served_team_plan_api_fixture()
@@ -50,25 +48,13 @@ def run_agent(url: str, executions: list[str], stream: bool) -> Any:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["run", "run-stream"])
 def test_a_turn_the_openai_package_reported_counts_once(with_openai_package, api, stream) -> None:
-    # 110 tokens in two turns: under a 150 budget; counted twice (220) the run would stop
-    harness = with_openai_package(mode="enforce", token_budget=150, max_steps=2)
-    scripted, url = api
-    executions: list[str] = []
-
-    answer = run_agent(url, executions, stream)
-
+    answer = check_each_turn_counted_once(
+        with_openai_package, api, lambda url, executions: run_agent(url, executions, stream)
+    )
     assert answer == TEAM_PLAN_ANSWER
-    assert executions == ["team plan"]
-    assert_each_turn_counted_once(harness, scripted)
 
 
 def test_the_budget_still_stops_the_run_before_the_tool_runs(with_openai_package, api) -> None:
-    """A budget of 40: the first turn (50 tokens) goes over it; its tool never runs."""
-    harness = with_openai_package(mode="enforce", token_budget=40)
-    scripted, url = api
-    executions: list[str] = []
-
-    with pytest.raises(LoopGuardInterrupt) as stopped:
-        run_agent(url, executions, stream=False)
-
-    assert_stopped_by_the_budget_before_the_tool(harness, scripted, stopped, executions)
+    check_the_budget_stops_before_the_tool(
+        with_openai_package, api, lambda url, executions: run_agent(url, executions, False)
+    )

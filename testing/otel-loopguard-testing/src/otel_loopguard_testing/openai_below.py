@@ -12,7 +12,7 @@ or token budgets and ``max_steps`` trip at half their size. It imports ``openai`
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .harness import Harness
@@ -99,3 +99,39 @@ def assert_stopped_by_the_budget_before_the_tool(
     assert executions == []
     assert len(scripted.requests) == 1
     assert harness.run_state(agent) == "budget_exceeded"
+
+
+#: ``run_agent(url, executions)``: the test's framework agent on the served API at ``url``,
+#: its ``search`` tool appending each query to ``executions``; returns what the run returns
+RunAgent = Callable[[str, list[str]], Any]
+
+
+def check_each_turn_counted_once(with_openai_package: Any, api: Any, run_agent: RunAgent) -> Any:
+    """The test of a turn the OpenAI package reported: 110 tokens in two turns, under a
+    150-token budget and ``max_steps=2`` (counted twice, 220 tokens and four steps, the run
+    would stop): the run searched once and :func:`assert_each_turn_counted_once`. Returns
+    what ``run_agent`` returned, for the test to check its answer."""
+    harness = with_openai_package(mode="enforce", token_budget=150, max_steps=2)
+    scripted, url = api
+    executions: list[str] = []
+    result = run_agent(url, executions)
+    assert executions == ["team plan"]
+    assert_each_turn_counted_once(harness, scripted)
+    return result
+
+
+def check_the_budget_stops_before_the_tool(
+    with_openai_package: Any, api: Any, run_agent: RunAgent
+) -> None:
+    """The test of a budget of 40: the first turn (50 tokens) goes over it and the run
+    stops before its tool runs (:func:`assert_stopped_by_the_budget_before_the_tool`)."""
+    import pytest
+
+    from otel_loopguard.engine.decisions import LoopGuardInterrupt
+
+    harness = with_openai_package(mode="enforce", token_budget=40)
+    scripted, url = api
+    executions: list[str] = []
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        run_agent(url, executions)
+    assert_stopped_by_the_budget_before_the_tool(harness, scripted, stopped, executions)
