@@ -311,11 +311,24 @@ class Telemetry:
         is_recording = getattr(span, "is_recording", None)
         if is_recording is None or not is_recording():
             return False
-        attrs = self.decision_attributes(decision, event)
-        span.add_event(DECISION_EVENT, attrs)
-        if _more_severe_than_on(span, decision):
-            span.set_attributes({key: attrs[key] for key in SPAN_DECISION_ATTRIBUTES})
+        span.add_event(DECISION_EVENT, self.decision_attributes(decision, event))
+        self.mark_span(span, decision)
         return True
+
+    def mark_span(self, span: Any, decision: Decision) -> None:
+        """Write ``decision`` on a still-recording span as attributes only (no event),
+        unless the span already carries a more severe one: the agent span a STOP
+        interrupted, so a trace list of root spans filters on ``loopguard.action`` too."""
+        is_recording = getattr(span, "is_recording", None)
+        if is_recording is None or not is_recording() or not _more_severe_than_on(span, decision):
+            return
+        values = (
+            decision.action.value,
+            float(decision.risk),
+            list(decision.detectors),
+            decision.reason or decision.action.value,
+        )
+        span.set_attributes(dict(zip(SPAN_DECISION_ATTRIBUTES, values, strict=True)))
 
     def emit_decision_span(
         self,

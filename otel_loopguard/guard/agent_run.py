@@ -152,6 +152,7 @@ class AgentRun:
             elif isinstance(exc, LoopGuardInterrupt):
                 span.set_attribute("error.type", "LoopGuardInterrupt")
                 span.set_status(Status(StatusCode.ERROR, str(exc)))
+                guard.telemetry.mark_span(span, exc.decision)  # the STOP, filterable here too
             span.set_attribute(RUN_STATE_ATTRIBUTE, state.value)
             if handle is not None and handle.outermost and guard.config.enabled:
                 if not as_run_key(handle.keyed_by).ends_when_idle:

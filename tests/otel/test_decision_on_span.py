@@ -40,11 +40,17 @@ def test_the_deciding_tool_span_carries_its_most_severe_decision(enforcing: Stac
     assert attrs["loopguard.risk_score"] == stop["loopguard.risk_score"]
     assert tuple(attrs["loopguard.detectors"]) == ("repetition", "no_progress")
     assert attrs["loopguard.reason"] == stop["loopguard.reason"]
-    # "spans where loopguard stopped" is one attribute filter, and finds just that span
+    # "spans where loopguard stopped" is one attribute filter: it finds that span, and the
+    # agent span the STOP interrupted (a trace list of root spans filters on it too)
     stopped = [s for s in enforcing.spans() if (s.attributes or {}).get("loopguard.action")]
     assert [s.name for s in stopped if s.attributes["loopguard.action"] == "stop"] == [
-        "execute_tool search"
+        "execute_tool search",
+        "invoke_agent researcher",
     ]
+    (agent,) = enforcing.spans("invoke_agent researcher")
+    assert not [e for e in agent.events if e.name == "loopguard.decision"]  # not twice
+    for key in ("loopguard.risk_score", "loopguard.detectors", "loopguard.reason"):
+        assert agent.attributes[key] == span.attributes[key], key
     # the calls before it decided nothing and say nothing
     assert all("loopguard.action" not in (s.attributes or {}) for s in tools if s is not span)
 

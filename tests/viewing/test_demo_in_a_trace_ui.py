@@ -78,16 +78,23 @@ def demo_spans(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]
 
 def test_the_deciding_tool_span_says_stop_as_attributes(demo_spans) -> None:
     stopped = [s for s in demo_spans if s["attrs"].get("loopguard.action") == "stop"]
-    # one attribute filter finds the three tool calls where the three loops were stopped
+    # one attribute filter finds the three tool calls where the three loops were stopped,
+    # and the three agent spans they interrupted (the roots a trace list shows)
     assert sorted(s["name"] for s in stopped) == [
         "execute_tool fetch_order",
         "execute_tool search_kb",
         "execute_tool transfer_to_triage_agent",
+        "invoke_agent order-agent",
+        "invoke_agent support-agent",
+        "invoke_agent triage-agent",
     ]
-    for span in stopped:
-        (stop,) = [d for d in span["decisions"] if d["loopguard.action"] == "stop"]
+    stops = {
+        s["traceId"]: d for s in stopped for d in s["decisions"] if d["loopguard.action"] == "stop"
+    }
+    assert len(stops) == 3
+    for span in stopped:  # each the same as the trace's STOP event
         for key in ("loopguard.risk_score", "loopguard.detectors", "loopguard.reason"):
-            assert span["attrs"][key] == stop[key], key
+            assert span["attrs"][key] == stops[span["traceId"]][key], key
 
 
 def test_the_stopped_agent_span_status_starts_with_the_reason(demo_spans) -> None:
