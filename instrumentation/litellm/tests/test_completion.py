@@ -12,7 +12,7 @@ from otel_loopguard_testing import (
     assert_run_totals,
     assert_third_request_vetoed_by_the_budget,
 )
-from otel_loopguard_testing.scripted_openai import Turn, budget_turns
+from otel_loopguard_testing.scripted_openai import Turn, budget_turns, usage_turns
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 from otel_loopguard.guard import get_guard
@@ -115,13 +115,7 @@ def test_repeated_identical_tool_call_sets_stop_under_the_strict_policy(make_loo
 def test_token_totals_on_the_agent_span_match_the_usage_sum(make_loopguard, serve):
     lg = make_loopguard(mode="enforce")
     usage = [(11, 3), (17, 4), (25, 6)]
-    api = serve(
-        [
-            Turn(tool_calls=[("search", {"query": "a"})], input_tokens=11, output_tokens=3),
-            Turn(tool_calls=[("search", {"query": "b"})], input_tokens=17, output_tokens=4),
-            Turn(text="answer", input_tokens=25, output_tokens=6),
-        ]
-    )
+    api = serve(usage_turns(usage))
     run_agent(api.base, TRACER, {"search": lambda query: f"result {query}"})
 
     assert_run_totals(lg, usage, "completed")

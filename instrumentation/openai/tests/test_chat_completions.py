@@ -10,7 +10,7 @@ from otel_loopguard_testing import (
     assert_run_totals,
     assert_third_request_vetoed_by_the_budget,
 )
-from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn, budget_turns
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn, budget_turns, usage_turns
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
@@ -115,13 +115,7 @@ def test_token_budget_stops_before_the_request_that_would_exceed_it(make_loopgua
 def test_token_totals_on_the_agent_span_match_the_usage_sum(make_loopguard):
     lg = make_loopguard(mode="enforce")
     usage = [(11, 3), (17, 4), (25, 6)]
-    api = ScriptedAPI(
-        [
-            Turn(tool_calls=[("search", {"query": "a"})], input_tokens=11, output_tokens=3),
-            Turn(tool_calls=[("search", {"query": "b"})], input_tokens=17, output_tokens=4),
-            Turn(text="answer", input_tokens=25, output_tokens=6),
-        ]
-    )
+    api = ScriptedAPI(usage_turns(usage))
     run_chat_agent(api.client(), TRACER, {"search": lambda query: f"result {query}"})
 
     assert_run_totals(lg, usage, "completed")

@@ -51,6 +51,17 @@ def budget_turns() -> list[Turn]:
     ]
 
 
+def usage_turns(usage: list[tuple[int, int]]) -> list[Turn]:
+    """A turn per ``(input, output)`` usage: new searches (``a``, ``b``, ...), the last one
+    the answer, for checking the run's token totals."""
+    *searches, (last_in, last_out) = usage
+    turns = [
+        Turn(tool_calls=[("search", {"query": query})], input_tokens=tokens_in, output_tokens=out)
+        for query, (tokens_in, out) in zip("abcdefghij", searches, strict=False)
+    ]
+    return [*turns, Turn(text="answer", input_tokens=last_in, output_tokens=last_out)]
+
+
 class ScriptedAPI:
     def __init__(self, turns: list[Turn], *, model: str = "gpt-test") -> None:
         self.turns = list(turns)
