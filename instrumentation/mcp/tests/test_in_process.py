@@ -7,7 +7,13 @@ import pytest
 from kb_server import build_server
 from mcp import Client
 from opentelemetry.trace import StatusCode
-from scripted_agent import FAILING_PLAN, LOOP_STEPS, LOOPING_PLAN, PRODUCTIVE_PLAN, run_agent
+from scripted_agent import (
+    FAILING_PLAN,
+    LOOP_STEPS,
+    LOOPING_PLAN,
+    PRODUCTIVE_PLAN,
+    run_to_the_end,
+)
 
 from otel_loopguard import LoopGuardInterrupt
 
@@ -15,24 +21,13 @@ MAX_EXECUTIONS = 4
 
 
 def _run(plan, harness) -> tuple[str, list[str]]:
-    """Run the plan against a fresh server; re-raise what the agent run's caller received.
-
-    The interrupt is caught at the call of the agent run, inside ``async with Client``:
-    leaving that block, anyio would wrap any exception in an exception group.
-    """
+    """Run the plan against a fresh server; re-raise what the agent run's caller received."""
     executions: list[str] = []
     server = build_server(executions)
     tracer = harness.provider.get_tracer("test-agent")
     harness.last_executions = executions
 
-    async def main() -> str | LoopGuardInterrupt:
-        async with Client(server) as client:
-            try:
-                return await run_agent(client, plan, tracer)
-            except LoopGuardInterrupt as interrupt:
-                return interrupt
-
-    outcome = anyio.run(main)
+    outcome = run_to_the_end(server, plan, tracer)
     if isinstance(outcome, LoopGuardInterrupt):
         raise outcome
     return outcome, executions

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
-from scripted_agent import LOOPING_PLAN, PRODUCTIVE_PLAN, run_agent
+from scripted_agent import LOOPING_PLAN, PRODUCTIVE_PLAN, run_to_the_end
 
 from otel_loopguard import LoopGuardInterrupt
 
@@ -18,16 +18,7 @@ def _run_against_subprocess(plan, harness, log: Path) -> str | LoopGuardInterrup
     params = StdioServerParameters(
         command=sys.executable, args=[str(SERVER)], env={"KB_EXECUTIONS_FILE": str(log)}
     )
-    tracer = harness.provider.get_tracer("test-agent")
-
-    async def main() -> str | LoopGuardInterrupt:
-        async with Client(params) as client:
-            try:
-                return await run_agent(client, plan, tracer)
-            except LoopGuardInterrupt as interrupt:
-                return interrupt
-
-    return anyio.run(main)
+    return run_to_the_end(params, plan, harness.provider.get_tracer("test-agent"))
 
 
 def _executions(log: Path) -> list[str]:
