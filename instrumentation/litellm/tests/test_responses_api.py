@@ -4,6 +4,7 @@ judgement as chat completions, read from the Responses shape."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import litellm
 import pytest
@@ -45,14 +46,21 @@ def test_responses_are_spanned_and_budgeted_before_the_request(make_loopguard, s
     lg.assert_every_span_ended_once()
 
 
-def test_incomplete_responses_replan_then_stop(make_loopguard, serve):
-    lg = make_loopguard(mode="enforce", max_tokens_recoveries=1)
-    api = serve([Turn(text="cut", finish_reason="length")] * 3)
-
+def _three_responses_stopped(api: Any) -> Any:
+    """Three ``litellm.responses`` calls in one run, which the guard stops: the
+    ``pytest.raises`` info of its interrupt."""
     with get_guard().agent_run(TRACER, "writer"):
         with pytest.raises(LoopGuardInterrupt) as stopped:
             for _ in range(3):
                 litellm.responses(**_request(api))
+    return stopped
+
+
+def test_incomplete_responses_replan_then_stop(make_loopguard, serve):
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=1)
+    api = serve([Turn(text="cut", finish_reason="length")] * 3)
+
+    stopped = _three_responses_stopped(api)
 
     assert "truncation" in stopped.value.decision.detectors
     assert len(api.requests) == 2
@@ -64,10 +72,7 @@ def test_repeated_function_calls_stop_under_the_strict_policy(make_loopguard, se
     lg = make_loopguard(mode="enforce", policy="strict", max_repeated_tool_steps=2)
     api = serve([Turn(tool_calls=[("search", {"query": "pricing"})])] * 3)
 
-    with get_guard().agent_run(TRACER, "writer"):
-        with pytest.raises(LoopGuardInterrupt) as stopped:
-            for _ in range(3):
-                litellm.responses(**_request(api))
+    stopped = _three_responses_stopped(api)
 
     assert "repeated_tool_steps" in stopped.value.decision.detectors
     assert len(api.requests) == 2

@@ -118,21 +118,20 @@ def ping_pong_script(target: str) -> Script:
 
 def build_handoff_workflow(counter: ToolCounter) -> AgentWorkflow:
     """Two agents that keep handing the task back and forth: a closed handoff cycle."""
-    alice = FunctionAgent(
-        name="alice",
-        description="Billing questions.",
-        tools=make_tools(counter),
-        llm=MockFunctionCallingLLM(response_generator=ping_pong_script("bob")),
-        can_handoff_to=["bob"],
-    )
-    bob = FunctionAgent(
-        name="bob",
-        description="Plan questions.",
-        tools=make_tools(counter),
-        llm=MockFunctionCallingLLM(response_generator=ping_pong_script("alice")),
-        can_handoff_to=["alice"],
-    )
-    return AgentWorkflow(agents=[alice, bob], root_agent="alice")
+    agents = [
+        FunctionAgent(
+            name=name,
+            description=description,
+            tools=make_tools(counter),
+            llm=MockFunctionCallingLLM(response_generator=ping_pong_script(other)),
+            can_handoff_to=[other],
+        )
+        for name, other, description in (
+            ("alice", "bob", "Billing questions."),
+            ("bob", "alice", "Plan questions."),
+        )
+    ]
+    return AgentWorkflow(agents=agents, root_agent="alice")
 
 
 async def run_to_end(agent: Any, *, max_iterations: int = 60, stream: bool = False) -> Any:

@@ -90,20 +90,17 @@ class ScriptedAPI:
         return http.Response(200, json=payload)
 
     def client(self) -> openai.OpenAI:
-        transport = http.MockTransport(self.handle)
-        return openai.OpenAI(
-            api_key="test-key",
-            base_url="http://llm.test/v1",
-            http_client=http.Client(transport=transport),
-            max_retries=0,
-        )
+        return self._client(openai.OpenAI, http.Client)
 
     def async_client(self) -> openai.AsyncOpenAI:
-        transport = http.MockTransport(self.handle)
-        return openai.AsyncOpenAI(
+        return self._client(openai.AsyncOpenAI, http.AsyncClient)
+
+    def _client(self, client_class: Any, http_client_class: Any) -> Any:
+        """An SDK client whose HTTP client answers from the script (no retries)."""
+        return client_class(
             api_key="test-key",
             base_url="http://llm.test/v1",
-            http_client=http.AsyncClient(transport=transport),
+            http_client=http_client_class(transport=http.MockTransport(self.handle)),
             max_retries=0,
         )
 
