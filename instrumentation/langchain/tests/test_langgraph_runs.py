@@ -16,6 +16,7 @@ from agents import (
     productive_script,
     tool_message_contents,
 )
+from otel_loopguard_testing import agent_checks as checks
 
 from otel_loopguard import LoopGuardInterrupt
 
@@ -30,16 +31,11 @@ def test_looping_run_is_interrupted_in_enforce_mode(make_loopguard):
     with pytest.raises(LoopGuardInterrupt) as raised:
         graph.invoke(USER_INPUT, RUN_CONFIG)
 
-    assert 1 <= counter["search"] <= MAX_EXECUTIONS
-    assert raised.value.decision.action.value == "stop"
+    checks.assert_loop_interrupted(guard, counter["search"], raised, agent="support_agent")
     tools = guard.tool_spans("search")
     assert len(tools) == counter["search"] + guard.vetoed_calls(tools)
     stopped = [s for s in tools if guard.decisions_on(s, "stop")]
     assert stopped, "the STOP decision is recorded on the tool span where it was decided"
-    (agent,) = guard.agent_spans()
-    assert agent.name == "invoke_agent support_agent"
-    assert agent.attributes["loopguard.run.state"] == "stopped"
-    guard.assert_every_span_ended_once()
 
 
 async def test_looping_run_is_interrupted_async(make_loopguard):
@@ -50,10 +46,7 @@ async def test_looping_run_is_interrupted_async(make_loopguard):
     with pytest.raises(LoopGuardInterrupt):
         await graph.ainvoke(USER_INPUT, RUN_CONFIG)
 
-    assert 1 <= counter["search"] <= MAX_EXECUTIONS
-    (agent,) = guard.agent_spans()
-    assert agent.attributes["loopguard.run.state"] == "stopped"
-    guard.assert_every_span_ended_once()
+    checks.assert_loop_interrupted(guard, counter["search"], agent="support_agent")
 
 
 def test_observe_mode_runs_to_the_end_with_the_stop_decision_recorded(make_loopguard):

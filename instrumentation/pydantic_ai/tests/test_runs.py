@@ -24,7 +24,7 @@ def test_looping_run_is_interrupted_in_enforce_mode(loopguard):
     with pytest.raises(LoopGuardInterrupt) as raised:
         scenario.agent.run_sync(QUESTION)
 
-    checks.assert_loop_interrupted(loopguard, scenario.executions, raised)
+    checks.assert_loop_interrupted(loopguard, len(scenario.executions), raised)
 
 
 def test_async_run_is_interrupted_too(loopguard):
@@ -136,7 +136,7 @@ def test_streamed_looping_run_is_interrupted_and_leaves_no_span_open(loopguard, 
     with pytest.raises(LoopGuardInterrupt):
         asyncio.run(drive())
 
-    checks.assert_loop_interrupted(loopguard, scenario.executions)
+    checks.assert_loop_interrupted(loopguard, len(scenario.executions))
 
 
 def test_stream_closed_early_ends_its_spans(loopguard):

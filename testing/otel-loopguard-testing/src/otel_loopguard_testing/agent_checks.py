@@ -169,19 +169,27 @@ def assert_runs_of_their_own(
 
 
 def assert_loop_interrupted(
-    harness: Harness, executions: list[Any], raised: Any = None, *, most: int = 4
+    harness: Harness,
+    executions: int,
+    raised: Any = None,
+    *,
+    most: int = 4,
+    agent: str = "researcher",
 ) -> None:
-    """A looping agent's run interrupted: one to ``most`` executions of its tool, the run
-    ``stopped``, every span ended once. With ``raised`` (the
-    ``pytest.raises(LoopGuardInterrupt)`` info): the interrupt is a STOP, exported as a
-    decision on a span, and each real execution has its own ``execute_tool search`` span."""
-    assert 1 <= len(executions) <= most
+    """A looping agent's run interrupted: one to ``most`` ``executions`` of its tool, the
+    one agent span (``invoke_agent {agent}``) ``stopped``, every span ended once. With
+    ``raised`` (the ``pytest.raises(LoopGuardInterrupt)`` info): the interrupt is a STOP,
+    exported as a decision on a span, and each real execution has its own ``execute_tool
+    search`` span."""
+    assert 1 <= executions <= most
     if raised is not None:
         assert raised.value.decision.action.value == "stop"
         # one span per real execution of the tool
-        assert len(harness.executed_tool_spans("search")) == len(executions)
+        assert len(harness.executed_tool_spans("search")) == executions
         assert harness.decision_events("stop"), "the STOP decision is exported on a span"
-    assert harness.run_state("researcher") == "stopped"
+    (run,) = harness.agent_spans()
+    assert run.name == f"invoke_agent {agent}"
+    assert run.attributes["loopguard.run.state"] == "stopped"
     harness.assert_every_span_ended_once()
 
 
