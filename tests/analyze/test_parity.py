@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otel.helpers import in_process_server_span
 
 from otel_loopguard.analyze.readers import read_spans
 from otel_loopguard.analyze.replay import Replayer, RunRecord
@@ -102,16 +102,12 @@ def _workload(tracer) -> None:
                 ) as send,
             ):
                 # an in-process server's span, parented on the request's propagated context
-                sent = send.get_span_context()
-                remote = trace.SpanContext(
-                    sent.trace_id, sent.span_id, is_remote=True, trace_flags=sent.trace_flags
-                )
-                with tracer.start_as_current_span(
+                in_process_server_span(
+                    tracer,
+                    send,
                     "tools/call kb",
-                    context=trace.set_span_in_context(trace.NonRecordingSpan(remote)),
-                    attributes={"mcp.method.name": "tools/call", "gen_ai.tool.name": "kb"},
-                ):
-                    pass
+                    {"mcp.method.name": "tools/call", "gen_ai.tool.name": "kb"},
+                )
 
 
 def _online() -> tuple[list[tuple], list]:

@@ -54,6 +54,26 @@ class Stack:
         )
 
 
+def in_process_server_span(
+    tracer: Any, send: Any, name: str, attributes: dict[str, Any], kind: Any = None
+) -> None:
+    """The span of an MCP server running in this process, for one request: its parent is
+    the client's ``MCP send`` span ``send``, as extracted from the request (so remote)."""
+    from opentelemetry import trace
+
+    sent = send.get_span_context()
+    remote = trace.SpanContext(
+        sent.trace_id, sent.span_id, is_remote=True, trace_flags=sent.trace_flags
+    )
+    with tracer.start_as_current_span(
+        name,
+        context=trace.set_span_in_context(trace.NonRecordingSpan(remote)),
+        kind=kind if kind is not None else trace.SpanKind.INTERNAL,
+        attributes=attributes,
+    ):
+        pass
+
+
 def foreign_tool_span(
     tracer: Any,
     tool: str,

@@ -8,7 +8,7 @@ import threading
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from .helpers import Stack, foreign_tool_span, make_stack
+from .helpers import Stack, foreign_tool_span, in_process_server_span, make_stack
 
 
 def looping_agent(
@@ -182,23 +182,10 @@ def _mcp_client_call(tracer, send_attributes: dict[str, str] | None = None) -> N
             "MCP send tools/call search", attributes=send_attributes
         ) as send,
     ):
-        _in_process_server_span(tracer, send)
-
-
-def _in_process_server_span(tracer, send) -> None:
-    """The server's ``tools/call`` span of an MCP server running in this process: its
-    parent is the client's ``MCP send`` span, extracted from the request (so remote)."""
-    sent = send.get_span_context()
-    remote = trace.SpanContext(
-        sent.trace_id, sent.span_id, is_remote=True, trace_flags=sent.trace_flags
-    )
-    with tracer.start_as_current_span(
-        "tools/call search",
-        context=trace.set_span_in_context(trace.NonRecordingSpan(remote)),
-        kind=trace.SpanKind.SERVER,
-        attributes=MCP_TOOL_CALL,
-    ):
-        pass
+        # the server's tools/call span, in this process
+        in_process_server_span(
+            tracer, send, "tools/call search", MCP_TOOL_CALL, kind=trace.SpanKind.SERVER
+        )
 
 
 def test_mcp_request_spans_inside_a_foreign_tool_span_leave_that_span_fed(stack: Stack) -> None:
