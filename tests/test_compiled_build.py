@@ -18,7 +18,6 @@ import pytest
 
 import otel_loopguard
 from otel_loopguard.analyze.replay import RunRecord
-from otel_loopguard.spans.follower import OpenAgent, RunStart, SpanEnd
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.detectors.base import build_default_detectors
 from otel_loopguard.engine.detectors.budget import BudgetState
@@ -32,6 +31,7 @@ from otel_loopguard.engine.detectors.truncation import TruncationState
 from otel_loopguard.engine.events import Event, tool_call
 from otel_loopguard.engine.monitor import Monitor
 from otel_loopguard.engine.policy import PolicyInput
+from otel_loopguard.spans.follower import OpenAgent, RunStart, SpanEnd
 from otel_loopguard.spans.view import SpanView
 
 ROOT = Path(__file__).resolve().parent.parent
