@@ -8,7 +8,7 @@ the model ends its turn. Tools count their real executions.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,48 +101,64 @@ def _next_messages(message: Any, messages: list[dict[str, Any]], tools: ToolBox,
         messages.append({"role": "user", "content": _run_tools(message, tools, tracer)})
 
 
+def _conversation(
+    tools: ToolBox, tracer: Any, max_turns: int
+) -> Generator[dict[str, Any], Any, AgentResult]:
+    """The loop itself, whatever the client: yields each request, is sent the model's
+    message for it, runs the tools it asked for; returns the result at the end of a turn."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
+    stop_reasons: list[str] = []
+    for turn in range(1, max_turns + 1):
+        message = yield {"model": MODEL, "max_tokens": 1024, "tools": TOOLS, "messages": messages}
+        stop_reasons.append(message.stop_reason)
+        if message.stop_reason in ("end_turn", "stop_sequence"):
+            return AgentResult(_text(message), turn, stop_reasons)
+        _next_messages(message, messages, tools, tracer)
+    return AgentResult("", max_turns, stop_reasons)
+
+
+def _ask(client: Any, request: dict[str, Any], stream: bool) -> Any:
+    if not stream:
+        return client.messages.create(**request)
+    with client.messages.stream(**request) as events:
+        for _event in events:
+            pass
+        return events.get_final_message()
+
+
+async def _ask_async(client: Any, request: dict[str, Any], stream: bool) -> Any:
+    if not stream:
+        return await client.messages.create(**request)
+    async with client.messages.stream(**request) as events:
+        async for _event in events:
+            pass
+        return await events.get_final_message()
+
+
 def run_agent(
     client: Any, tools: ToolBox, *, tracer: Any = None, stream: bool = False, max_turns: int = 20
 ) -> AgentResult:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
-    stop_reasons: list[str] = []
     with agent_run("claude_agent", tracer=tracer):
-        for turn in range(1, max_turns + 1):
-            request = {"model": MODEL, "max_tokens": 1024, "tools": TOOLS, "messages": messages}
-            if stream:
-                with client.messages.stream(**request) as events:
-                    for _event in events:
-                        pass
-                    message = events.get_final_message()
-            else:
-                message = client.messages.create(**request)
-            stop_reasons.append(message.stop_reason)
-            if message.stop_reason in ("end_turn", "stop_sequence"):
-                return AgentResult(_text(message), turn, stop_reasons)
-            _next_messages(message, messages, tools, tracer)
-    return AgentResult("", max_turns, stop_reasons)
+        conversation = _conversation(tools, tracer, max_turns)
+        try:
+            request = next(conversation)
+            while True:
+                request = conversation.send(_ask(client, request, stream))
+        except StopIteration as end:
+            return end.value
 
 
 async def run_agent_async(
     client: Any, tools: ToolBox, *, tracer: Any = None, stream: bool = False, max_turns: int = 20
 ) -> AgentResult:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
-    stop_reasons: list[str] = []
     with agent_run("claude_agent", tracer=tracer):
-        for turn in range(1, max_turns + 1):
-            request = {"model": MODEL, "max_tokens": 1024, "tools": TOOLS, "messages": messages}
-            if stream:
-                async with client.messages.stream(**request) as events:
-                    async for _event in events:
-                        pass
-                    message = await events.get_final_message()
-            else:
-                message = await client.messages.create(**request)
-            stop_reasons.append(message.stop_reason)
-            if message.stop_reason in ("end_turn", "stop_sequence"):
-                return AgentResult(_text(message), turn, stop_reasons)
-            _next_messages(message, messages, tools, tracer)
-    return AgentResult("", max_turns, stop_reasons)
+        conversation = _conversation(tools, tracer, max_turns)
+        try:
+            request = next(conversation)
+            while True:
+                request = conversation.send(await _ask_async(client, request, stream))
+        except StopIteration as end:
+            return end.value
 
 
 # -- model scripts ---------------------------------------------------------------------------
