@@ -15,14 +15,6 @@ from test_agent import RUNS, answer
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
-def run_usage(harness, agent: str = "researcher") -> tuple[int, int]:
-    (span,) = harness.named(f"invoke_agent {agent}")
-    return (
-        span.attributes["gen_ai.usage.input_tokens"],
-        span.attributes["gen_ai.usage.output_tokens"],
-    )
-
-
 def steps(harness, agent) -> int:
     return harness.guard.monitor.run_snapshot(agent.session_id).counters.steps
 
@@ -36,7 +28,7 @@ def test_every_model_call_counts_once(loopguard, how):
 
     assert answer(outcome) == "found after 3 searches"
     assert agent.model.calls == 4
-    assert run_usage(loopguard) == (4 * PROMPT_TOKENS, 4 * COMPLETION_TOKENS)
+    assert loopguard.run_usage("researcher") == (4 * PROMPT_TOKENS, 4 * COMPLETION_TOKENS)
     assert steps(loopguard, agent) == 4
 
 
@@ -52,7 +44,7 @@ def test_a_turn_a_layer_below_reported_counts_once(loopguard, how):
 
     assert answer(outcome) == "found after 2 searches"
     assert len(loopguard.named("chat scripted-gpt")) == 3
-    assert run_usage(loopguard) == (3 * PROMPT_TOKENS, 3 * COMPLETION_TOKENS)
+    assert loopguard.run_usage("researcher") == (3 * PROMPT_TOKENS, 3 * COMPLETION_TOKENS)
     assert steps(loopguard, agent) == 3
 
 

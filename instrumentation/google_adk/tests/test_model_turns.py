@@ -22,13 +22,6 @@ from scripted_models import (
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 
 
-def run_usage(harness, agent: str = "researcher") -> tuple[int, int]:
-    (span,) = harness.named(f"invoke_agent {agent}")
-    return span.attributes["gen_ai.usage.input_tokens"], span.attributes[
-        "gen_ai.usage.output_tokens"
-    ]
-
-
 def test_every_model_call_counts_once(loopguard):
     search = CountingSearch()
     agent = productive_agent(search)
@@ -37,7 +30,7 @@ def test_every_model_call_counts_once(loopguard):
 
     assert final_text(events) == "found after 3 searches"
     assert agent.model.calls == 4
-    assert run_usage(loopguard) == (4 * PROMPT_TOKENS, 4 * CANDIDATE_TOKENS)
+    assert loopguard.run_usage("researcher") == (4 * PROMPT_TOKENS, 4 * CANDIDATE_TOKENS)
     turns = loopguard.guard.monitor.run_snapshot("session-1").counters.steps
     assert turns == 4
 
@@ -49,7 +42,7 @@ def test_thinking_tokens_count_as_output(loopguard):
 
     run(new_runner(agent))
 
-    assert run_usage(loopguard) == (2 * PROMPT_TOKENS, 2 * (CANDIDATE_TOKENS + 5))
+    assert loopguard.run_usage("researcher") == (2 * PROMPT_TOKENS, 2 * (CANDIDATE_TOKENS + 5))
 
 
 def test_a_streamed_answer_counts_once(loopguard):
@@ -60,7 +53,7 @@ def test_a_streamed_answer_counts_once(loopguard):
 
     assert any(event.partial for event in events)  # really streamed, chunk by chunk
     assert agent.model.calls == 2
-    assert run_usage(loopguard) == (2 * PROMPT_TOKENS, 2 * CANDIDATE_TOKENS)
+    assert loopguard.run_usage("researcher") == (2 * PROMPT_TOKENS, 2 * CANDIDATE_TOKENS)
 
 
 @pytest.mark.parametrize("streaming", [StreamingMode.NONE, StreamingMode.SSE])
@@ -76,7 +69,7 @@ def test_a_turn_a_layer_below_reported_counts_once(loopguard, streaming):
 
     assert final_text(events) == "found after 2 searches"
     assert len(loopguard.named("chat scripted-gemini")) == 3
-    assert run_usage(loopguard) == (3 * PROMPT_TOKENS, 3 * CANDIDATE_TOKENS)
+    assert loopguard.run_usage("researcher") == (3 * PROMPT_TOKENS, 3 * CANDIDATE_TOKENS)
     assert loopguard.guard.monitor.run_snapshot("session-1").counters.steps == 3
 
 

@@ -87,14 +87,6 @@ async def astream_agent(model: Any, counter: ToolCounter, tracer: Any) -> str:
                 messages.append(await tools[call["name"]].ainvoke(call))
 
 
-def run_usage(harness: Any, agent: str = "writer") -> tuple[Any, Any]:
-    (run,) = harness.named(f"invoke_agent {agent}")
-    return (
-        run.attributes.get("gen_ai.usage.input_tokens"),
-        run.attributes.get("gen_ai.usage.output_tokens"),
-    )
-
-
 def turns(count: int) -> tuple[int, int]:
     return (count * INPUT_TOKENS, count * OUTPUT_TOKENS)
 
@@ -108,7 +100,7 @@ def test_a_hand_written_loop_streaming_its_turns_counts_their_usage(make_loopgua
     with model_streams_unwrapped():
         model = TokenStreamingChatModel(messages=priced_script())
         stream_agent(model, ToolCounter(), baseline.app_tracer())
-    assert run_usage(baseline) == (None, None)
+    assert baseline.run_usage("writer") == (None, None)
 
     loopguard = make_loopguard()
     model = TokenStreamingChatModel(messages=priced_script())
@@ -119,7 +111,7 @@ def test_a_hand_written_loop_streaming_its_turns_counts_their_usage(make_loopgua
     assert answer == ANSWER  # the caller still gets every token
     assert (counter["lookup"], model.calls) == (3, 4)
     assert model.chunks_sent > 4 * 3  # token by token, not one chunk a turn
-    assert run_usage(loopguard) == turns(4)
+    assert loopguard.run_usage("writer") == turns(4)
 
 
 async def test_an_async_loop_streaming_its_turns_counts_their_usage(loopguard):
@@ -130,7 +122,7 @@ async def test_an_async_loop_streaming_its_turns_counts_their_usage(loopguard):
 
     assert answer == ANSWER
     assert (counter["lookup"], model.calls) == (3, 4)
-    assert run_usage(loopguard) == turns(4)
+    assert loopguard.run_usage("writer") == turns(4)
 
 
 def test_a_chain_streaming_the_model_counts_its_turn(loopguard):
@@ -142,7 +134,7 @@ def test_a_chain_streaming_the_model_counts_its_turn(loopguard):
         text = "".join(str(c.content) for c in chain.stream({"question": "Pro plan price?"}))
 
     assert text == ANSWER
-    assert run_usage(loopguard) == turns(1)
+    assert loopguard.run_usage("writer") == turns(1)
 
 
 # -- enforcement ----------------------------------------------------------------------------
@@ -293,7 +285,7 @@ def test_a_stream_that_falls_back_to_invoke_counts_once(loopguard, fallback):
 
     assert only.content == ANSWER and invoking.calls == 1
     assert steps == 2
-    assert run_usage(loopguard) == turns(2)
+    assert loopguard.run_usage("writer") == turns(2)
 
 
 async def test_an_async_stream_that_falls_back_to_ainvoke_counts_once(loopguard):
@@ -306,7 +298,7 @@ async def test_an_async_stream_that_falls_back_to_ainvoke_counts_once(loopguard)
         answers = [chunk async for chunk in invoking.astream(QUESTION)]
 
     assert [a.content for a in answers] == [ANSWER]
-    assert run_usage(loopguard) == turns(2)
+    assert loopguard.run_usage("writer") == turns(2)
 
 
 def test_a_streamed_turn_our_openai_package_reported_below_is_counted_once(loopguard):
@@ -327,7 +319,7 @@ def test_a_streamed_turn_our_openai_package_reported_below_is_counted_once(loopg
     answer = stream_agent(model, ToolCounter(), loopguard.app_tracer())
 
     assert answer == ANSWER
-    assert run_usage(loopguard) == turns(2)
+    assert loopguard.run_usage("writer") == turns(2)
 
 
 def test_a_model_call_between_chunks_is_not_taken_for_the_streamed_turn(loopguard):
@@ -342,7 +334,7 @@ def test_a_model_call_between_chunks_is_not_taken_for_the_streamed_turn(loopguar
                 summariser.invoke(QUESTION)
 
     assert (streaming.calls, summariser.calls) == (1, 1)
-    assert run_usage(loopguard) == turns(2)
+    assert loopguard.run_usage("writer") == turns(2)
 
 
 # -- abandoned streams ----------------------------------------------------------------------
@@ -381,7 +373,7 @@ def test_an_abandoned_stream_reports_nothing_and_leaves_no_turn_open(make_loopgu
 
     assert abandoned.calls == 1 and abandoned.closed  # the provider's stream was closed
     # the abandoned turn is not reported; the two after it are, each once
-    assert run_usage(harness) == turns(2)
+    assert harness.run_usage("writer") == turns(2)
     assert harness.run_state("writer") == "completed"
     harness.assert_every_span_ended_once()
 
@@ -406,7 +398,7 @@ async def test_an_abandoned_async_stream_reports_nothing(loopguard, how):
             pass
 
     assert abandoned.calls == 1 and abandoned.closed
-    assert run_usage(loopguard) == turns(1)
+    assert loopguard.run_usage("writer") == turns(1)
 
 
 # -- never break the host -------------------------------------------------------------------

@@ -113,6 +113,15 @@ class Harness:
         (span,) = self.named(f"invoke_agent {agent}")
         return span.attributes["loopguard.run.state"]
 
+    def run_usage(self, agent: str) -> tuple[Any, Any]:
+        """``(input, output)`` tokens on the one ``invoke_agent {agent}`` span (``None``
+        where it has none)."""
+        (span,) = self.named(f"invoke_agent {agent}")
+        return (
+            span.attributes.get("gen_ai.usage.input_tokens"),
+            span.attributes.get("gen_ai.usage.output_tokens"),
+        )
+
     # -- exported decisions ----------------------------------------------------------------
 
     @staticmethod
