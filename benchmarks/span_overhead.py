@@ -28,11 +28,12 @@ the plain SDK span.
 Run: ``python benchmarks/span_overhead.py [--spans N] [--rounds R] [--threads T]``.
 Prints medians and ``ratio <= 1.5: PASS|FAIL`` for single-threaded and T-thread runs.
 
-``--instructions`` instead counts instructions per tool span with ``valgrind
---tool=callgrind`` (the same single-threaded tool workload, flush included: this script
-re-run as a child with N tool spans and with none, the difference divided by N). Counts
-do not move with the host's load, so two builds or two commits compare exactly where CPU
-time on a shared machine cannot; the ratio is not the target's, which is CPU time.
+``--instructions`` instead counts instructions per span with ``valgrind --tool=callgrind``
+for both workloads (a tool span; the not-GenAI HTTP span with its database spans), the plain
+SDK beside loopguard: this script re-run as a child with N spans and with none, the
+difference divided by N, each count the median of ``--repeat`` runs (the batch processor's
+thread makes one run's count vary by about 2 %). Counts do not move with the host's load,
+so two builds or two commits compare exactly where CPU time on a shared machine cannot.
 """
 
 from __future__ import annotations
@@ -337,16 +338,22 @@ def _collected(setup: str, spans: int, workload: str = "tool") -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def instructions(spans: int) -> int:
+def instructions(spans: int, repeat: int = 3) -> int:
     if shutil.which("valgrind") is None:
         print("--instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
         return 2
     print(f"otel-loopguard build: {'compiled (mypyc)' if COMPILED else 'pure Python'}")
     print(f"instructions per span (callgrind; {spans} spans minus none, 1 thread)")
+    print(f"(median of {repeat} runs each: the batch processor's thread makes counts vary ~2 %)")
     setups = {"tool": SETUPS, "web": ("plain", "loopguard")}
     jobs = [(s, n, w) for w, names in setups.items() for s in names for n in (spans, 0)]
+    runs = [job for job in jobs for _ in range(repeat)]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # one process each
-        collected = dict(zip(jobs, pool.map(lambda job: _collected(*job), jobs), strict=True))
+        counted = list(pool.map(lambda job: _collected(*job), runs))
+    collected = {
+        job: statistics.median(counted[index * repeat : (index + 1) * repeat])
+        for index, job in enumerate(jobs)
+    }
     titles = {
         "tool": "execute_tool span in an invoke_agent span",
         "web": "not GenAI: HTTP server span + 3 database client spans (per span)",
@@ -354,7 +361,8 @@ def instructions(spans: int) -> int:
     for workload, names in setups.items():
         print(f"{titles[workload]}")
         counts = {
-            s: (collected[s, spans, workload] - collected[s, 0, workload]) // spans for s in names
+            s: int(collected[s, spans, workload] - collected[s, 0, workload]) // spans
+            for s in names
         }
         plain = counts["plain"]
         for setup in names:
@@ -372,13 +380,16 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument(
+        "--repeat", type=int, default=3, help="--instructions: runs per count (median)"
+    )
+    parser.add_argument(
         "--instructions",
         action="store_true",
         help="count instructions per tool span with callgrind instead of timing",
     )
     args = parser.parse_args()
     if args.instructions:
-        return instructions(args.spans)
+        return instructions(args.spans, max(args.repeat, 1))
     print(f"otel-loopguard build: {'compiled (mypyc)' if COMPILED else 'pure Python'}")
     print(
         f"µs per tool span, median of {args.rounds} rounds, {args.spans} spans per thread "
