@@ -39,16 +39,11 @@ from typing import Any
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # installed package first
 
 from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.detectors import GUARD_DETECTORS
 from otel_loopguard.engine.detectors.base import RunCounters
-from otel_loopguard.engine.detectors.budget import BudgetDetector
-from otel_loopguard.engine.detectors.budget_proximity import BudgetProximityDetector
-from otel_loopguard.engine.detectors.premature_end import PrematureEndDetector
-from otel_loopguard.engine.detectors.read_only_loop import ReadOnlyLoopDetector
 from otel_loopguard.engine.detectors.shell_failure import (
-    ShellFailureDetector,
     classify_shell_failure,
 )
-from otel_loopguard.engine.detectors.truncation import TruncationDetector
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
 
 CLOCK = getattr(time, "thread_time", time.process_time)
@@ -57,14 +52,7 @@ TRIAL = 5_000  # events per timed trial
 TRIALS = 15  # trials early and late, alternating; the best of each counts
 TARGET_SIZE_RATIO = 2.0
 TARGET_GROWTH_RATIO = 1.2
-DETECTORS = (
-    BudgetDetector,
-    BudgetProximityDetector,
-    TruncationDetector,
-    PrematureEndDetector,
-    ReadOnlyLoopDetector,
-    ShellFailureDetector,
-)
+DETECTORS = GUARD_DETECTORS
 TRACEBACK_END = "Traceback (most recent call last):\nModuleNotFoundError: No module named 'x'\n"
 
 

@@ -14,22 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scripted_runs import RUN, Driver, call, error, handoff, result
 
-from otel_loopguard.engine.detectors.action_cycle import ActionCycleDetector
-from otel_loopguard.engine.detectors.handoff_cycle import HandoffCycleDetector
-from otel_loopguard.engine.detectors.no_progress import NoProgressDetector
-from otel_loopguard.engine.detectors.permanent_failure import PermanentFailureDetector
-from otel_loopguard.engine.detectors.repeated_tool_steps import RepeatedToolStepsDetector
-from otel_loopguard.engine.detectors.repetition import RepetitionDetector
+from otel_loopguard.engine.detectors import CALL_DETECTORS
 from otel_loopguard.engine.events import Event, EventKind
 
-FACTORIES = (
-    RepetitionDetector,
-    RepeatedToolStepsDetector,
-    NoProgressDetector,
-    ActionCycleDetector,
-    PermanentFailureDetector,
-    HandoffCycleDetector,
-)
+FACTORIES = CALL_DETECTORS
 TOOLS = ("search", "fetch", "edit_file")
 AGENTS = ("triage", "billing", "coder")
 

@@ -15,23 +15,11 @@ from hypothesis import strategies as st
 
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Signal
+from otel_loopguard.engine.detectors import GUARD_DETECTORS
 from otel_loopguard.engine.detectors.base import RunCounters
-from otel_loopguard.engine.detectors.budget import BudgetDetector
-from otel_loopguard.engine.detectors.budget_proximity import BudgetProximityDetector
-from otel_loopguard.engine.detectors.premature_end import PrematureEndDetector
-from otel_loopguard.engine.detectors.read_only_loop import ReadOnlyLoopDetector
-from otel_loopguard.engine.detectors.shell_failure import ShellFailureDetector
-from otel_loopguard.engine.detectors.truncation import TruncationDetector
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
 
-DETECTORS = (
-    BudgetDetector,
-    BudgetProximityDetector,
-    TruncationDetector,
-    PrematureEndDetector,
-    ReadOnlyLoopDetector,
-    ShellFailureDetector,
-)
+DETECTORS = GUARD_DETECTORS
 SECRET = "s3cr3t-payload"
 OUTPUTS = (
     f"ok {SECRET}",

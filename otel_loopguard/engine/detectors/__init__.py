@@ -19,19 +19,28 @@ from otel_loopguard.engine.detectors.repetition import RepetitionDetector
 from otel_loopguard.engine.detectors.shell_failure import ShellFailureDetector
 from otel_loopguard.engine.detectors.truncation import TruncationDetector
 
-DEFAULT_DETECTORS: list[Callable[[LoopGuardConfig], Detector]] = [
+#: the loop detectors: what the calls and their outcomes say about the run
+CALL_DETECTORS: tuple[Callable[[LoopGuardConfig], Detector], ...] = (
     RepetitionDetector,
     RepeatedToolStepsDetector,
     NoProgressDetector,
     ActionCycleDetector,
     PermanentFailureDetector,
     HandoffCycleDetector,
+)
+#: the budgets and the agent-loop guards: limits, truncation, premature ends, read-only
+#: loops, shell failures
+GUARD_DETECTORS: tuple[Callable[[LoopGuardConfig], Detector], ...] = (
     BudgetDetector,
     BudgetProximityDetector,
     TruncationDetector,
     PrematureEndDetector,
     ReadOnlyLoopDetector,
     ShellFailureDetector,
+)
+DEFAULT_DETECTORS: list[Callable[[LoopGuardConfig], Detector]] = [
+    *CALL_DETECTORS,
+    *GUARD_DETECTORS,
 ]
 
-__all__ = ["DEFAULT_DETECTORS", "Detector", "RunCounters"]
+__all__ = ["CALL_DETECTORS", "DEFAULT_DETECTORS", "GUARD_DETECTORS", "Detector", "RunCounters"]
