@@ -65,6 +65,8 @@ _START_CLASSES = {
 #: prefixes, is not GenAI and carries no conversation id: the filter's whole test
 _FILTER_KEYS = CLASS_KEYS | CONVERSATION_KEY_SET
 _NAME_PREFIXES = frozenset({"invoke_", "handoff", "agent r"})
+#: their first letters, either case: most names are rejected on the first letter alone
+_NAME_FIRSTS = frozenset("iIhHaA")
 
 
 class LoopGuardSpanProcessor(SpanProcessor):
@@ -99,9 +101,8 @@ class LoopGuardSpanProcessor(SpanProcessor):
             else:
                 attributes = span_attributes(span)
                 name = (span._name if plain_fields(span.__class__) else span.name) or ""
-            if (
-                attributes.keys().isdisjoint(_FILTER_KEYS)
-                and name[:7].lower() not in _NAME_PREFIXES
+            if _FILTER_KEYS.isdisjoint(attributes) and (
+                name[:1] not in _NAME_FIRSTS or name[:7].lower() not in _NAME_PREFIXES
             ):
                 return  # most spans of a service: nothing to track
             if not (self.enabled and self.guard.config.enabled):
@@ -180,9 +181,8 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 attributes = span_attributes(span)
                 plain = plain_fields(span.__class__)
                 name = (span._name if plain else span.name) or ""
-            if (
-                attributes.keys().isdisjoint(_FILTER_KEYS)
-                and name[:7].lower() not in _NAME_PREFIXES
+            if _FILTER_KEYS.isdisjoint(attributes) and (
+                name[:1] not in _NAME_FIRSTS or name[:7].lower() not in _NAME_PREFIXES
             ):
                 if self._follower.traces:  # a local root may end a trace-keyed run
                     self._end_other(span, plain)
@@ -247,8 +247,13 @@ class LoopGuardSpanProcessor(SpanProcessor):
             span_class,
             span,
         )
-        if ended.events:
-            self._feed(ended, span)
+        events = ended.events
+        if events:  # fed here, not in a method of its own: this runs for every GenAI span
+            observe = guard.observe
+            for event in events:
+                decision, fresh = observe(event)
+                if fresh:
+                    self._export(decision, event, ended, span)
         if ended.ended_root is not None and not ended.managed:
             self._end_agent_run(ended, span)
         if ended.trace_ended:
@@ -259,13 +264,6 @@ class LoopGuardSpanProcessor(SpanProcessor):
             if summary is not None:
                 guard.telemetry.record_run_end(guard.run_end_state(summary, error=view.is_error))
         guard.telemetry.record_processing(time.perf_counter() - started, span_class)
-
-    def _feed(self, ended: SpanEnd, span: ReadableSpan) -> None:
-        observe = self.guard.observe
-        for event in ended.events:
-            decision, fresh = observe(event)
-            if fresh:
-                self._export(decision, event, ended, span)
 
     def _export(self, decision: Decision, event: Event, ended: SpanEnd, span: ReadableSpan) -> None:
         guard = self.guard

@@ -41,6 +41,7 @@ from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.events import Event
 from otel_loopguard.engine.run_identity import TRACE, RunIdentity, run_identity
 from otel_loopguard.spans.classify import SpanClass, is_mcp_tool_request
+from otel_loopguard.spans.dialects import CONVERSATION_KEY_SET
 from otel_loopguard.spans.events import span_to_events
 from otel_loopguard.spans.identity import agent_name, conversation_in
 from otel_loopguard.spans.view import SpanView
@@ -384,7 +385,10 @@ class SpanFollower:
                 else:
                     fed_tool_parents.add(parent_id)
         fed_tool_parents.discard(span_id)
-        conversation = conversation_in(attributes) or state.conversation
+        if CONVERSATION_KEY_SET.isdisjoint(attributes.keys()):  # most spans: one C call
+            conversation = state.conversation
+        else:
+            conversation = conversation_in(attributes) or state.conversation
         agents = state.agents
         root = agents[0] if agents else None
         ending: OpenAgent | None = None
@@ -404,7 +408,11 @@ class SpanFollower:
         )
         if is_local_root:
             self.traces.pop(trace_id, None)
-        identity = state.identity(conversation, root, self.span_hex)
+        cached = state._identity  # TraceState.identity's cache, read inline (per span)
+        if cached is not None and cached[1] is root and cached[0] == conversation:
+            identity = cached[2]
+        else:
+            identity = state.identity(conversation, root, self.span_hex)
         if span_class is _LLM and not managed and self.model_span_ended is not None:
             duplicate = self.model_span_ended(identity.run_id, attributes) or duplicate
         view: SpanView | None = None
