@@ -48,3 +48,14 @@ def test_framework_install_lines_install_the_framework() -> None:
 def test_one_agent_run_form() -> None:
     forms = set(re.findall(r"\b(?:\w+\.)?agent_run\(", README))
     assert len(forms) <= 1, forms
+
+
+def test_each_framework_readme_installs_its_framework() -> None:
+    for package in PACKAGES:
+        text = (package / "README.md").read_text(encoding="utf-8")
+        installs = [
+            line for line in text.splitlines() if line.startswith("pip install") and "instr" in line
+        ]
+        assert installs, f"{package.name}: no install line"
+        for line in installs:
+            assert f"instrumentation/{package.name}[instruments]" in line, line
