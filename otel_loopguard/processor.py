@@ -40,7 +40,13 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from otel_loopguard.engine.decisions import Action, Decision
 from otel_loopguard.engine.events import Event
 from otel_loopguard.guard import LoopGuard, get_guard
-from otel_loopguard.spans.classify import SpanClass, classify_parts
+from otel_loopguard.spans.classify import (
+    LLM,
+    OTHER,
+    TOOL,
+    SpanClass,
+    classify_parts,
+)
 from otel_loopguard.spans.dialects import CLASS_KEYS, CONVERSATION_KEY_SET
 from otel_loopguard.spans.follower import OpenAgent, SpanEnd
 from otel_loopguard.spans.sdk import PLAIN_CLASSES, plain_fields
@@ -48,18 +54,12 @@ from otel_loopguard.spans.view import SpanView, from_readable_span, span_attribu
 from otel_loopguard.telemetry import DECISION_SPAN, RUN_SPAN, SCOPE_NAME
 
 _OWN_SPANS = frozenset({DECISION_SPAN, RUN_SPAN})
-_OTHER = SpanClass.OTHER
-_TOOL = SpanClass.TOOL
-_HANDOFF = SpanClass.HANDOFF
-_LLM = SpanClass.LLM
-_AGENT = SpanClass.AGENT
-_WORKFLOW = SpanClass.WORKFLOW
 _CONTINUE = Action.CONTINUE
 _START_CLASSES = {
-    "execute_tool": _TOOL,
-    "chat": _LLM,
-    "text_completion": _LLM,
-    "generate_content": _LLM,
+    "execute_tool": TOOL,
+    "chat": LLM,
+    "text_completion": LLM,
+    "generate_content": LLM,
 }
 #: a span with none of these attribute keys, and a name that starts with none of the
 #: prefixes, is not GenAI and carries no conversation id: the filter's whole test
@@ -116,10 +116,10 @@ class LoopGuardSpanProcessor(SpanProcessor):
             parent = span._parent if span.__class__ in PLAIN_CLASSES else span.parent
             local_parent = parent is not None and not parent.is_remote
             if local_parent:
-                if span_class is _OTHER:
+                if span_class is OTHER:
                     return  # among the other spans only a local root's conversation matters
                 if (
-                    (span_class is _LLM or span_class is _TOOL)
+                    (span_class is LLM or span_class is TOOL)
                     and not (self._follower.nested or self._gate_tool_ids)
                     and attributes.get("mcp.method.name") != "tools/call"
                     and CONVERSATION_KEY_SET.isdisjoint(attributes.keys())
@@ -127,7 +127,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
                     # a model or tool span inside its trace, no gate span open, no MCP
                     # request, no conversation id: read when it ends, nothing to do now
                     return
-            elif span_class is _OTHER and CONVERSATION_KEY_SET.isdisjoint(attributes.keys()):
+            elif span_class is OTHER and CONVERSATION_KEY_SET.isdisjoint(attributes.keys()):
                 return
             self._on_start(span, parent_context, name, attributes, span_class, parent)
         except Exception as exc:
@@ -191,7 +191,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
             if not (self.enabled and guard.config.enabled):
                 return
             span_class = classify_parts(name, attributes)
-            if span_class is _OTHER:
+            if span_class is OTHER:
                 self._end_other(span, plain)
                 return
             if name in _OWN_SPANS and _scope_name(span) == SCOPE_NAME:

@@ -37,7 +37,16 @@ from otel_loopguard.engine.detectors.base import Detector
 from otel_loopguard.engine.events import Event, EventKind
 from otel_loopguard.engine.monitor import Monitor, RunSummary
 from otel_loopguard.engine.policy import Policy
-from otel_loopguard.spans.classify import SpanClass, classify_parts
+from otel_loopguard.spans.classify import (
+    AGENT,
+    HANDOFF,
+    LLM,
+    OTHER,
+    TOOL,
+    WORKFLOW,
+    SpanClass,
+    classify_parts,
+)
 from otel_loopguard.spans.follower import SpanFollower, TraceState
 from otel_loopguard.spans.identity import conversation_in
 from otel_loopguard.spans.view import SpanView
@@ -47,8 +56,6 @@ _OWN_SPANS = frozenset({DECISION_SPAN, RUN_SPAN})
 
 # enum members as module constants: reading ``SpanClass.TOOL`` goes through the enum's
 # metaclass and costs several times a global read, a dozen times per replayed span
-_TOOL, _HANDOFF, _LLM = SpanClass.TOOL, SpanClass.HANDOFF, SpanClass.LLM
-_AGENT, _WORKFLOW, _OTHER = SpanClass.AGENT, SpanClass.WORKFLOW, SpanClass.OTHER
 _TOOL_CALL, _LLM_RESPONSE = EventKind.TOOL_CALL, EventKind.LLM_RESPONSE
 _CONTINUE, _STOP = Action.CONTINUE, Action.STOP
 
@@ -303,11 +310,7 @@ class Replayer:
             start = view.start_time_unix_nano or 0
             end = view.end_time_unix_nano or start
             entry = (view, cls, conversation)
-            if (
-                view.parent_span_id is None
-                or conversation
-                or (cls is not _OTHER and cls is not _LLM)
-            ):
+            if view.parent_span_id is None or conversation or (cls is not OTHER and cls is not LLM):
                 keys.append(start * 2)
                 entries.append(entry)
             elif quiet_start is None or start > quiet_start:
@@ -346,7 +349,7 @@ class Replayer:
 
     def _span_started(self, view: SpanView, cls: SpanClass, parent_is_tool: _ParentIsTool) -> None:
         parent = view.parent_span_id
-        if parent is not None and cls is _OTHER:
+        if parent is not None and cls is OTHER:
             return
         parent_is_tool.parent = parent
         started = self.follower.started(
@@ -367,7 +370,7 @@ class Replayer:
     def _span_ended(self, view: SpanView, cls: SpanClass) -> None:
         """Feed one ended span, end the runs it ends."""
         follower = self.follower
-        if cls is _OTHER:
+        if cls is OTHER:
             state = follower.ended_other(view.trace_id, view.span_id, view.parent_span_id is None)
             if state is not None:
                 self._finish_run(state.hex_trace_id)
@@ -385,7 +388,7 @@ class Replayer:
         identity = ended.identity
         run_id = identity.run_id
         actor = ended.actor.name if ended.actor is not None else None
-        if cls is _AGENT or cls is _WORKFLOW:
+        if cls is AGENT or cls is WORKFLOW:
             self._record_for(run_id, identity.keyed_by, view, actor).spans += 1
             if ended.ended_root is not None and identity.keyed_by.ends_with_root_span:
                 self._finish_run(run_id)
@@ -529,7 +532,7 @@ class _ParentIsTool:
         classes = self.classes
         if classes is None:
             classes = self.classes = {view.span_id: cls for view, cls, _ in self.entries}
-        return classes.get(self.parent or "") in (_TOOL, _HANDOFF)
+        return classes.get(self.parent or "") in (TOOL, HANDOFF)
 
 
 def _depths(spans: list[SpanView]) -> dict[str, int]:

@@ -35,17 +35,16 @@ RUN_ROOT_CLASSES = frozenset({SpanClass.AGENT, SpanClass.WORKFLOW})
 
 # Enum members as module constants: on Python 3.11 reading ``SpanClass.TOOL`` costs
 # about 15 times a global read (the enum metaclass), and the hot paths read several per span.
-_CLASS_AGENT = SpanClass.AGENT
-_CLASS_HANDOFF = SpanClass.HANDOFF
-_CLASS_LLM = SpanClass.LLM
-_CLASS_OTHER = SpanClass.OTHER
-_CLASS_TOOL = SpanClass.TOOL
+#: the classes as plain module constants, for the per-span code here and in the readers
+#: (``SpanClass.TOOL`` goes through the enum's metaclass and costs several global reads)
+AGENT, HANDOFF, LLM = SpanClass.AGENT, SpanClass.HANDOFF, SpanClass.LLM
+OTHER, TOOL, WORKFLOW = SpanClass.OTHER, SpanClass.TOOL, SpanClass.WORKFLOW
 
 
 def _handoff_class(transport: bool) -> SpanClass | None:
     """The class whose spans are handoffs when their tool is a handoff tool: TOOL, except
     for a transport's spans (None matches no class)."""
-    return None if transport else _CLASS_TOOL
+    return None if transport else TOOL
 
 
 # how a kind value is converted before its second lookup: 0 not at all, else upper or lower
@@ -106,7 +105,7 @@ def classify_parts(name: str, attrs: Mapping[str, Any]) -> SpanClass:
         found = _LEAD_KINDS.get(operation)
         if found is not None:
             if found is _LEAD_HANDOFF and handoff_target(tool_name_in(name, attrs)):
-                return _CLASS_HANDOFF
+                return HANDOFF
             return found
     elif attrs.keys().isdisjoint(CLASS_KEYS):
         # only the name rules that need no attribute, and handoff span names, can apply
@@ -114,13 +113,13 @@ def classify_parts(name: str, attrs: Mapping[str, Any]) -> SpanClass:
             for prefix, whole, _requires, cls, handoff_class in _BARE_NAME_RULES:
                 if name == prefix if whole else name.startswith(prefix):
                     if cls is handoff_class and handoff_target(tool_name_in(name, attrs)):
-                        return _CLASS_HANDOFF
+                        return HANDOFF
                     return cls
         if name[:_HANDOFF_SPAN_HEAD].lower().startswith(_HANDOFF_SPAN_PREFIXES) and (
             _names_a_target(name, attrs)
         ):
-            return _CLASS_HANDOFF
-        return _CLASS_OTHER
+            return HANDOFF
+        return OTHER
     for key, case, kinds, handoff_class in _LATER_KIND_RULES:
         kind = attrs.get(key)
         if isinstance(kind, str):
@@ -130,7 +129,7 @@ def classify_parts(name: str, attrs: Mapping[str, Any]) -> SpanClass:
                 found = kinds.get(kind.upper() if case == 1 else kind.lower())
             if found is not None:
                 if found is handoff_class and handoff_target(tool_name_in(name, attrs)):
-                    return _CLASS_HANDOFF
+                    return HANDOFF
                 return found
     if name.startswith(_NAME_PREFIXES):
         for prefix, whole, requires, cls, handoff_class in _NAME_RULES:
@@ -138,7 +137,7 @@ def classify_parts(name: str, attrs: Mapping[str, Any]) -> SpanClass:
                 not requires or requires in attrs
             ):
                 if cls is handoff_class and handoff_target(tool_name_in(name, attrs)):
-                    return _CLASS_HANDOFF
+                    return HANDOFF
                 return cls
     for key, cls in _MARKER_RULES:
         if isinstance(attrs.get(key), str):
@@ -146,8 +145,8 @@ def classify_parts(name: str, attrs: Mapping[str, Any]) -> SpanClass:
     if name[:_HANDOFF_SPAN_HEAD].lower().startswith(_HANDOFF_SPAN_PREFIXES) and (
         _names_a_target(name, attrs)
     ):
-        return _CLASS_HANDOFF
-    return _CLASS_OTHER
+        return HANDOFF
+    return OTHER
 
 
 def is_mcp_tool_request(attrs: Mapping[str, Any]) -> bool:

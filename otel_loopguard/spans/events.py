@@ -29,6 +29,9 @@ from otel_loopguard.engine.events import ErrorInfo, Event, EventKind, tool_error
 from otel_loopguard.engine.signatures import call_signature, output_signature
 from otel_loopguard.spans import dialects
 from otel_loopguard.spans.classify import (
+    HANDOFF,
+    LLM,
+    TOOL,
     SpanClass,
     classify,
     handoff_span_match,
@@ -73,9 +76,6 @@ _KIND_HANDOFF = EventKind.HANDOFF
 _KIND_LLM_RESPONSE = EventKind.LLM_RESPONSE
 _KIND_TOOL_CALL = EventKind.TOOL_CALL
 _KIND_TOOL_RESULT = EventKind.TOOL_RESULT
-_CLASS_HANDOFF = SpanClass.HANDOFF
-_CLASS_LLM = SpanClass.LLM
-_CLASS_TOOL = SpanClass.TOOL
 
 
 def span_to_events(
@@ -92,11 +92,11 @@ def span_to_events(
     usually do not). Never raises for odd attribute values; unknown shapes are skipped.
     """
     cls = classify(view) if span_class is None else span_class
-    if cls is _CLASS_TOOL:
+    if cls is TOOL:
         return _tool_events(view, run_id, config, actor)
-    if cls is _CLASS_LLM:
+    if cls is LLM:
         return [_llm_event(view, run_id, config, actor)]
-    if cls is _CLASS_HANDOFF:
+    if cls is HANDOFF:
         event = _handoff_event(view, run_id, actor)
         handoff = [event] if event is not None else []
         if tool_name(view) is not None and handoff_target(tool_name(view)):

@@ -40,14 +40,20 @@ from typing import Any, Protocol
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.events import Event
 from otel_loopguard.engine.run_identity import TRACE, RunIdentity, run_identity
-from otel_loopguard.spans.classify import SpanClass, is_mcp_tool_request
+from otel_loopguard.spans.classify import (
+    AGENT,
+    HANDOFF,
+    LLM,
+    TOOL,
+    WORKFLOW,
+    SpanClass,
+    is_mcp_tool_request,
+)
 from otel_loopguard.spans.dialects import CONVERSATION_KEY_SET
 from otel_loopguard.spans.events import span_to_events
 from otel_loopguard.spans.identity import agent_name, conversation_in
 from otel_loopguard.spans.view import SpanView
 
-_TOOL, _HANDOFF, _LLM = SpanClass.TOOL, SpanClass.HANDOFF, SpanClass.LLM
-_AGENT, _WORKFLOW = SpanClass.AGENT, SpanClass.WORKFLOW
 _MAX_NESTED = 100_000
 
 
@@ -292,7 +298,7 @@ class SpanFollower:
         made by the gate. ``parent_is_tool()`` tells whether the parent is a tool span (only
         asked for an MCP tool request inside another span)."""
         is_root = parent_id is None or parent_remote
-        if parent_id is not None and (span_class is _TOOL or span_class is _HANDOFF):
+        if parent_id is not None and (span_class is TOOL or span_class is HANDOFF):
             transport = is_mcp_tool_request(attributes)
             if (
                 (transport and parent_is_tool is not None and parent_is_tool())
@@ -307,7 +313,7 @@ class SpanFollower:
                 if len(nested) >= _MAX_NESTED:  # spans that never end: stay bounded
                     nested.clear()
                 nested.add(span_id)
-        run_root = span_class is _AGENT or span_class is _WORKFLOW
+        run_root = span_class is AGENT or span_class is WORKFLOW
         conversation = conversation_in(attributes)
         if not (is_root or run_root):
             # tool and model spans are read when they end; only a conversation id they
@@ -373,7 +379,7 @@ class SpanFollower:
         managed = span_id in self.managed_ids
         fed_tool_parents = state.fed_tool_parents
         duplicate = False
-        if span_class is _TOOL or span_class is _HANDOFF:
+        if span_class is TOOL or span_class is HANDOFF:
             duplicate = span_id in fed_tool_parents
             nested = self.nested
             if nested and span_id in nested:
@@ -392,7 +398,7 @@ class SpanFollower:
         agents = state.agents
         root = agents[0] if agents else None
         ending: OpenAgent | None = None
-        run_root = span_class is _AGENT or span_class is _WORKFLOW
+        run_root = span_class is AGENT or span_class is WORKFLOW
         if run_root:
             with self.lock:
                 agents = state.agents
@@ -413,7 +419,7 @@ class SpanFollower:
             identity = cached[2]
         else:
             identity = state.identity(conversation, root, self.span_hex)
-        if span_class is _LLM and not managed and self.model_span_ended is not None:
+        if span_class is LLM and not managed and self.model_span_ended is not None:
             duplicate = self.model_span_ended(identity.run_id, attributes) or duplicate
         view: SpanView | None = None
         events: list[Event] = []
