@@ -290,6 +290,10 @@ def run_scenario(
                 outcome.tokens += turn.input_tokens + turn.output_tokens
                 phase = "call"
                 if turn.tool is None:
+                    # a decision on the last model turn (repeated tool steps) is shown too
+                    timeline.decisions(pending)
+                    outcome.decisions.extend(pending)
+                    pending.clear()
                     outcome.answer = turn.answer
                     timeline.answer(turn.answer or "")
                     break

@@ -41,7 +41,13 @@ def _attrs(items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def demo_spans(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+def demo_spans(demo_run) -> list[dict[str, Any]]:
+    return demo_run[1]
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[dict[str, Any]]]:
+    """The demo's console output and its exported spans."""
     tmp = tmp_path_factory.mktemp("demo")
     env = {
         k: v
@@ -53,14 +59,15 @@ def demo_spans(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]
     env["OTEL_RESOURCE_ATTRIBUTES"] = PHOENIX_PROJECT.group(1)
     trace = tmp / "trace.json"
     command = ["demo", "--scenario", "all", "--pace", "0", "--trace-file", str(trace)]
-    subprocess.run(
+    shown = subprocess.run(
         [sys.executable, "-m", "otel_loopguard.cli", *command],
         env=env,
         cwd=tmp,
         capture_output=True,
+        text=True,
         timeout=120,
         check=True,
-    )
+    ).stdout
     spans = []
     for resource in json.loads(trace.read_text())["resourceSpans"]:
         for scope in resource["scopeSpans"]:
@@ -73,7 +80,7 @@ def demo_spans(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]
                     if e["name"] == "loopguard.decision"
                 ]
                 spans.append(span)
-    return spans
+    return shown, spans
 
 
 def test_the_deciding_tool_span_says_stop_as_attributes(demo_spans) -> None:
@@ -149,3 +156,20 @@ def test_the_phoenix_project_setting_of_the_docs_reaches_every_span(demo_spans) 
     assert {s["resource"]["service.name"] for s in demo_spans} == {"otel-loopguard-demo"}
     viewing = (VIEW_IT_IN.parent / "viewing.md").read_text(encoding="utf-8")
     assert "(view-it-in.md)" in viewing  # found from the viewing page
+
+
+def test_the_demo_shows_every_decision_it_records(demo_run) -> None:
+    """What the console tells is what the trace holds: the healthy run's warn on its
+    repeated model turns is printed too, not only found later by ``analyze``."""
+    shown, spans = demo_run
+    printed = sorted(
+        (action.lower(), risk)
+        for action, risk in re.findall(r"\[.\] (WARN|REPLAN|PAUSE|STOP)\s+risk (\d\.\d\d)", shown)
+    )
+    recorded = sorted(
+        (d["loopguard.action"], f"{d['loopguard.risk_score']:.2f}")
+        for s in spans
+        for d in s["decisions"]
+    )
+    assert printed == recorded
+    assert "repeated_tool_steps: 3 consecutive model turns" in shown
