@@ -215,12 +215,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
             context.trace_id, context.span_id, parent is None or parent.is_remote
         )
         if state is not None:
-            view = from_readable_span(span, detection_only=True, trace_id=state.hex_trace_id)
-            summary = self.guard.monitor.end_run(state.hex_trace_id)
-            if summary is not None:
-                self.guard.telemetry.record_run_end(
-                    self.guard.run_end_state(summary, error=view.is_error)
-                )
+            self._end_trace_run(span, state.hex_trace_id, None)
 
     def _on_end(
         self,
@@ -257,13 +252,17 @@ class LoopGuardSpanProcessor(SpanProcessor):
         if ended.ended_root is not None and not ended.managed:
             self._end_agent_run(ended, span)
         if ended.trace_ended:
-            view = ended.view or from_readable_span(
-                span, detection_only=True, trace_id=ended.state.hex_trace_id
-            )
-            summary = guard.monitor.end_run(ended.state.hex_trace_id)
-            if summary is not None:
-                guard.telemetry.record_run_end(guard.run_end_state(summary, error=view.is_error))
+            self._end_trace_run(span, ended.state.hex_trace_id, ended.view)
         guard.telemetry.record_processing(time.perf_counter() - started, span_class)
+
+    def _end_trace_run(self, span: ReadableSpan, trace_hex: str, view: SpanView | None) -> None:
+        """The trace's local root ended: end the run keyed by the trace, count its state."""
+        if view is None:
+            view = from_readable_span(span, detection_only=True, trace_id=trace_hex)
+        guard = self.guard
+        summary = guard.monitor.end_run(trace_hex)
+        if summary is not None:
+            guard.telemetry.record_run_end(guard.run_end_state(summary, error=view.is_error))
 
     def _export(self, decision: Decision, event: Event, ended: SpanEnd, span: ReadableSpan) -> None:
         guard = self.guard

@@ -70,12 +70,5 @@ class ManagedSpans:
     def is_managed(self, span_id: Any) -> bool:
         return span_id in self._spans
 
-    def is_gate_tool_span(self, span_id: Any) -> bool:
-        """A still-open tool span of the gate."""
-        return span_id in self._tools
-
-    def gate_tools_open(self) -> bool:
-        return bool(self._tools)
-
     def __len__(self) -> int:
         return len(self._spans)

@@ -270,15 +270,8 @@ class SpanFollower:
                 self.dropped += 1
         return state
 
-    def drop(self, trace_id: Any) -> TraceState | None:
-        return self.traces.pop(trace_id, None)
-
     def __len__(self) -> int:
         return len(self.traces)
-
-    def nesting_possible(self) -> bool:
-        """Whether a tool span starting now could be nested in another's execution."""
-        return bool(self.nested or self.gate_tool_ids)
 
     # -- span starts ---------------------------------------------------------------------------
 
