@@ -31,7 +31,12 @@ failure), so a machine without it still passes but says what it did not test.
 
 Usage: ``python scripts/run_tests.py [SUITE ...] [--jobs N] [--list] [-- PYTEST ARGS]``
 (``SUITE`` is ``core``, ``compiled``, ``core-py3.X``, ``dists``, a folder name under
-``instrumentation/``, or that name with ``-compiled``; ``--list`` prints them all).
+``instrumentation/``, or that name with ``-compiled``, or ``compat-<name>`` for a folder under
+``compat/``; ``--list`` prints them all).
+
+``compat/<name>/`` folders test the core (and our framework packages) beside a third-party
+instrumentation (OpenInference, OpenLLMetry, the official GenAI ones), one venv each, on the
+source core only: see ``_compat_suite``.
 
 The last line is ``total: N passed, N failed, N skipped`` over all suites; the exit code is
 non-zero when any suite failed, did not install, or ran no test.
@@ -111,20 +116,46 @@ def discover() -> list[Suite]:
                     Suite(f"{child.name}-py{v}", child, (str(ROOT), *helpers), python_version=v)
                     for v in FRAMEWORKS_ON_OTHER_PYTHONS.get(child.name, ())
                 ]
+    compat = ROOT / "compat"
+    if compat.is_dir():
+        for child in sorted(compat.iterdir()):
+            if (child / "pyproject.toml").is_file() and (child / "tests").is_dir():
+                suites.append(_compat_suite(child))
     return suites
 
 
-def _siblings(package: Path) -> tuple[str, ...]:
-    """Other instrumentation packages a suite's tests also install (editable), from
-    ``[tool.loopguard-tests] install-also = ["openai"]`` in its pyproject.toml: tests of
-    two instrumentations at work in one process (each turn counted once, say)."""
+def _compat_suite(folder: Path) -> Suite:
+    """``compat/<name>/``: our core (and, with ``install-also``, our framework packages)
+    beside a third-party instrumentation from PyPI, pinned at the version tested. Not a
+    distribution: its pyproject.toml lists the suite's requirements under
+    ``[tool.loopguard-tests] requirements`` (the third party's own pins conflict with other
+    suites', which is why each gets a venv of its own)."""
+    table = _tests_table(folder)
+    siblings = tuple(str(ROOT / "instrumentation" / name) for name in table.get("install-also", []))
+    return Suite(
+        f"compat-{folder.name}",
+        folder,
+        extra_installs=(f"{ROOT}[test]", str(TESTING), *siblings),
+        requirements=tuple(table.get("requirements", [])),
+    )
+
+
+def _tests_table(package: Path) -> dict[str, list[str]]:
+    """The ``[tool.loopguard-tests]`` table of a suite folder's pyproject.toml."""
     try:
         import tomllib
     except ModuleNotFoundError:  # this script run by Python 3.10: tomli is the same parser
         import tomli as tomllib
 
     data = tomllib.loads((package / "pyproject.toml").read_text(encoding="utf-8"))
-    names = data.get("tool", {}).get("loopguard-tests", {}).get("install-also", [])
+    return data.get("tool", {}).get("loopguard-tests", {})
+
+
+def _siblings(package: Path) -> tuple[str, ...]:
+    """Other instrumentation packages a suite's tests also install (editable), from
+    ``[tool.loopguard-tests] install-also = ["openai"]`` in its pyproject.toml: tests of
+    two instrumentations at work in one process (each turn counted once, say)."""
+    names = _tests_table(package).get("install-also", [])
     return tuple(str(package.parent / name) for name in names)
 
 
