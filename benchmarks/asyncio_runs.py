@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # installed package first
 
-from span_overhead import make_provider
+from span_overhead import agent_attributes, make_provider, tool_attributes
 
 TARGET_RATIO = 1.5
 SETUPS = ("plain", "loopguard")
@@ -40,18 +39,12 @@ SETUPS = ("plain", "loopguard")
 
 async def _agent(tracer, worker: int, tools: int) -> None:
     with tracer.start_as_current_span(
-        f"invoke_agent worker{worker}",
-        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "async-agent"},
+        f"invoke_agent worker{worker}", attributes=agent_attributes("async-agent")
     ):
         for i in range(tools):
             with tracer.start_as_current_span(
                 "execute_tool search",
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": "search",
-                    "gen_ai.tool.call.id": f"call_{worker}_{i}",
-                    "gen_ai.tool.call.arguments": json.dumps({"query": f"w{worker} topic {i}"}),
-                },
+                attributes=tool_attributes(f"call_{worker}_{i}", {"query": f"w{worker} topic {i}"}),
             ) as span:
                 await asyncio.sleep(0)  # the tool awaits I/O: other runs go on meanwhile
                 span.set_attribute("gen_ai.tool.call.result", f"{i} results for w{worker}")

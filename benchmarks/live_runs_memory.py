@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import sys
 import tracemalloc
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # installed package first
 
 from opentelemetry import trace
-from span_overhead import make_provider
+from span_overhead import agent_attributes, make_provider, tool_attributes
 
 
 @dataclass
@@ -60,19 +59,14 @@ def measure(setup: str, runs: int, tools: int) -> Held:
     for run in range(runs):
         agent = tracer.start_span(
             f"invoke_agent session{run}",
-            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "svc"},
+            attributes=agent_attributes("svc"),
         )
         context = trace.set_span_in_context(agent)
         for i in range(tools):
             with tracer.start_as_current_span(
                 "execute_tool search",
                 context=context,
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": "search",
-                    "gen_ai.tool.call.id": f"call_{run}_{i}",
-                    "gen_ai.tool.call.arguments": json.dumps({"query": f"s{run} topic {i}"}),
-                },
+                attributes=tool_attributes(f"call_{run}_{i}", {"query": f"s{run} topic {i}"}),
             ) as span:
                 span.set_attribute("gen_ai.tool.call.result", f"{i} results for s{run}")
         agents.append(agent)

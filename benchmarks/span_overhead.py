@@ -82,6 +82,23 @@ class DropExporter(SpanExporter):
         return None
 
 
+def agent_attributes(name: str) -> dict[str, str]:
+    """A GenAI ``invoke_agent`` span's attributes (every benchmark's agents look alike)."""
+    return {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name}
+
+
+def tool_attributes(
+    call_id: str, arguments: dict[str, Any], tool: str = "search"
+) -> dict[str, str]:
+    """A GenAI ``execute_tool`` span's attributes at its start: the call and its arguments."""
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool,
+        "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.call.arguments": json.dumps(arguments),
+    }
+
+
 def make_provider(setup: str) -> TracerProvider:
     """``plain`` SDK (``plain-control`` is a second, identical one: the noise between two
     equal set-ups), ``loopguard``, or ``no-detectors`` (loopguard with no detectors)."""
@@ -99,18 +116,14 @@ def agent(provider: TracerProvider, worker: int, spans: int, barrier: threading.
     tracer = provider.get_tracer("bench.framework")
     barrier.wait()
     with tracer.start_as_current_span(
-        f"invoke_agent worker{worker}",
-        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": f"w{worker}"},
+        f"invoke_agent worker{worker}", attributes=agent_attributes(f"w{worker}")
     ):
         for i in range(spans):
             with tracer.start_as_current_span(
                 "execute_tool search",
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": "search",
-                    "gen_ai.tool.call.id": f"call_{worker}_{i}",
-                    "gen_ai.tool.call.arguments": json.dumps({"query": f"topic {i}", "page": 1}),
-                },
+                attributes=tool_attributes(
+                    f"call_{worker}_{i}", {"query": f"topic {i}", "page": 1}
+                ),
             ) as span:
                 span.set_attribute("gen_ai.tool.call.result", f"{i % 7} results for topic {i}")
 
