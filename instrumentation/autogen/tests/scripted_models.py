@@ -74,15 +74,10 @@ class ScriptedClient(ChatCompletionClient):
         return self._next()
 
     async def create_stream(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[Tool | ToolSchema] = (),
-        tool_choice: Any = "auto",
-        json_output: Any = None,
-        extra_create_args: Mapping[str, Any] = {},
-        cancellation_token: CancellationToken | None = None,
+        self, messages: Sequence[LLMMessage], **options: Any
     ) -> AsyncGenerator[str | CreateResult, None]:
+        """The same scripted turn as ``create``, its text streamed word by word (the
+        keyword options autogen passes are those of ``create``)."""
         result = self._next()
         if isinstance(result.content, str):
             for word in result.content.split(" "):
