@@ -1,7 +1,7 @@
 """The real ``opentelemetry-instrument`` loads the package through its entry point and
 stops a looping Agno agent; observe mode changes nothing. The suite's venv also holds
-OpenInference's Agno instrumentation (Agno's own tracing), whose entry point has the same
-name, ``agno``: both are loaded, and both key the run by the agent's session."""
+OpenInference's Agno instrumentation (Agno's own tracing), entry point ``agno`` beside
+our ``loopguard_agno``: both are loaded, and both key the run by the agent's session."""
 
 from __future__ import annotations
 
