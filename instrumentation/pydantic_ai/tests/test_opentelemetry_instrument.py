@@ -92,3 +92,62 @@ def test_a_token_budget_stops_the_run_in_a_real_process(tmp_path):
     assert run.attributes["loopguard.run.state"] == "budget_exceeded"
     assert run.attributes["gen_ai.usage.input_tokens"] == 3 * 40
     assert run.attributes["gen_ai.usage.output_tokens"] == 3 * 10
+
+
+README = TESTS.parent / "README.md"
+
+#: runs one statement of the README's ``python`` block (its imports, then the statement
+#: named on the command line) on a looping agent, under ``opentelemetry-instrument``
+README_SNIPPET_SCRIPT = textwrap.dedent(
+    """
+    import sys
+
+    from scripted_agents import looping_agent
+
+    imports, statements = sys.argv[1].split("\\n\\n", 1)
+    statement = statements.splitlines()[int(sys.argv[2])]
+    scenario = looping_agent()
+    namespace = {"agent": scenario.agent}
+    exec(imports + "\\n" + statement, namespace)
+    try:
+        print("FINAL", scenario.agent.run_sync("What does it cost?").output)
+    finally:
+        print("EXECUTIONS", len(scenario.executions), flush=True)
+    """
+)
+
+
+def _readme_python_block() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("```python\n") + len("```python\n")
+    return text[start : text.index("```", start)].strip()
+
+
+def test_the_readme_never_shows_the_agent_keyword_that_raises() -> None:
+    """``Agent(..., instrument=True)`` raises TypeError on pydantic-ai 2.68 (issue 17, 7)."""
+    from pydantic_ai import Agent
+
+    with pytest.raises(TypeError):
+        Agent("test", instrument=True)
+    assert "Agent(instrument=True)" not in README.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("statement", [0, 1], ids=["instrument_all", "agent.instrument"])
+def test_the_readme_snippet_turns_on_pydantic_ais_spans_and_we_still_stop(tmp_path, statement):
+    """Each way the README shows to turn pydantic-ai's own instrumentation on works as
+    written: pydantic-ai makes the spans, and the looping run is still interrupted."""
+    block = _readme_python_block()
+    assert len(block.split("\n\n", 1)[1].splitlines()) == 2
+    completed, spans = run_script_with_receiver(
+        tmp_path,
+        README_SNIPPET_SCRIPT,
+        extra_args=("--loopguard_mode", "enforce"),
+        script_args=(block, str(statement)),
+        env={"PYTHONPATH": str(TESTS)},
+    )
+
+    executions = assert_interrupted_process(completed)
+    assert executions <= 4
+    agent_spans = [s for s in spans if s.name == "invoke_agent researcher"]
+    assert [s.scope for s in agent_spans] == ["pydantic-ai"]
+    assert received_decisions(spans, "stop")
