@@ -1,7 +1,8 @@
 """``otel-loopguard analyze FILE…``: where would otel-loopguard have stopped these runs?
 
-Exit codes: 0 when no run reached the ``--fail-on`` action, 1 when one did, 2 when an input
-is unusable (missing, unreadable, empty, not JSON, not traces, truncated, a broken .gz),
+Exit codes: 0 when no run reached the ``--fail-on`` action (and, with ``--labels``, every
+gate passed), 1 when one did (or a gate failed), 2 when an input or the labels file is
+unusable (missing, unreadable, empty, not JSON, not traces, truncated, a broken .gz),
 with one line on stderr and no traceback. An empty input (no bytes, or whitespace only) is
 unusable: a CI job pointed at a file the collector never wrote must not pass silently. A
 valid export that holds no spans is fine (0 runs, exit 0).
@@ -17,6 +18,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from otel_loopguard.analyze.labels import parse_fraction
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Action
 
@@ -34,7 +36,8 @@ def add_parser(subparsers: Any) -> None:
             "report, per run, the decisions and where STOP would have fired. Settings come "
             "from the OTEL_LOOPGUARD_* variables; flags override them."
         ),
-        epilog="exit status: 0 no run reached --fail-on, 1 one did, 2 unusable input",
+        epilog="exit status: 0 no run reached --fail-on and no --labels gate failed, 1 one "
+        "did, 2 unusable input or labels",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="trace export, or - for stdin")
     parser.add_argument(
@@ -43,9 +46,27 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--fail-on",
         choices=_FAIL_ON_CHOICES,
-        default="stop",
-        help="exit 1 when a run reaches this action or a more severe one (stop); never: "
-        "always exit 0 for usable input",
+        default=None,
+        help="exit 1 when a run reaches this action or a more severe one (stop; never "
+        "with --labels, whose gates decide); never: always exit 0 for usable input",
+    )
+    parser.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="score the runs against this labels file (docs/replay.md): recall, false-STOP "
+        "rate, precision, tool calls saved, per detector",
+    )
+    parser.add_argument(
+        "--min-recall",
+        type=parse_fraction,
+        metavar="R",
+        help="with --labels: exit 1 when recall on loop runs is below R (0.9 or 90%%)",
+    )
+    parser.add_argument(
+        "--max-false-stop-rate",
+        type=parse_fraction,
+        metavar="R",
+        help="with --labels: exit 1 when the share of clean runs stopped is above R (0 or 0%%)",
     )
     parser.add_argument(
         "--mode", choices=("observe", "enforce"), help="overrides OTEL_LOOPGUARD_MODE"
@@ -129,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
 def _analyze(args: argparse.Namespace) -> int:
     from itertools import chain
 
+    from otel_loopguard.analyze.labels import Gates, LabelScore, LabelsError, load_labels
     from otel_loopguard.analyze.progress import Progress
     from otel_loopguard.analyze.readers import ReadStats, read_span_batches
     from otel_loopguard.analyze.replay import DEFAULT_BUFFER_SPANS, Replayer
@@ -145,7 +167,19 @@ def _analyze(args: argparse.Namespace) -> int:
         config = _config(args)
     except UsageError as exc:
         return _fail(str(exc))
-    fail_on = None if args.fail_on == "never" else Action(args.fail_on)
+    labels = None
+    gated = args.min_recall is not None or args.max_false_stop_rate is not None
+    if args.labels is None and gated:
+        return _fail("--min-recall and --max-false-stop-rate need --labels FILE")
+    if args.labels is not None:
+        try:
+            labels = LabelScore(
+                load_labels(args.labels), Gates(args.min_recall, args.max_false_stop_rate)
+            )
+        except LabelsError as exc:
+            return _fail(str(exc))
+    fail_on_name = args.fail_on or ("never" if labels is not None else "stop")
+    fail_on = None if fail_on_name == "never" else Action(fail_on_name)
     context = ReportContext(
         inputs=list(args.files),
         mode=config.mode,
@@ -153,6 +187,7 @@ def _analyze(args: argparse.Namespace) -> int:
         fail_on=fail_on,
         capture_content=config.capture_content,
         prices_configured=bool(config.prices),
+        labels=labels,
     )
     out = sys.stdout
     report = (JsonReport if args.format == "json" else TextReport)(out, context)
@@ -183,7 +218,13 @@ def _analyze(args: argparse.Namespace) -> int:
         _silence_stdout()
         return 0
     progress.close(stats.spans, replayer.runs_finished)
-    if report.totals.failing:
+    if labels is not None and labels.missing:
+        missing = labels.missing
+        print(
+            f"otel-loopguard analyze: {len(missing)} labels matched no run, e.g. {missing[0]!r}",
+            file=sys.stderr,
+        )
+    if report.totals.failing or (labels is not None and labels.failed_gates()):
         return 1
     return 0
 

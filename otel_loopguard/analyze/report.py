@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from otel_loopguard.analyze.replay import DecisionRecord, RunRecord
 from otel_loopguard.engine.decisions import Action
+
+if TYPE_CHECKING:
+    from otel_loopguard.analyze.labels import LabelScore
 
 #: characters of captured content shown per value in the text report
 CONTENT_PREVIEW_CHARS = 200
@@ -69,6 +72,7 @@ class ReportContext:
     fail_on: Action | None
     capture_content: bool
     prices_configured: bool
+    labels: LabelScore | None = None  # scoring against --labels, fed every finished run
 
 
 class Report:
@@ -94,6 +98,8 @@ class Report:
     def run(self, record: RunRecord) -> None:
         self.begin()
         self.totals.add(record, self.context.fail_on)
+        if self.context.labels is not None:
+            self.context.labels.add(record)
         self.write_run(record)
 
     def end(self, seen: InputSummary) -> None:
@@ -204,6 +210,8 @@ class JsonReport(Report):
                 "cost": totals.saved_cost if self.context.prices_configured else None,
             },
         }
+        if self.context.labels is not None:
+            summary["labels"] = self.context.labels.to_json()
         self.out.write("\n" if not self._first else "")
         self.out.write('], "summary": ')
         self.out.write(json.dumps(summary))
@@ -333,3 +341,5 @@ class TextReport(Report):
                 "were replayed before their agent span arrived (their spans may form runs of "
                 "their own); raise --buffer-spans\n"
             )
+        if self.context.labels is not None:
+            self.out.write(self.context.labels.text())
