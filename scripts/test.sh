@@ -18,6 +18,19 @@ if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2
   fi
 fi
 
+# The run store's tests start real redis-servers on free loopback ports (tests/store/).
+if ! command -v redis-server >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian's redis-server (for the run store's tests)..."
+    if ! { apt-get update -qq >/dev/null &&
+           DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }; then
+      echo "warning: could not install redis-server; the run store's tests will be skipped"
+    fi
+  else
+    echo "note: redis-server not found; the run store's tests will be skipped (apt-get install redis-server)"
+  fi
+fi
+
 # The `compiled` suite builds the mypyc wheel: it needs a C compiler (and Python's headers,
 # which python.org, pyenv and Debian's python3-dev installs carry).
 if ! command -v cc >/dev/null 2>&1; then

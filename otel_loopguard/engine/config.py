@@ -132,6 +132,15 @@ class LoopGuardConfig(BaseModel):
     max_runs: int = Field(10_000, ge=1, description="live runs kept (LRU)")
     run_ttl: float = Field(3600.0, gt=0, description="idle seconds before a run is dropped")
 
+    # the run store (docs/fleet.md): runs shared between processes
+    store: str = Field("memory", description="`memory` or a redis:// / rediss:// URL")
+    store_timeout: float = Field(50.0, gt=0, le=60_000, description="ms a store call may wait")
+    store_prefix: str = Field("loopguard:", description="key prefix in the store")
+    user_token_budget: int = Field(0, ge=0, description="tokens per user per window, all runs")
+    user_cost_limit: float = Field(0.0, ge=0, description="cost per user per window, all runs")
+    user_budget_window: float = Field(3600.0, ge=1, description="fleet budget window, seconds")
+    user_key: str | None = Field(None, description="baggage key naming the user or tenant")
+
     _split_lists = field_validator("read_only_tools", "shell_tools", mode="before")(_comma_list)
 
     @classmethod

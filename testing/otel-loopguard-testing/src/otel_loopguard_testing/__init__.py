@@ -8,6 +8,8 @@ One module per job; every name a suite uses is importable from here too:
   :func:`openai_package_fixture`, :func:`assert_expected_build`, :func:`wrappers_removed`.
 - :mod:`.metrics`: :func:`metric_counter`, the guard's metrics on a real meter provider.
 - :mod:`.receiver`: :class:`OTLPReceiver`, an OTLP/HTTP trace receiver on a loopback port.
+- :mod:`.redis_server`: :class:`RedisServer`, a real ``redis-server`` on a free loopback
+  port (kill, pause, resume, restart), the ``redis_server`` fixture.
 - :mod:`.instrument_runner`: programs run under the real ``opentelemetry-instrument``.
 - :mod:`.scripted_models`: what the framework suites' scripted models and tools share
   (``Answer``, :func:`always`, :class:`CountingSearch`, :func:`forbidden`,
@@ -87,6 +89,7 @@ from .program_checks import (
     run_script_with_receiver,
 )
 from .receiver import OTLPReceiver, ReceivedSpan, received_decisions
+from .redis_server import RedisServer, redis_server, running_redis_server
 from .scripted_models import (
     QUESTION,
     Answer,
@@ -105,6 +108,7 @@ __all__ = [
     "Harness",
     "OTLPReceiver",
     "ReceivedSpan",
+    "RedisServer",
     "SpanLifecycle",
     "Spans",
     "Testbed",
@@ -147,12 +151,14 @@ __all__ = [
     "printed_count",
     "program_outcome",
     "received_decisions",
+    "redis_server",
     "reported_outcome",
     "run_chat_tool_loop",
     "run_console_program",
     "run_script_with_receiver",
     "run_suite_app",
     "run_under_opentelemetry_instrument",
+    "running_redis_server",
     "sdk_chat_attributes",
     "unreadable",
     "wrapped",
