@@ -17,6 +17,7 @@ from collections.abc import Sequence
 SUBCOMMANDS: tuple[str, ...] = (
     "otel_loopguard.analyze.command",
     "otel_loopguard.demo",
+    "otel_loopguard.serve.command",
 )
 
 

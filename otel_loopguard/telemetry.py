@@ -174,13 +174,21 @@ class Telemetry:
             return []
 
     def record_decision(
-        self, decision: Decision, event: Event | None, context: Context | None = None
+        self,
+        decision: Decision,
+        event: Event | None,
+        context: Context | None = None,
+        service: str | None = None,
     ) -> None:
+        """Count a decision; ``service`` is the ``service.name`` of the program that sent
+        the span (the detection service judges many programs' spans)."""
         detectors = decision.detectors
         labels = {
             "action": decision.action.value,
             "detector": detectors[0] if detectors else "none",
         }
+        if service:
+            labels["service.name"] = service
         if event is not None:
             if event.actor:
                 labels["gen_ai.agent.name"] = event.actor

@@ -174,6 +174,8 @@ class RunRecord:
 
 
 RunSink = Callable[[RunRecord], None]
+#: told of each fresh decision as it is made (the detection service exports it at once)
+DecisionSink = Callable[[RunRecord, DecisionRecord, Decision, Event], None]
 
 
 class TraceBuffer:
@@ -237,8 +239,10 @@ class Replayer:
         policy: Policy | None = None,
         detectors: Iterable[Detector] | None = None,
         buffer_spans: int = DEFAULT_BUFFER_SPANS,
+        on_decision: DecisionSink | None = None,
     ) -> None:
         self.config = config
+        self._on_decision = on_decision
         self._now = 0.0
         self._now_ns = 0
         # the monitor's clock is trace time: the time of the span start or end replayed
@@ -277,6 +281,22 @@ class Replayer:
             self.spans += 1
             for trace in add(view):
                 replay(trace)
+
+    def replay_part(self, spans: list[SpanView]) -> None:
+        """Replay spans of one trace now, without buffering: the detection service's
+        input, where a trace arrives in the parts its exporter batched (a later part is
+        replayed as a late part of the trace, as a part flushed from the buffer is)."""
+        self.spans += len(spans)
+        self._replay_trace(spans)
+
+    def finish_oldest_runs(self, keep: int) -> int:
+        """Finish the least recently touched runs until at most ``keep`` are live (the
+        detection service's bound on live runs); returns how many were finished."""
+        finished = 0
+        while len(self._runs) > keep:
+            self._finish_run(next(iter(self._runs)))
+            finished += 1
+        return finished
 
     def finish(self) -> None:
         """End of input: replay what is buffered, end every run still open."""
@@ -351,6 +371,13 @@ class Replayer:
         parent = view.parent_span_id
         if parent is not None and cls is OTHER:
             return
+        if cls is AGENT or cls is WORKFLOW:
+            state = self.follower.get(view.trace_id)
+            if state is not None and state.trace_run_used and not state.agents:
+                # a late part whose agent span starts after an earlier part's spans were
+                # fed to the run keyed by the trace: starting a run keyed by the agent span
+                # now would split the run in two; the trace's run goes on, and ends with it
+                return
         parent_is_tool.parent = parent
         started = self.follower.started(
             view.trace_id,
@@ -474,6 +501,8 @@ class Replayer:
             record.first_stop = item
             snapshot = self.monitor.run_snapshot(record.run_id)
             record._cost_at_stop = snapshot.counters.cost if snapshot is not None else None
+        if self._on_decision is not None:
+            self._on_decision(record, item, decision, event)
 
     # -- run ends ----------------------------------------------------------------------------
 

@@ -1,0 +1,80 @@
+"""What leaves the service for each decision: metrics, a decision span, the STOP.
+
+* metrics: the same ``loopguard.*`` instruments as in-process (:class:`Telemetry`), the
+  decision count labelled with the ``service.name`` of the program that sent the span;
+* a ``loopguard.decision`` span, child of the span the decision was made on, so the trace
+  that looped shows it (our own instrumentation scope: if it comes back to this service
+  through the same Collector, the replayer leaves it out);
+* with a run store: the run's STOP, which gates in other processes (and agents in other
+  languages reading the documented key) read before their next call.
+
+Each output catches and counts its own failure (``loopguard.internal_errors``): one broken
+exporter or an unreachable store never stops the others, nor the judging of spans.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanContext, TraceFlags
+
+from otel_loopguard.analyze.replay import DecisionRecord, RunRecord
+from otel_loopguard.engine.decisions import Action, Decision
+from otel_loopguard.engine.events import Event
+from otel_loopguard.telemetry import SCOPE_NAME, Telemetry
+
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+
+
+class DecisionOutput:
+    def __init__(self, telemetry: Telemetry, tracer: trace.Tracer, store: Any = None) -> None:
+        self.telemetry = telemetry
+        self.tracer = tracer
+        self.store = store
+        self.decision_spans = 0
+        self.stops_stored = 0
+
+    def decided(
+        self,
+        record: RunRecord,
+        item: DecisionRecord,
+        decision: Decision,
+        event: Event,
+        service: str | None,
+    ) -> None:
+        telemetry = self.telemetry
+        try:
+            telemetry.record_decision(decision, event, service=service)
+        except Exception as exc:
+            telemetry.internal_error("serve.decision_metrics", exc)
+        if item.trace_id and item.span_id:
+            try:
+                parent = SpanContext(int(item.trace_id, 16), int(item.span_id, 16), True, _SAMPLED)
+                telemetry.emit_decision_span(self.tracer, decision, event, parent, time.time_ns())
+                self.decision_spans += 1
+            except Exception as exc:
+                telemetry.internal_error("serve.decision_span", exc)
+        if decision.action is Action.STOP and self.store is not None:
+            try:
+                self._store_stop(record.run_id, decision)
+                self.stops_stored += 1
+            except Exception as exc:
+                telemetry.internal_error("serve.store", exc)
+
+    def _store_stop(self, run_id: str, decision: Decision) -> None:
+        raise NotImplementedError  # wired to the run store (engine/store) once it exists
+
+    def run_ended(self, record: RunRecord) -> None:
+        try:
+            self.telemetry.record_run_end(record.end_state or "completed")
+        except Exception as exc:
+            self.telemetry.internal_error("serve.run_metrics", exc)
+
+
+def decision_tracer(provider: Any) -> trace.Tracer:
+    """The tracer of decision spans: our scope name, which the replayer recognises."""
+    from otel_loopguard.telemetry import _version
+
+    return trace.get_tracer(SCOPE_NAME, _version(), tracer_provider=provider)
