@@ -40,6 +40,7 @@ from otel_loopguard.spans.classify import (
     tool_name_in,
 )
 from otel_loopguard.spans.identity import agent_name
+from otel_loopguard.spans.payloads import unwrap_arguments, unwrap_result
 from otel_loopguard.spans.view import SpanView
 
 # Above these sizes a string is not decoded: its signature is computed from the text.
@@ -177,8 +178,10 @@ def _tool_events(
     attrs = view.attributes
     name = tool_name_in(view.name, attrs) or view.name or "unknown"
     actor = agent_name(view) or actor
-    call_id = _first_text(attrs, _CALL_ID_KEYS)
-    arguments = tool_arguments(view)
+    # a callback envelope (OpenLLMetry's LangChain spans) is unwrapped to what the tool
+    # got, and the tool-call id it carries is the call's (spans.payloads)
+    arguments, wrapped_call_id = unwrap_arguments(tool_arguments(view))
+    call_id = _first_text(attrs, _CALL_ID_KEYS) or wrapped_call_id
     end = view.end_time_unix_nano
     timestamp = end / 1e9 if isinstance(end, int) else None
     max_chars = config.signature_max_chars
@@ -210,7 +213,7 @@ def _tool_events(
         name,
         call_id,
         timestamp,
-        tool_output(view),
+        unwrap_result(tool_output(view)),
         max_chars,
     )
     return [call, outcome]
@@ -352,7 +355,9 @@ def handoff_event(
 
 def _llm_event(view: SpanView, run_id: str, config: LoopGuardConfig, actor: str | None) -> Event:
     attrs = view.attributes
-    requested, text_seen, text_empty = _requested_calls(attrs, config.signature_max_chars)
+    requested, text_seen, text_empty = _requested_calls(
+        attrs, config.signature_max_chars, view.span_id
+    )
     finish = _finish_reason(attrs)
     event = Event(
         _KIND_LLM_RESPONSE,
@@ -384,14 +389,24 @@ def _finish_reason(attrs: Mapping[str, Any]) -> str | None:
     return _first_text(attrs, _FINISH_REASON_KEYS)
 
 
-def _requested_calls(attrs: Mapping[str, Any], max_chars: int) -> tuple[list[str], bool, bool]:
+def _requested_calls(
+    attrs: Mapping[str, Any], max_chars: int, span_id: str
+) -> tuple[list[str], bool, bool]:
     """Signatures of the tool calls a model turn asked for, and whether its text was empty.
 
     Returns ``(signatures, text_seen, text_empty)``; ``text_seen`` is False when the span
     records no output content at all (then emptiness is unknown, not true).
+
+    With content capture off some instrumentations still write the parts, without their
+    content (pydantic-ai: a ``tool_call`` part with no ``arguments``, a ``text`` part with
+    no ``content``). Such a part means "not recorded": the call's signature is made unique
+    to this span (two turns asking for unknown arguments are not identical steps), and a
+    text part without content leaves the emptiness of the answer unknown.
     """
     calls: list[tuple[str, Any]] = []
+    unrecorded_calls: list[str] = []
     text_seen = False
+    text_unrecorded = False
     text_parts: list[str] = []
 
     for key in _OUTPUT_MESSAGES_KEYS:
@@ -407,10 +422,17 @@ def _requested_calls(attrs: Mapping[str, Any], max_chars: int) -> tuple[list[str
                 for part in parts if isinstance(parts, list) else ():
                     if not isinstance(part, dict):
                         continue
-                    if part.get("type") == "tool_call" and isinstance(part.get("name"), str):
-                        calls.append((part["name"], part.get("arguments")))
-                    elif part.get("type") == "text" and isinstance(part.get("content"), str):
-                        text_parts.append(part["content"])
+                    kind = part.get("type")
+                    if kind == "tool_call" and isinstance(part.get("name"), str):
+                        if "arguments" in part:
+                            calls.append((part["name"], part["arguments"]))
+                        else:
+                            unrecorded_calls.append(part["name"])
+                    elif kind == "text":
+                        if isinstance(part.get("content"), str):
+                            text_parts.append(part["content"])
+                        else:
+                            text_unrecorded = True
 
     # indexed families: llm.output_messages.{i}.message.tool_calls.{j}.tool_call.function.*
     # (OpenInference), gen_ai.completion.{i}.tool_calls.{j}.* (OpenLLMetry)
@@ -434,7 +456,13 @@ def _requested_calls(attrs: Mapping[str, Any], max_chars: int) -> tuple[list[str
                 calls.append((name, _decode(attrs.get(call_prefix + "arguments"))))
 
     signatures = [call_signature(name, args, max_chars=max_chars)[0] for name, args in calls]
+    for name in unrecorded_calls:
+        signatures.append(
+            f"{call_signature(name, None, max_chars=max_chars)[0]}#unrecorded:{span_id}"
+        )
     text_empty = not any(part.strip() for part in text_parts)
+    if text_unrecorded and text_empty:
+        text_seen = False  # the text was left out, not empty
     return signatures, text_seen, text_empty
 
 

@@ -1,0 +1,73 @@
+"""Wrapped tool payloads unwrapped to what the tool really got and returned.
+
+Some instrumentations record a tool's arguments or result wrapped in what their callback
+was handed, not the tool's own input and output. Signed as they are, the wrapper's ids and
+metadata change every call (a LangGraph step number, a tool-call id), so a tool called again
+and again with the same arguments and the same empty result never looks repeated, and the
+loop is reduced to a warning. The shapes, as data:
+
+* OpenLLMetry (Traceloop)'s LangChain callback envelope for the arguments: ``{"input_str":
+  "{'query': 'x'}", "tags": [...], "metadata": {"langgraph_step": 2, ...}, "inputs":
+  {"query": "x"}, "kwargs": {"tool_call_id": "call_0", ...}}``: the tool got ``inputs``
+  (else ``input_str``); the tool-call id it carries is the call's id;
+* its envelope for the result: ``{"output": ..., "kwargs": {...}}``: the tool returned
+  ``output``;
+* a LangChain ``ToolMessage`` as the result, serialized (``{"lc": 1, "type": "constructor",
+  "id": [..., "ToolMessage"], "kwargs": {"content": ..., "tool_call_id": ...}}``) or as its
+  plain dict (``{"type": "tool", "content": ..., "tool_call_id": ...}``): the tool returned
+  ``content``.
+
+Anything else is returned as it is. Cost: a few dict look-ups on a decoded payload; a
+payload that is not a dict costs one type check.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+#: keys of a callback envelope of arguments (``input_str`` and one of the others)
+_ARGUMENT_ENVELOPE: Final = "input_str"
+_ENVELOPE_CONTEXT: Final = ("metadata", "tags", "kwargs")
+#: the keys a result envelope may have, ``output`` among them
+_RESULT_ENVELOPE: Final = frozenset(("output", "kwargs"))
+#: a LangChain message a tool returned, as ``dumpd`` serializes it
+_SERIALIZED_TOOL_MESSAGE: Final = "ToolMessage"
+
+
+def unwrap_arguments(value: Any) -> tuple[Any, str | None]:
+    """``(what the tool got, the tool-call id the wrapper carries)``; a value that is not
+    a known envelope is returned unchanged, with no id."""
+    if not isinstance(value, dict) or _ARGUMENT_ENVELOPE not in value:
+        return value, None
+    if not any(key in value for key in _ENVELOPE_CONTEXT):
+        return value, None  # a tool whose own argument is named input_str
+    kwargs = value.get("kwargs")
+    call_id = kwargs.get("tool_call_id") if isinstance(kwargs, dict) else None
+    inputs = value.get("inputs")
+    arguments = inputs if isinstance(inputs, dict) and inputs else value[_ARGUMENT_ENVELOPE]
+    return arguments, call_id if isinstance(call_id, str) and call_id else None
+
+
+def unwrap_result(value: Any) -> Any:
+    """What the tool returned: the envelope's ``output``, a ``ToolMessage``'s content."""
+    if not isinstance(value, dict):
+        return value
+    if "output" in value and _RESULT_ENVELOPE.issuperset(value):
+        value = value["output"]
+        if not isinstance(value, dict):
+            return value
+    if value.get("lc") == 1 and value.get("type") == "constructor":
+        path = value.get("id")
+        kwargs = value.get("kwargs")
+        if (
+            isinstance(path, list)
+            and path
+            and path[-1] == _SERIALIZED_TOOL_MESSAGE
+            and isinstance(kwargs, dict)
+            and "content" in kwargs
+        ):
+            return kwargs["content"]
+        return value
+    if value.get("type") == "tool" and "content" in value and "tool_call_id" in value:
+        return value["content"]
+    return value
