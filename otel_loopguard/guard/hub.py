@@ -27,6 +27,7 @@ tasks) and, for spans made by other instrumentations, through the span context.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import time
 from collections import OrderedDict
@@ -52,8 +53,10 @@ from otel_loopguard.guard.model_turns import (
     ReportedAnswers,
     mark_reported,
     open_turn,
+    open_turn_started,
 )
 from otel_loopguard.guard.run_context import _CURRENT_RUN, RunHandle, current_run
+from otel_loopguard.guard.shared_runs import SharedRuns, shared_runs_for
 from otel_loopguard.guard.span_context import (
     baggage_conversation,
     context_of,
@@ -109,6 +112,8 @@ class LoopGuard:
         self._tracer: trace.Tracer | None = None
         # answers reported by a wrapper and by another instrumentation's span, counted once
         self.reported_answers = ReportedAnswers()
+        # keys of the model turns a wrapper reported (spans.executions)
+        self._reported_turns = itertools.count()
         # runs a gate acted in, and runs a gate interrupted: in enforce mode a STOP that no
         # gate could enforce is said once and recorded as such (bounded, oldest dropped)
         self._gated: OrderedDict[str, None] = OrderedDict()
@@ -122,6 +127,8 @@ class LoopGuard:
         self._preflight_fresh = preflight_fresh
         if hasattr(self.monitor, "add_error_listener"):  # a user's own monitor may lack it
             self.monitor.add_error_listener(self.telemetry.count_internal_error)
+        #: the run store's side (OTEL_LOOPGUARD_STORE, fleet budgets); None by default
+        self.shared_runs: SharedRuns | None = shared_runs_for(self, meter_provider)
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -146,6 +153,8 @@ class LoopGuard:
 
     def preflight(self, run_id: str, kind: str, expected_tokens: int = 0) -> tuple[Decision, bool]:
         """Pre-flight limits and the stopped-run check; ``(decision, made just now)``."""
+        if self.shared_runs is not None:  # a run shared through the store
+            return self.shared_runs.preflight(run_id, kind, expected_tokens)
         preflight_fresh: Any = self._preflight_fresh
         if preflight_fresh is not None:
             return preflight_fresh(run_id, kind, expected_tokens=expected_tokens)  # type: ignore[no-any-return]
@@ -297,6 +306,19 @@ class LoopGuard:
             )
             if span is not None and context.is_valid:
                 self.managed.add(context.span_id)
+            if context.is_valid:
+                # another instrumentation's span of this model call (OpenInference's
+                # LangChain span ends after the wrapper reported) is not fed again
+                now = time.time_ns()
+                self.follower.execution_started(
+                    context.trace_id,
+                    ("llm", next(self._reported_turns)),
+                    "llm",
+                    None,
+                    None,
+                    open_turn_started() or now,
+                    now,
+                )
         except Exception as exc:
             self.telemetry.internal_error("observe_llm_response", exc)
             return Decision(Action.CONTINUE)

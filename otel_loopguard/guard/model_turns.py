@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
+import time
 from typing import Any
 
 # a turn nested deeper than this in open turns is not linked to its parents: keeps the
@@ -54,11 +55,14 @@ class ModelTurn:
     places of the same task, keep it and call :meth:`end` when the answer is read.
     """
 
-    __slots__ = ("_depth", "_parent", "in_run", "reported")
+    __slots__ = ("_depth", "_parent", "in_run", "reported", "started")
 
     def __init__(self, in_run: bool, parent: ModelTurn | None) -> None:
         self.in_run = in_run
         self.reported = False
+        #: when the call began (Unix ns): another instrumentation's model span of the same
+        #: call overlaps it (spans.executions)
+        self.started = time.time_ns()
         if parent is not None and parent._depth >= _MAX_NESTING:
             parent = None
         self._parent = parent
@@ -118,6 +122,12 @@ def mark_reported() -> None:
     while turn is not None:
         turn.reported = True
         turn = turn._parent
+
+
+def open_turn_started() -> int | None:
+    """When the innermost open turn began (Unix ns), or None when none is open."""
+    turn = _OPEN_TURN.get()
+    return turn.started if turn is not None else None
 
 
 class ReportedAnswers:

@@ -148,6 +148,16 @@ class ToolCall:
             context = span.get_span_context()
             if context.is_valid:
                 guard.managed.add(context.span_id, gate_tool=True)
+                # another instrumentation's span of this execution is not fed again,
+                # whichever parent it has (spans.executions)
+                guard.follower.execution_started(
+                    context.trace_id,
+                    context.span_id,
+                    "tool",
+                    self._name,
+                    self._call_id,
+                    getattr(span, "start_time", None) or time.time_ns(),
+                )
             identity = guard.resolve_run(span)
             self._identity = identity
             guard.note_gate(identity.run_id)
@@ -217,8 +227,14 @@ class ToolCall:
             self._guard.telemetry.internal_error("tool_call.detach", exc)
         leave_run_scope(self._turn_scope)
         self._span.end()
-        span_id = self._span.get_span_context().span_id
+        context = self._span.get_span_context()
+        span_id = context.span_id
         self._guard.managed.discard(span_id)
+        try:
+            end = getattr(self._span, "end_time", None) or time.time_ns()
+            self._guard.follower.execution_ended(context.trace_id, span_id, end)
+        except Exception as exc:  # pragma: no cover
+            self._guard.telemetry.internal_error("tool_call.execution", exc)
         try:
             self._guard.telemetry.record_processing(
                 time.perf_counter() - self._started, "tool_gate"

@@ -19,6 +19,10 @@ Rules (DESIGN "Run identity", "Living beside other instrumentation"):
 * a tool span whose child tool span was fed describes the same call twice: the inner one
   counts; a tool span inside a gate tool span (``gate.gate_tool_ids``) or nested in the
   execution of one is not fed;
+* one execution seen by two instrumentations, whatever parent each gives its span, counts
+  once: a tool or model span matching an execution another source recorded in the trace
+  (same tool-call id, else same tool name, at overlapping times) is not fed
+  (:mod:`~otel_loopguard.spans.executions`; the gate records its own);
 * a run keyed by its root span ends with that span; one keyed by its trace ends with the
   trace's local root; a conversation outlives its traces (the caller's TTL ends it).
 
@@ -49,12 +53,16 @@ from otel_loopguard.spans.classify import (
     SpanClass,
     is_mcp_tool_request,
 )
-from otel_loopguard.spans.dialects import CONVERSATION_KEY_SET
+from otel_loopguard.spans.dialects import CONVERSATION_KEY_SET, KIND_RULES
 from otel_loopguard.spans.events import span_to_events
+from otel_loopguard.spans.executions import GATE, Executions
 from otel_loopguard.spans.identity import agent_name, conversation_in
 from otel_loopguard.spans.view import SpanView
 
 _MAX_NESTED = 100_000
+#: the kind attributes of the dialects, in table order: the first one a span carries names
+#: its source (which instrumentation's view of an execution it is)
+_KIND_KEYS = tuple(dict.fromkeys(key for key, _case, _kinds, _transport in KIND_RULES))
 
 
 class GateSpans(Protocol):
@@ -106,6 +114,7 @@ class TraceState:
         "_identity",
         "agents",
         "conversation",
+        "executions",
         "fed_tool_parents",
         "hex_trace_id",
         "local_root",
@@ -123,6 +132,8 @@ class TraceState:
         # span ids that have a tool span child already fed (its parent must not be fed again)
         self.fed_tool_parents: set[Any] = set()
         self.conversation: str | None = None
+        #: tool executions and model calls seen, by any source (spans.executions)
+        self.executions = Executions()
         self.trace_run_used = False
         # (conversation, root agent, RunIdentity) of the last span: most spans of a trace
         # share both, and the identity's strings are then not formatted again
@@ -425,6 +436,10 @@ class SpanFollower:
                 actor=innermost.name if innermost is not None else None,
                 span_class=span_class,
             )
+            if events and span_class is not HANDOFF and _seen_by_another(
+                state.executions, span_id, span_class, events[0], view, attributes
+            ):
+                events = []  # the same execution, reported by another instrumentation
             if events and identity.keyed_by is TRACE:
                 state.trace_run_used = True
         return SpanEnd(
@@ -437,6 +452,29 @@ class SpanFollower:
             managed,
             state,
         )
+
+    # -- what the gate fed itself ------------------------------------------------------------
+
+    def execution_started(
+        self,
+        trace_id: Any,
+        key: Any,
+        kind: str,
+        name: str | None,
+        call_id: str | None,
+        start: int,
+        end: int = 0,
+    ) -> None:
+        """The gate runs a tool (``kind`` ``"tool"``, ``end`` 0 until
+        :meth:`execution_ended`) or reported a model turn (``"llm"``, from its start to
+        ``end``): another instrumentation's span of the same execution is not fed
+        (:mod:`otel_loopguard.spans.executions`)."""
+        self.state(trace_id).executions.record(key, kind, name, call_id, start, end, GATE)
+
+    def execution_ended(self, trace_id: Any, key: Any, end: int) -> None:
+        state = self.traces.get(trace_id)
+        if state is not None:
+            state.executions.ended(key, end)
 
     # -- the gate's questions ------------------------------------------------------------------
 
@@ -454,3 +492,30 @@ class SpanFollower:
         if identity.keyed_by is TRACE:
             state.trace_run_used = True
         return identity
+
+
+def _seen_by_another(
+    executions: Executions,
+    span_id: Any,
+    span_class: SpanClass,
+    first: Event,
+    view: SpanView,
+    attributes: Mapping[str, Any],
+) -> bool:
+    """True when a tool or model span describes an execution another source (our gate,
+    another instrumentation) reported already; else it is recorded for the others."""
+    kind = "tool" if span_class is TOOL else "llm"
+    name = first.tool_name if kind == "tool" else None
+    start = view.start_time_unix_nano
+    end = view.end_time_unix_nano
+    if not isinstance(start, int) or not isinstance(end, int):
+        return False
+    source = "other"
+    for key in _KIND_KEYS:
+        if key in attributes:
+            source = key
+            break
+    if executions.claim(kind, name, first.call_id, start, end, source):
+        return True
+    executions.record(span_id, kind, name, first.call_id, start, end, source)
+    return False

@@ -189,14 +189,16 @@ def detection_view(
             SpanEventView(event.name, event.attributes or _EMPTY, event.timestamp)
             for event in span.events or ()
         )
-    # positionally: keywords cost as much as everything above
+    # positionally: keywords cost as much as everything above; the start time read from
+    # the SDK span's field (one execution seen by two instrumentations is matched by time)
+    start_time = getattr(span, "_start_time", None)
     return SpanView(
         name,
         trace_id,
         span_id,
         None,
         "internal",
-        None,
+        start_time if start_time.__class__ is int else None,
         end_time,
         attributes,
         status_code,

@@ -1,0 +1,111 @@
+"""One real execution seen by two instrumentations counts once.
+
+A user who adds our framework package keeps the tracing they already have (OpenInference,
+OpenLLMetry): one tool execution then has our gate's span and theirs, one model call our
+wrapper's report and their model span. Their spans cannot be told apart by the tree:
+OpenInference's and Traceloop's LangChain tracers parent a tool span to their own chain span
+(they build the tree from callback run ids, not the current context), so it is neither
+inside our gate's span nor its parent. What both sides carry is what this module compares:
+
+* a **tool-call id** on both: the same id, at overlapping times, is the same execution
+  (the names may be spelled differently);
+* else the **tool name** (model calls: none) and **overlapping time** in the same trace.
+
+Each side records what it saw in its trace's :class:`Executions` (the gate when its tool
+span opens, or when its wrapper reports a model turn; the follower for every tool or model
+span it fed), and a span of another source that matches a recorded execution is not fed.
+An execution is matched at most once per source, so two parallel calls of the same tool,
+seen by both, pair off one to one rather than both with the first.
+
+Bounded: a trace keeps its most recent :data:`MAX_EXECUTIONS`; a look-up scans them
+(a few in practice: the ones of the current step). No lock: a dict's get, insert and
+delete are single steps under the GIL; two threads claiming one execution at once both
+read a duplicate, which is what each is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Final
+
+#: the source of what our gate fed itself
+GATE: Final = "loopguard"
+#: executions a trace remembers (the oldest dropped first)
+MAX_EXECUTIONS: Final = 64
+#: the end of an execution still running
+_OPEN: Final = 1 << 62
+
+
+class Execution:
+    """One tool execution or model call as one source saw it (times in Unix ns; ``end``
+    0 while it runs)."""
+
+    def __init__(
+        self, kind: str, name: str | None, call_id: str | None, start: int, end: int, source: str
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.call_id = call_id
+        self.start = start
+        self.end = end
+        self.source = source
+        #: sources whose view of this execution was matched already
+        self.claimed: list[str] = []
+
+
+class Executions:
+    """The recent executions of one trace, by a key of the recorder's (a span id)."""
+
+    def __init__(self) -> None:
+        self.recorded: dict[Any, Execution] = {}
+
+    def record(
+        self,
+        key: Any,
+        kind: str,
+        name: str | None,
+        call_id: str | None,
+        start: int,
+        end: int,
+        source: str,
+    ) -> None:
+        recorded = self.recorded
+        recorded[key] = Execution(kind, name, call_id, start, end, source)
+        if len(recorded) > MAX_EXECUTIONS:
+            # another thread may have taken it first
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                del recorded[next(iter(recorded))]
+
+    def ended(self, key: Any, end: int) -> None:
+        """An open execution (the gate's tool span) ended at ``end``."""
+        execution = self.recorded.get(key)
+        if execution is not None:
+            execution.end = end
+
+    def claim(
+        self,
+        kind: str,
+        name: str | None,
+        call_id: str | None,
+        start: int,
+        end: int,
+        source: str,
+    ) -> bool:
+        """True when this span (of ``source``) describes an execution another source
+        recorded already (module docstring); it is then claimed for ``source``."""
+        for execution in tuple(self.recorded.values()):
+            if execution.kind != kind or execution.source == source:
+                continue
+            if source in execution.claimed:
+                continue
+            if call_id and execution.call_id:
+                if call_id != execution.call_id:
+                    continue
+            elif name != execution.name:
+                continue
+            other_end = execution.end or _OPEN
+            if execution.start > end or start > other_end:
+                continue  # not at the same time
+            execution.claimed.append(source)
+            return True
+        return False
