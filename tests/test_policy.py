@@ -83,6 +83,8 @@ def test_no_progress_alone_warns() -> None:
     [
         (signal("permanent_failure", "permanent"), Action.STOP, RunEndState.STOPPED),
         (signal("permanent_failure", "retryable"), Action.PAUSE, None),
+        (signal("permanent_failure", "unclassified"), Action.PAUSE, None),
+        (signal("permanent_failure", "persistent"), Action.STOP, RunEndState.STOPPED),
         (signal("handoff_cycle"), Action.STOP, RunEndState.STOPPED),
         (signal("budget", "steps"), Action.STOP, RunEndState.MAX_STEPS),
         (signal("budget", "tool_calls"), Action.STOP, RunEndState.MAX_STEPS),

@@ -19,8 +19,10 @@ is stuck, not merely busy:
   in the window, so the order in which the two arrive does not matter.
 - ``permanent_failure`` of kind ``permanent`` (the same 404 / permission denied / invalid
   argument again) **stops**; of kind ``retryable`` (the same timeout / 429 / 5xx repeated)
-  it **pauses**: the agent should back off, it is not looping, and enforcement does not
-  interrupt on ``pause``.
+  or ``unclassified`` (an error nothing classifies) it **pauses**: the agent should back
+  off, it is not looping yet, and enforcement does not interrupt on ``pause``; of kind
+  ``persistent`` (that same failure still repeating at twice the retryable threshold) it
+  **stops**: retrying the same call into the same error that often is a loop.
 - ``handoff_cycle`` **stops**.
 - ``budget`` **stops** with ``end_state`` ``max_steps`` (kinds ``steps`` and ``tool_calls``),
   ``timed_out`` (``time``) or ``budget_exceeded`` (``tokens``, ``cost``).
@@ -97,6 +99,8 @@ _BUDGET_END_STATES = {
     "cost": RunEndState.BUDGET_EXCEEDED,
 }
 _REPLAN_DETECTORS = frozenset({"read_only_loop", "shell_failure"})
+#: permanent_failure kinds that pause (back off); ``permanent`` and ``persistent`` stop
+_BACK_OFF_KINDS = frozenset({"retryable", "unclassified"})
 _RECOVERY_DETECTORS = frozenset({"truncation", "premature_end"})
 
 
@@ -183,7 +187,7 @@ def _verdict(
             return Action.STOP, RunEndState.STOPPED, (*support, signal)
         return Action.WARN, None, (signal,)
     if detector == "permanent_failure":
-        if signal.kind == "retryable":
+        if signal.kind in _BACK_OFF_KINDS:
             return Action.PAUSE, None, (signal,)
         return Action.STOP, RunEndState.STOPPED, (signal,)
     if detector == "handoff_cycle":

@@ -90,10 +90,46 @@ def test_results_pair_with_calls_without_call_ids() -> None:
     assert len(run.feed(events)) == 1
 
 
-def test_error_results_do_not_count_as_outputs() -> None:
+def test_the_same_error_result_again_is_no_progress() -> None:
     run = Driver(NoProgressDetector)
     events = [call("mcp_tool", {"a": 1}), result("mcp_tool", {"isError": True, "content": "x"})]
+    (signal,) = run.feed(events * 3)
+    assert signal.evidence["failed"] is True
+    assert signal.message == "mcp_tool failed the same way 3 times for the same call"
+
+
+def test_retryable_error_results_are_left_to_the_permanent_failure_detector() -> None:
+    run = Driver(NoProgressDetector)
+    events = [
+        call("mcp_tool", {"a": 1}),
+        result("mcp_tool", {"isError": True, "content": "Read timed out"}),
+    ]
     assert run.feed(events * 5) == []
+
+
+def test_the_same_call_failing_with_the_same_message_is_no_progress_whatever_the_type() -> None:
+    """Span errors: no result, the error is the outcome; an unknown type is no excuse."""
+    run = Driver(NoProgressDetector)
+    events = failing("apply_patch", {"patch": "@@ -1 +1 @@"}, "hunk 1 FAILED", type="PatchErr")
+    assert run.feed(events * 2) == []
+    (signal,) = run.feed(events)
+    assert signal.evidence["repeats"] == 2 and signal.evidence["failed"] is True
+
+
+def test_distinct_calls_failing_or_one_call_failing_differently_are_not_repeats() -> None:
+    run = Driver(NoProgressDetector)
+    events = []
+    for i in range(6):  # distinct edits, each rejected the same way
+        events += failing("edit_file", {"path": "a.py", "new": f"v{i}"}, "rejected", type="E")
+    for i in range(6):  # one call, a different failure each time
+        events += failing("run_tests", {"k": "calc"}, f"{i + 1} of 7 tests failed", type="E")
+    assert run.feed(events) == []
+
+
+def test_retried_timeouts_do_not_count_and_do_not_hide_real_repeats() -> None:
+    run = Driver(NoProgressDetector)
+    assert run.feed(failing("fetch", {"url": "/a"}, "timed out") * 6) == []
+    assert len(run.feed(exchange("fetch", {"url": "/b"}, "same page") * 3)) == 1
 
 
 def test_export_restore_mid_run_continues_counts() -> None:

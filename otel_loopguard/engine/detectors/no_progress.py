@@ -14,8 +14,15 @@ repeat only within the same epoch. Hence
 * edit → run tests → edit → run tests never fires while the edits differ, even when the
   test output is identical each time;
 * A → B → A → B with unchanged outputs fires (after one round that establishes the epoch);
-* retry-then-success never fires: only results count, errors are the permanent-failure
-  detector's job, and a success with a new output resets the call.
+* retry-then-success never fires: a success with a new output resets the call.
+
+A failure is an outcome too: when the instrumentation records a failed call as a span
+error (status ERROR, ``error.type``, an ``exception`` event) there is no result, and the
+error (type, status and masked message) is what the call returned. The same call failing
+with the same message, with nothing new in between, is no progress whatever the error
+class; only failures classified *retryable* (timeouts, 429, 5xx: retrying may help) are
+left to the permanent-failure detector, which pauses first and stops later. Distinct calls
+failing, or the same call failing differently, are not repeats.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.engine.detectors.call_tracking import growing_score
 from otel_loopguard.engine.detectors.fingerprint_table import FingerprintTable
-from otel_loopguard.engine.events import Event, EventKind
+from otel_loopguard.engine.detectors.permanent_failure import classify_error, error_of_result
+from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
 from otel_loopguard.engine.signatures import describe_output
 
 _NO_OUTPUT = 0  # a call seen, not answered yet
@@ -37,6 +45,7 @@ _EPOCH_MASK = 0xFFFFFFFF  # epochs are only compared for equality: wrapping is h
 # Enum members as module constants for the per-event comparisons (see call_tracking).
 _TOOL_CALL = EventKind.TOOL_CALL
 _TOOL_RESULT = EventKind.TOOL_RESULT
+_TOOL_ERROR = EventKind.TOOL_ERROR
 
 
 class NoProgressState:
@@ -55,7 +64,7 @@ class NoProgressDetector:
     name: ClassVar[str] = "no_progress"
     # the monitor calls us for these only (it pairs results with their calls itself)
     event_kinds: ClassVar[frozenset[EventKind]] = frozenset(
-        {EventKind.TOOL_CALL, EventKind.TOOL_RESULT}
+        {EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.TOOL_ERROR}
     )
 
     def __init__(self, config: LoopGuardConfig) -> None:
@@ -74,17 +83,19 @@ class NoProgressDetector:
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
                 state.calls.insert(call, _NO_OUTPUT, 0, 0)
             return None
-        if kind is not _TOOL_RESULT:
-            return None  # errors are the permanent-failure detector's
         call = counters.call_key
-        if not call or counters.failed:
+        if not call:
             return None
+        failed = counters.failed
+        if failed and self._retryable(event):
+            return None  # retrying may help: the permanent-failure detector's to judge
         output = counters.outcome_key
         calls = state.calls
         entry = calls.get(call)
         if entry is None or entry[0] != output or entry[2] != state.epoch:
-            if entry is None or entry[0] != output:
-                state.epoch = (state.epoch + 1) & _EPOCH_MASK  # a new or changed answer
+            if not failed and (entry is None or entry[0] != output):
+                # a new or changed answer (a failure is never news of progress)
+                state.epoch = (state.epoch + 1) & _EPOCH_MASK
             if entry is None:
                 calls.insert(call, output, 0, state.epoch)
             else:
@@ -101,15 +112,30 @@ class NoProgressDetector:
             "threshold": self.threshold,
             "output_signature": event.signature,
         }
+        if failed:
+            evidence["failed"] = True
         if self.config.capture_content:
-            evidence["output"] = describe_output(event.output, self.config.signature_max_chars)
+            evidence["output"] = (
+                _error_text(event.error)
+                if event.error is not None
+                else describe_output(event.output, self.config.signature_max_chars)
+            )
+        what = "failed the same way" if failed else "returned the same result"
         return Signal(
             detector=self.name,
             kind=self.name,
             score=growing_score(repeats, self.threshold, 0.6),
-            message=f"{tool} returned the same result {repeats + 1} times for the same call",
+            message=f"{tool} {what} {repeats + 1} times for the same call",
             evidence=evidence,
         )
+
+    def _retryable(self, event: Event) -> bool:
+        """A failure that retrying may cure (timeout, 429, 5xx), by the permanent-failure
+        detector's classification (an ``isError`` result's text is its message)."""
+        error = event.error
+        if error is None:
+            error = error_of_result(event, self.config.signature_max_chars)[0]
+        return classify_error(error) == "retryable"
 
     def export_state(self, state: NoProgressState) -> dict[str, Any]:
         return {
@@ -122,3 +148,8 @@ class NoProgressDetector:
         state.calls.load_json(data.get("calls"))
         state.epoch = int(data.get("epoch") or 0) & _EPOCH_MASK
         return state
+
+
+def _error_text(error: ErrorInfo) -> str:
+    """An error as evidence text (only with content capture on)."""
+    return ":".join(str(part) for part in (error.type, error.status_code, error.message) if part)

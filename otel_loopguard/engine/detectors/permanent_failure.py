@@ -1,8 +1,8 @@
-"""Permanent failure: the same call failing the same non-retryable way again.
+"""Permanent failure: the same call failing the same way again.
 
 Retrying a 404, a permission error or a call to a tool that does not exist cannot succeed;
 retrying a timeout or a 429 may. :func:`classify_error` tells them apart from what every
-entry point can see (status code, exception type, message), in this order:
+entry point can see (status code, message, exception type), in this order:
 
 1. the status code (``ErrorInfo.status_code``, else one in the message such as
    ``HTTP 404`` / ``status=503`` / ``Error code: 429``): 400/401/403/404/405/410/422 are
@@ -11,18 +11,29 @@ entry point can see (status code, exception type, message), in this order:
    unavailable, overloaded, try again);
 3. permanent wording (not found, no such, permission denied, forbidden, unauthorized,
    invalid argument, unknown tool, validation error, missing required, unexpected keyword);
-4. the exception type (``TimeoutError``/``ConnectionError``/``RateLimitError``... retryable,
-   ``ValueError``/``TypeError``/``KeyError``/``PermissionError``/``FileNotFoundError``/
-   ``ValidationError``... permanent);
-5. anything else counts as retryable: unknown errors get the weaker treatment.
+4. a retryable exception type (``TimeoutError``/``ConnectionError``/``RateLimitError``...);
+5. anything else is ``unclassified``. A type name alone never makes a failure permanent:
+   instrumentations record failed spans with ``error.type`` set to whatever the tool raised
+   (``ValueError``, ``EditValidationError``), and a permanent-sounding name stopped runs
+   whose distinct edits each failed once or twice. :data:`PERMANENT_TYPES` is kept as
+   documentation of what is *not* trusted.
 
-Failures are counted per call signature (the same call failing the same way); an error that
-is about the tool itself (unknown tool, no such tool) is counted per tool, whatever the
-arguments. A success of the call resets it, so retry-then-success never fires afterwards,
-and a different error restarts the count. Kind ``permanent`` fires at
-``permanent_failure_threshold`` (2) with a high score, kind ``retryable`` at
-``retryable_failure_threshold`` (4) with a weak one. MCP results flagged ``isError`` count
-as errors.
+Failures are counted per call signature (the same call failing with the same error: type,
+status and masked message, which is the call's outcome); an error that is about the tool
+itself (unknown tool, no such tool) is counted per tool, whatever the arguments. A
+different error restarts the count, and so does progress in between: a success of the
+same call (retry-then-success), or distinct successful work (a success whose call and
+answer differ from the previous success's: a token refresh followed by other calls, a
+different edit that applied). Repeating one successful step in between (A fails, B
+succeeds with the same answer, A fails, ...) is not progress. So a 401, a refresh, fifty
+successful calls and a 401 again is one failure, twice; not "failed twice".
+
+Kinds: ``permanent`` fires at ``permanent_failure_threshold`` (2) with a high score (the
+default policy stops); ``retryable`` and ``unclassified`` at ``retryable_failure_threshold``
+(4) with a weak one (the policy pauses: back off); ``persistent`` when a retryable or
+unclassified failure of the same call keeps coming, at twice that threshold (8): retrying
+the same call with the same answer that often is a loop whatever the error class (the
+policy stops). MCP results flagged ``isError`` count as errors.
 """
 
 from __future__ import annotations
@@ -38,7 +49,7 @@ from otel_loopguard.engine.detectors.fingerprint_table import FingerprintTable, 
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
 from otel_loopguard.engine.signatures import describe_output, output_signature
 
-ErrorClass = Literal["permanent", "retryable"]
+ErrorClass = Literal["permanent", "retryable", "unclassified"]
 
 PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 410, 422})
 RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -68,7 +79,8 @@ _RETRYABLE_TYPE = re.compile(
     r"(?i)timeout|connection|ratelimit|rate_limit|unavailable|throttl|temporar|overload"
     r"|retry|transient|internalserver|apierror$"
 )
-_PERMANENT_TYPE = re.compile(
+#: exception type names that sound permanent; not trusted alone (see the module docstring)
+PERMANENT_TYPES = re.compile(
     r"(?i)notfound|not_found|permission|forbidden|unauthori|authentication|valueerror"
     r"|typeerror|keyerror|attributeerror|lookuperror|indexerror|validation|invalid"
     r"|notimplemented|unknowntool|badrequest|unprocessable"
@@ -80,7 +92,8 @@ _TOOL_LEVEL = re.compile(
 
 
 def classify_error(error: ErrorInfo) -> ErrorClass:
-    """``permanent`` when retrying the same call cannot help, else ``retryable``."""
+    """``permanent`` when the status or the message says retrying the same call cannot
+    help, ``retryable`` when status, message or type say it may, else ``unclassified``."""
     message = (error.message or "")[:_MESSAGE_CAP]
     status = error.status_code
     if status is None:
@@ -98,13 +111,12 @@ def classify_error(error: ErrorInfo) -> ErrorClass:
     error_type = (error.type or "")[:_MESSAGE_CAP]
     if _RETRYABLE_TYPE.search(error_type):
         return "retryable"
-    if _PERMANENT_TYPE.search(error_type):
-        return "permanent"
-    return "retryable"
+    return "unclassified"
 
 
-def _error_from_result(event: Event, max_chars: int) -> tuple[ErrorInfo, str]:
-    """An MCP-style ``isError`` result as an error: its text is the message."""
+def error_of_result(event: Event, max_chars: int) -> tuple[ErrorInfo, str]:
+    """An MCP-style ``isError`` result as an error (its text is the message), and the
+    signature of that error."""
     if event.error is not None:
         error = event.error
     else:
@@ -122,17 +134,25 @@ _FILTER_BITS = 1024  # bits of the "maybe failing" filter: ~6 % false positives 
 _TOOL_KEYS_CAP = 1024  # tool names whose "tool:<name>" fingerprint is kept
 
 
+_PROGRESS_MASK = 0xFFFFFFFF  # progress marks are only compared for equality
+
+
 class PermanentFailureState:
-    __slots__ = ("failures", "maybe")
+    __slots__ = ("failures", "last_success", "maybe", "progress")
 
     def __init__(self, history_size: int) -> None:
-        # fingerprint of the call (or of "tool:<name>") -> (error fingerprint, count)
-        self.failures = FingerprintTable(history_size, "IH")
+        # fingerprint of the call (or of "tool:<name>") -> (error fingerprint, count,
+        # progress mark at its last failure)
+        self.failures = FingerprintTable(history_size, "IHI")
         # a one-int Bloom filter of the keys in ``failures``: bit ``key % _FILTER_BITS``.
         # Most results are successes of calls that never failed; the filter answers "not
         # there" for them without a table lookup. Evictions leave bits set (a superset);
         # a removal rebuilds it from the table.
         self.maybe = 0
+        # distinct successful work: moves on each success whose call and answer differ
+        # from the previous success's (``last_success``: call ^ answer fingerprints)
+        self.progress = 0
+        self.last_success = 0
 
 
 def _filter_of(table: FingerprintTable) -> int:
@@ -156,6 +176,8 @@ class PermanentFailureDetector:
         self.config = config
         self.permanent_threshold = config.permanent_failure_threshold
         self.retryable_threshold = config.retryable_failure_threshold
+        # a retryable or unclassified failure repeated this often is a loop all the same
+        self.persistent_threshold = 2 * config.retryable_failure_threshold
         # only calls still failing take room (a success removes its call)
         self.cap = min(config.history_size, FAILING_CALLS_CAP)
         self._tool_keys: dict[str | None, int] = {}
@@ -179,6 +201,10 @@ class PermanentFailureDetector:
         kind = event.kind
         if kind is _TOOL_RESULT:
             if not counters.failed:
+                step = counters.call_key ^ counters.outcome_key
+                if step != state.last_success:  # distinct successful work
+                    state.last_success = step
+                    state.progress = (state.progress + 1) & _PROGRESS_MASK
                 maybe = state.maybe
                 if maybe:  # a success: that call (and its tool) is fine again
                     call = counters.call_key
@@ -193,7 +219,7 @@ class PermanentFailureDetector:
                     if removed:
                         state.maybe = _filter_of(state.failures)
                 return None
-            error, error_signature = _error_from_result(event, self.config.signature_max_chars)
+            error, error_signature = error_of_result(event, self.config.signature_max_chars)
         elif kind is _TOOL_ERROR:
             error = event.error or ErrorInfo()
             error_signature = event.signature
@@ -216,18 +242,26 @@ class PermanentFailureDetector:
             key = call
         error_key = fingerprint(error_signature)
         failures = state.failures
+        progress = state.progress
         entry = failures.get(key)
         if entry is None:
             count = 1
-            failures.insert(key, error_key, count)
+            failures.insert(key, error_key, count, progress)
             state.maybe |= 1 << (key % _FILTER_BITS)
         else:
-            count = min(entry[1] + 1, FingerprintTable.MAX_COUNT) if entry[0] == error_key else 1
-            failures.update(key, error_key, count)
+            # the same error with no distinct successful work since: one more; else anew
+            same = entry[0] == error_key and entry[2] == progress
+            count = min(entry[1] + 1, FingerprintTable.MAX_COUNT) if same else 1
+            failures.update(key, error_key, count, progress)
+        signal_kind: str = error_class
         if error_class == "permanent":
             threshold, base, what = self.permanent_threshold, 0.8, "permanent error"
+        elif count >= self.persistent_threshold:
+            threshold, base, what = self.persistent_threshold, 0.8, "error"
+            signal_kind = "persistent"
         else:
-            threshold, base, what = self.retryable_threshold, 0.35, "retryable error"
+            threshold, base = self.retryable_threshold, 0.35
+            what = "retryable error" if error_class == "retryable" else "error"
         if count < threshold:
             return None
         tool = event.tool_name or "a tool"
@@ -236,6 +270,7 @@ class PermanentFailureDetector:
             "tool": event.tool_name,
             "count": count,
             "threshold": threshold,
+            "error_class": error_class,
             "error_type": error.type,
             "status_code": error.status_code,
             "error_signature": error_signature,
@@ -244,7 +279,7 @@ class PermanentFailureDetector:
             evidence["error_message"] = error.message[: self.config.signature_max_chars]
         return Signal(
             detector=self.name,
-            kind=error_class,
+            kind=signal_kind,
             score=growing_score(count, threshold, base),
             message=f"{tool} failed {count} times with the same {what}"
             + (f" ({detail})" if detail else ""),
@@ -252,10 +287,22 @@ class PermanentFailureDetector:
         )
 
     def export_state(self, state: PermanentFailureState) -> dict[str, Any]:
-        return {"failures": state.failures.to_json()}
+        return {
+            "failures": state.failures.to_json(),
+            "progress": state.progress,
+            "last_success": state.last_success,
+        }
 
     def restore_state(self, data: dict[str, Any]) -> PermanentFailureState:
         state = PermanentFailureState(self.cap)
-        state.failures.load_json(data.get("failures"))
+        state.progress = int(data.get("progress") or 0) & _PROGRESS_MASK
+        state.last_success = int(data.get("last_success") or 0)
+        rows = data.get("failures")
+        if isinstance(rows, list):  # an older export's rows lack the progress mark
+            rows = [
+                [*row, state.progress] if isinstance(row, list) and len(row) == 3 else row
+                for row in rows
+            ]
+        state.failures.load_json(rows)
         state.maybe = _filter_of(state.failures)
         return state
