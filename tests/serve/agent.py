@@ -17,17 +17,28 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 
-def exporter(protocol: str, endpoint: str, token: str | None):
+def exporter(protocol: str, endpoint: str, token: str | None, ca: str | None):
     headers = {"authorization": f"Bearer {token}"} if token else None
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
+        credentials = None
+        if ca:
+            import grpc
+
+            with open(ca, "rb") as handle:
+                credentials = grpc.ssl_channel_credentials(handle.read())
         return OTLPSpanExporter(
-            endpoint=endpoint, insecure=True, headers=tuple(headers.items()) if headers else None
+            endpoint=endpoint,
+            insecure=ca is None,
+            credentials=credentials,
+            headers=tuple(headers.items()) if headers else None,
         )
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", headers=headers)
+    return OTLPSpanExporter(
+        endpoint=f"{endpoint}/v1/traces", headers=headers, certificate_file=ca or None
+    )
 
 
 def main() -> int:
@@ -39,10 +50,11 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=8)
     parser.add_argument("--conversation")
     parser.add_argument("--token")
+    parser.add_argument("--ca", help="CA file of the service's TLS certificate")
     args = parser.parse_args()
     provider = TracerProvider(resource=Resource.create({"service.name": args.service}))
     provider.add_span_processor(
-        BatchSpanProcessor(exporter(args.protocol, args.endpoint, args.token))
+        BatchSpanProcessor(exporter(args.protocol, args.endpoint, args.token, args.ca))
     )
     tracer = provider.get_tracer("scripted-agent")
     common = {"gen_ai.conversation.id": args.conversation} if args.conversation else {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 import time
@@ -22,7 +23,17 @@ _LISTENING = re.compile(r"listening \((.*)\)")
 
 
 class ServeProcess:
-    def __init__(self, receiver_endpoint: str, *flags: str, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        receiver_endpoint: str,
+        *flags: str,
+        env: dict[str, str] | None = None,
+        ca: str | None = None,
+    ):
+        #: the CA file of the service's certificate when it serves TLS
+        self.ca = ca
+        self._context = ssl.create_default_context(cafile=ca) if ca else None
+        self.scheme = "https" if ca else "http"
         environment = {
             **os.environ,
             "OTEL_EXPORTER_OTLP_ENDPOINT": receiver_endpoint,
@@ -69,7 +80,7 @@ class ServeProcess:
 
     @property
     def http(self) -> str:
-        return f"http://127.0.0.1:{self.ports['http']}"
+        return f"{self.scheme}://127.0.0.1:{self.ports['http']}"
 
     def stop(self, timeout: float = 60) -> int:
         if self.process.poll() is None:
@@ -89,8 +100,9 @@ class ServeProcess:
     # -- what it shows -----------------------------------------------------------------------
 
     def prometheus(self) -> list[tuple[str, dict[str, str], float]]:
-        url = f"http://127.0.0.1:{self.ports['prometheus']}/metrics"
-        text = urllib.request.urlopen(url, timeout=10).read().decode()
+        url = f"{self.scheme}://127.0.0.1:{self.ports['prometheus']}/metrics"
+        with urllib.request.urlopen(url, timeout=10, context=self._context) as answer:
+            text = answer.read().decode()
         return [
             (sample.name, sample.labels, sample.value)
             for family in text_string_to_metric_families(text)
@@ -106,7 +118,8 @@ class ServeProcess:
 
     def health(self) -> tuple[int, dict[str, Any]]:
         try:
-            with urllib.request.urlopen(f"{self.http}/health", timeout=10) as answer:
+            url = f"{self.http}/health"
+            with urllib.request.urlopen(url, timeout=10, context=self._context) as answer:
                 return answer.status, json.loads(answer.read())
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read())
@@ -118,6 +131,9 @@ class ServeProcess:
 
 def run_agent(protocol: str, endpoint: str, run: str, service: str, *extra: str) -> str:
     """Run the agent process to its end; its trace id."""
+    # requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE (set on some machines) override the
+    # CA file the HTTP exporter passes it; the agent is to trust the test's CA only
+    env = {k: v for k, v in os.environ.items() if k not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")}
     done = subprocess.run(
         [
             sys.executable,
@@ -136,6 +152,7 @@ def run_agent(protocol: str, endpoint: str, run: str, service: str, *extra: str)
         text=True,
         timeout=120,
         check=True,
+        env=env,
     )
     return done.stdout.strip().splitlines()[-1]
 
