@@ -314,10 +314,12 @@ def _figures(tally: Tally) -> str:
     ]
     if tally.early:
         parts.append(f"{tally.early} loop runs stopped before their loop began")
-    saved = f"a STOP saved {tally.saved_tool_calls} tool calls on loop runs"
+    saved_calls = tally.saved_tool_calls
+    saved = f"a STOP saved {saved_calls} tool call{'s' if saved_calls != 1 else ''} on loop runs"
     delays = sorted(tally.delays)
     if delays:
-        saved += f" (median {delays[len(delays) // 2]} calls after the loop began)"
+        median = delays[len(delays) // 2]
+        saved += f" (median {median} call{'s' if median != 1 else ''} after the loop began)"
     parts.append(saved)
     if tally.cut_tool_calls:
         parts.append(f"cut {tally.cut_tool_calls} from clean runs")
