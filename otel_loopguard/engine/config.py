@@ -87,6 +87,9 @@ class LoopGuardConfig(BaseModel):
         3, ge=2, description="identical consecutive tool-call sets"
     )
     no_progress_threshold: int = Field(2, ge=1, description="repeats of an unchanged output")
+    poll_patience: int = Field(
+        10, ge=1, description="repeats of an unchanged output when the agent waited between"
+    )
     cycle_min_periods: int = Field(2, ge=2, description="full periods of an action cycle")
     cycle_max_period: int = Field(4, ge=2, le=16, description="longest cycle period looked for")
     permanent_failure_threshold: int = Field(

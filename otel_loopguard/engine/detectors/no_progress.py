@@ -16,6 +16,14 @@ repeat only within the same epoch. Hence
 * A → B → A → B with unchanged outputs fires (after one round that establishes the epoch);
 * retry-then-success never fires: a success with a new output resets the call.
 
+Waiting is not looping: an agent that polls a CI run with a ``sleep`` between polls sees
+``in_progress`` several times before the answer changes. A repeat that comes after the run
+waited (a wait tool or a shell command that sleeps since the call's previous answer, or
+the call itself waits, or :data:`~otel_loopguard.engine.detectors.waiting.WAIT_SECONDS`
+passed between two tool events: :mod:`~otel_loopguard.engine.detectors.waiting`) counts
+against ``poll_patience`` (10) instead of ``no_progress_threshold``; a repeat with no wait
+before it counts against the usual threshold again.
+
 A failure is an outcome too: when the instrumentation records a failed call as a span
 error (status ERROR, ``error.type``, an ``exception`` event) there is no result, and the
 error (type, status and masked message) is what the call returned. The same call failing
@@ -35,6 +43,8 @@ from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.engine.detectors.call_tracking import growing_score
 from otel_loopguard.engine.detectors.fingerprint_table import FingerprintTable
 from otel_loopguard.engine.detectors.permanent_failure import classify_error, error_of_result
+from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
+from otel_loopguard.engine.detectors.waiting import WAIT_SECONDS, command_sleeps, is_wait_tool
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
 from otel_loopguard.engine.signatures import describe_output
 
@@ -49,12 +59,15 @@ _TOOL_ERROR = EventKind.TOOL_ERROR
 
 
 class NoProgressState:
-    __slots__ = ("calls", "epoch")
+    __slots__ = ("calls", "epoch", "last_time", "waits")
 
     def __init__(self, history_size: int) -> None:
-        # call fingerprint -> (output fingerprint, unchanged repeats, epoch of the last answer)
-        self.calls = FingerprintTable(history_size, "IHI")
+        # call fingerprint -> (output fingerprint, unchanged repeats, epoch of the last
+        # answer, waits seen at the last answer)
+        self.calls = FingerprintTable(history_size, "IHII")
         self.epoch = 0
+        self.waits = 0  # moves at every wait (a wait call, a sleeping command, idle time)
+        self.last_time = 0.0  # counters.now at the last tool event (0: none yet)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -70,19 +83,26 @@ class NoProgressDetector:
     def __init__(self, config: LoopGuardConfig) -> None:
         self.config = config
         self.threshold = config.no_progress_threshold
+        self.patience = max(config.poll_patience, self.threshold)
         self.cap = config.history_size
+        self._shell_tools = ToolNameMatcher(config.shell_tools)
 
     def new_state(self) -> NoProgressState:
         return NoProgressState(self.cap)
 
     def observe(self, event: Event, state: NoProgressState, counters: RunCounters) -> Signal | None:
         kind = event.kind
+        now = counters.now
         if kind is _TOOL_CALL:
+            last, state.last_time = state.last_time, now
+            if (last and now - last >= WAIT_SECONDS) or self._waits(event):
+                state.waits = (state.waits + 1) & _EPOCH_MASK
             call = counters.call_key
             if state.calls.get(call) is None:  # a first-time call is new work
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
-                state.calls.insert(call, _NO_OUTPUT, 0, 0)
+                state.calls.insert(call, _NO_OUTPUT, 0, 0, state.waits)
             return None
+        state.last_time = now
         call = counters.call_key
         if not call:
             return None
@@ -92,26 +112,31 @@ class NoProgressDetector:
         output = counters.outcome_key
         calls = state.calls
         entry = calls.get(call)
+        waits = state.waits
         if entry is None or entry[0] != output or entry[2] != state.epoch:
             if not failed and (entry is None or entry[0] != output):
                 # a new or changed answer (a failure is never news of progress)
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
             if entry is None:
-                calls.insert(call, output, 0, state.epoch)
+                calls.insert(call, output, 0, state.epoch, waits)
             else:
-                calls.update(call, output, 0, state.epoch)
+                calls.update(call, output, 0, state.epoch, waits)
             return None
         repeats = min(entry[1] + 1, FingerprintTable.MAX_COUNT)
-        calls.update(call, output, repeats, state.epoch)
-        if repeats < self.threshold:
+        calls.update(call, output, repeats, state.epoch, waits)
+        waited = entry[3] != waits  # the run waited since this call's previous answer
+        threshold = self.patience if waited else self.threshold
+        if repeats < threshold:
             return None
         tool = event.tool_name or "a tool"
         evidence: dict[str, Any] = {
             "tool": event.tool_name,
             "repeats": repeats,
-            "threshold": self.threshold,
+            "threshold": threshold,
             "output_signature": event.signature,
         }
+        if waited:
+            evidence["waited"] = True
         if failed:
             evidence["failed"] = True
         if self.config.capture_content:
@@ -124,9 +149,20 @@ class NoProgressDetector:
         return Signal(
             detector=self.name,
             kind=self.name,
-            score=growing_score(repeats, self.threshold, 0.6),
+            score=growing_score(repeats, threshold, 0.6),
             message=f"{tool} {what} {repeats + 1} times for the same call",
             evidence=evidence,
+        )
+
+    def _waits(self, event: Event) -> bool:
+        """The call waits: a wait tool, or a shell command that sleeps."""
+        tool = event.tool_name
+        if is_wait_tool(tool):
+            return True
+        return (
+            event.arguments is not None
+            and self._shell_tools[tool]
+            and command_sleeps(event.arguments)
         )
 
     def _retryable(self, event: Event) -> bool:
@@ -141,11 +177,19 @@ class NoProgressDetector:
         return {
             "calls": state.calls.to_json(),
             "epoch": state.epoch,
+            "waits": state.waits,
         }
 
     def restore_state(self, data: dict[str, Any]) -> NoProgressState:
         state = NoProgressState(self.cap)
-        state.calls.load_json(data.get("calls"))
+        state.waits = int(data.get("waits") or 0) & _EPOCH_MASK
+        rows = data.get("calls")
+        if isinstance(rows, list):  # an older export's rows lack the waits mark
+            rows = [
+                [*row, state.waits] if isinstance(row, list) and len(row) == 4 else row
+                for row in rows
+            ]
+        state.calls.load_json(rows)
         state.epoch = int(data.get("epoch") or 0) & _EPOCH_MASK
         return state
 
