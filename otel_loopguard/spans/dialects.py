@@ -137,6 +137,12 @@ class Dialect:
     handoff_target_keys: tuple[str, ...] = ()
     handoff_call_id_keys: tuple[str, ...] = ()
 
+    # -- hidden content ----------------------------------------------------------------------
+    #: values written in place of content the user chose not to record (OpenInference's
+    #: ``__REDACTED__`` with inputs or outputs hidden): read as "not recorded", never as
+    #: content (every call would otherwise look identical)
+    placeholders: tuple[str, ...] = ()
+
 
 DIALECTS: Final[tuple[Dialect, ...]] = (
     Dialect(
@@ -197,6 +203,7 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         output_token_keys=("llm.token_count.completion",),
         output_message_prefix="llm.output_messages.{i}.message.",
         output_call_prefix="tool_calls.{j}.tool_call.function.",
+        placeholders=("__REDACTED__",),  # OPENINFERENCE_HIDE_INPUTS / _OUTPUTS / _TEXT
     ),
     Dialect(
         "OpenLLMetry (Traceloop)",
@@ -392,3 +399,7 @@ HANDOFF_SPAN_PATTERNS: Final[tuple[re.Pattern[str], ...]] = tuple(
 HANDOFF_SOURCE_KEYS: Final = _joined(lambda d: d.handoff_source_keys)
 HANDOFF_TARGET_KEYS: Final = _joined(lambda d: d.handoff_target_keys)
 HANDOFF_CALL_ID_KEYS: Final = _joined(lambda d: d.handoff_call_id_keys)
+
+# -- hidden content --------------------------------------------------------------------------
+
+PLACEHOLDERS: Final[frozenset[str]] = frozenset(_joined(lambda d: d.placeholders))

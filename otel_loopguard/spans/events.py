@@ -70,6 +70,7 @@ _INDEXED_OUTPUT_MESSAGES: Final = dialects.INDEXED_OUTPUT_MESSAGES
 _HANDOFF_SOURCE_KEYS: Final = dialects.HANDOFF_SOURCE_KEYS
 _HANDOFF_TARGET_KEYS: Final = dialects.HANDOFF_TARGET_KEYS
 _HANDOFF_CALL_ID_KEYS: Final = dialects.HANDOFF_CALL_ID_KEYS
+_PLACEHOLDERS: Final = dialects.PLACEHOLDERS
 
 # Enum members as module constants: on Python 3.11 reading ``SpanClass.TOOL`` costs
 # about 15 times a global read (the enum metaclass), and the hot paths read several per span.
@@ -120,27 +121,36 @@ RESULT_NEAR_KEY_ATTRIBUTE = "loopguard.tool.result.near_key"
 
 
 def tool_arguments(view: SpanView) -> Any:
-    """A tool span's arguments (a short JSON string decoded), or the not-recorded marker."""
+    """A tool span's arguments (a short JSON string decoded), or the not-recorded marker
+    (also for a hidden-content placeholder such as ``__REDACTED__``)."""
     attrs = view.attributes
     for key in _ARGUMENT_KEYS:
         if key in attrs:
-            return _decode(attrs[key])
+            return _content(attrs[key])
     for kind_key, tool_kind, key in _KIND_ARGUMENT_KEYS:
         if attrs.get(kind_key) == tool_kind and key in attrs:
-            return _decode(attrs[key])
+            return _content(attrs[key])
     return _MISSING
 
 
 def tool_output(view: SpanView) -> Any:
-    """A tool span's result (a short JSON string decoded), or the not-recorded marker."""
+    """A tool span's result (a short JSON string decoded), or the not-recorded marker
+    (also for a hidden-content placeholder)."""
     attrs = view.attributes
     for key in _RESULT_KEYS:
         if key in attrs:
-            return _decode(attrs[key])
+            return _content(attrs[key])
     for kind_key, tool_kind, key in _KIND_RESULT_KEYS:
         if attrs.get(kind_key) == tool_kind and key in attrs:
-            return _decode(attrs[key])
+            return _content(attrs[key])
     return _MISSING
+
+
+def _content(value: Any) -> Any:
+    """A recorded value decoded, or the not-recorded marker for a placeholder."""
+    if _hidden(value):
+        return _MISSING
+    return _decode(value)
 
 
 def error_info(view: SpanView) -> ErrorInfo | None:
@@ -424,13 +434,14 @@ def _requested_calls(
                         continue
                     kind = part.get("type")
                     if kind == "tool_call" and isinstance(part.get("name"), str):
-                        if "arguments" in part:
+                        if "arguments" in part and not _hidden(part["arguments"]):
                             calls.append((part["name"], part["arguments"]))
                         else:
                             unrecorded_calls.append(part["name"])
                     elif kind == "text":
-                        if isinstance(part.get("content"), str):
-                            text_parts.append(part["content"])
+                        text = part.get("content")
+                        if isinstance(text, str) and text not in _PLACEHOLDERS:
+                            text_parts.append(text)
                         else:
                             text_unrecorded = True
 
@@ -447,13 +458,20 @@ def _requested_calls(
                 break
             text_seen = True
             if isinstance(content, str):
-                text_parts.append(content)
+                if content in _PLACEHOLDERS:
+                    text_unrecorded = True  # hidden, not empty
+                else:
+                    text_parts.append(content)
             for j in range(_MAX_INDEXED):
                 call_prefix = f"{prefix}{call_head}{j}{call_tail}"
                 name = attrs.get(call_prefix + "name")
                 if not isinstance(name, str):
                     break
-                calls.append((name, _decode(attrs.get(call_prefix + "arguments"))))
+                arguments = attrs.get(call_prefix + "arguments")
+                if _hidden(arguments):
+                    unrecorded_calls.append(name)
+                else:
+                    calls.append((name, _decode(arguments)))
 
     signatures = [call_signature(name, args, max_chars=max_chars)[0] for name, args in calls]
     for name in unrecorded_calls:
@@ -486,6 +504,11 @@ def _origin(view: SpanView) -> dict[str, Any]:
         "span_id": view.span_id or None,
         "timestamp": end / 1e9 if isinstance(end, int) else None,
     }
+
+
+def _hidden(value: Any) -> bool:
+    """A hidden-content placeholder (``__REDACTED__``) in place of a value."""
+    return value.__class__ is str and value in _PLACEHOLDERS
 
 
 def _decode(value: Any) -> Any:

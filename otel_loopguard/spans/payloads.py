@@ -14,8 +14,10 @@ loop is reduced to a warning. The shapes, as data:
   ``output``;
 * a LangChain ``ToolMessage`` as the result, serialized (``{"lc": 1, "type": "constructor",
   "id": [..., "ToolMessage"], "kwargs": {"content": ..., "tool_call_id": ...}}``) or as its
-  plain dict (``{"type": "tool", "content": ..., "tool_call_id": ...}``): the tool returned
-  ``content``.
+  plain dict (``{"type": "tool", "content": ..., "tool_call_id": ...}``), or as
+  ``message_to_dict`` makes it (OpenInference's LangChain tool spans' ``output.value``:
+  ``{"type": "tool", "data": {"content": ..., "tool_call_id": ..., "status": ...}}``): the
+  tool returned ``content``.
 
 Anything else is returned as it is. Cost: a few dict look-ups on a decoded payload; a
 payload that is not a dict costs one type check.
@@ -68,6 +70,10 @@ def unwrap_result(value: Any) -> Any:
         ):
             return kwargs["content"]
         return value
-    if value.get("type") == "tool" and "content" in value and "tool_call_id" in value:
-        return value["content"]
+    if value.get("type") == "tool":
+        if "content" in value and "tool_call_id" in value:
+            return value["content"]
+        data = value.get("data")
+        if isinstance(data, dict) and "content" in data and "tool_call_id" in data:
+            return data["content"]
     return value
