@@ -83,7 +83,7 @@ def test_unusable_file_makes_costs_unknown_with_one_warning(
         table = PriceTable.from_config(config)
     assert len(caplog.records) == 1 and "OTEL_LOOPGUARD_PRICES" in caplog.records[0].getMessage()
     assert len(table) == 0 and table.cost("my-model", 10, 10) is None
-    assert PriceTable.from_config(LoopGuardConfig()).cost("gpt-4o", 1, 1) is None
+    assert PriceTable.from_config(LoopGuardConfig()).cost("my-model", 1, 1) is None
 
 
 def test_lookup_cache_stays_bounded() -> None:

@@ -1,9 +1,15 @@
 """Model prices, so cost limits can be enforced from token usage.
 
-Prices come only from the user (``OTEL_LOOPGUARD_PRICES``, a JSON file of model -> input
-and output price per one million tokens): they change too often to ship. A model that is
-not in the table makes the run's cost *unknown* (``None``), never an error and never a
-guess, so a cost limit is not enforced on a number that could be wrong.
+Prices come from the user (``OTEL_LOOPGUARD_PRICES``, a JSON file of model -> input and
+output price per one million tokens) and, for models the file does not list, from a
+maintained price table when one is installed (PyPI ``genai-prices``, pydantic's; the
+``otel-loopguard[prices]`` extra, Python >= 3.11): prices change too often to ship our
+own. The file wins per model. A model neither knows makes the run's cost *unknown*
+(``None``), never an error and never a guess, so a cost limit is not enforced on a number
+that could be wrong. ``genai-prices`` is imported at the first model the file does not
+price (it loads its snapshot then, a few hundred ms once), and its price of a model is the
+price of one million input and one million output tokens, asked once per model name
+(tiered prices are read at their first tier).
 
 Model names are matched case-insensitively:
 
@@ -20,8 +26,11 @@ Model names are matched case-insensitively:
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from otel_loopguard.engine.config import LoopGuardConfig, ModelPrice
 
@@ -31,33 +40,108 @@ _VERSION_SUFFIX = re.compile(
 )
 _CACHE_LIMIT = 1024
 
+logger = logging.getLogger("otel_loopguard.engine.pricing")
+
+#: ``fallback(model) -> ModelPrice | None``: prices the user's file does not list
+Fallback = Callable[[str], "ModelPrice | None"]
+
+
+class InstalledPrices:
+    """The ``genai-prices`` table, imported on first use; ``None`` for a model it does not
+    know, and for every model when the package is absent or fails (said once)."""
+
+    def __init__(self) -> None:
+        self._calc: Callable[..., object] | None = None
+        self._usage: Callable[..., object] | None = None
+        self._lock = threading.Lock()
+        self._unusable = False
+
+    @staticmethod
+    def installed() -> bool:
+        import importlib.util
+
+        try:
+            return importlib.util.find_spec("genai_prices") is not None
+        except (ImportError, ValueError):  # pragma: no cover
+            return False
+
+    def __call__(self, model: str) -> ModelPrice | None:
+        if self._unusable:
+            return None
+        if self._calc is None:
+            with self._lock:
+                if self._calc is None and not self._load():
+                    return None
+        name = model.strip()
+        provider = None
+        if "/" in name:
+            provider, _, rest = name.partition("/")
+            attempts = [(rest, provider), (rest, None), (name, None)]
+        else:
+            attempts = [(name, None)]
+        for ref, provider_id in attempts:
+            price = self._price(ref, provider_id)
+            if price is not None:
+                return price
+        return None
+
+    def _load(self) -> bool:
+        try:
+            from genai_prices import Usage, calc_price
+        except Exception as exc:
+            self._unusable = True
+            logger.warning("otel-loopguard: the genai-prices table cannot be used: %r", exc)
+            return False
+        self._usage, self._calc = Usage, calc_price
+        return True
+
+    def _price(self, ref: str, provider_id: str | None) -> ModelPrice | None:
+        calc, usage = self._calc, self._usage
+        assert calc is not None and usage is not None
+        try:
+            per_input: Any = calc(usage(input_tokens=1_000_000), ref, provider_id=provider_id)
+            per_output: Any = calc(usage(output_tokens=1_000_000), ref, provider_id=provider_id)
+            return ModelPrice(
+                input=float(per_input.total_price), output=float(per_output.total_price)
+            )
+        except LookupError:  # a model (or provider) it does not know
+            return None
+        except Exception:  # a price it cannot compute: unknown, never an error
+            return None
+
 
 class PriceTable:
     """Looks up prices by model name; thread-safe (lookups only read or replace dict items)."""
 
-    def __init__(self, prices: Mapping[str, ModelPrice] | None = None) -> None:
+    def __init__(
+        self, prices: Mapping[str, ModelPrice] | None = None, fallback: Fallback | None = None
+    ) -> None:
         self._prices = {name.strip().lower(): price for name, price in (prices or {}).items()}
+        self._fallback = fallback
         # longest first, so the most specific listed name wins the snapshot rule
         self._by_length = sorted(self._prices, key=len, reverse=True)
         self._resolved: dict[str, ModelPrice | None] = {}
 
     @classmethod
     def from_config(cls, config: LoopGuardConfig) -> PriceTable:
-        """The user's table (``OTEL_LOOPGUARD_PRICES``); empty when unset or unusable."""
-        return cls(config.load_prices())
+        """The user's table (``OTEL_LOOPGUARD_PRICES``; empty when unset or unusable), and
+        the installed ``genai-prices`` table for the models it does not list."""
+        return cls(config.load_prices(), InstalledPrices() if InstalledPrices.installed() else None)
 
     def __len__(self) -> int:
         return len(self._prices)
 
     def price(self, model: str | None) -> ModelPrice | None:
         """The price of ``model`` by the module's matching rule, or ``None`` if unknown."""
-        if not model or not self._prices:
+        if not model or not (self._prices or self._fallback):
             return None
         try:
             return self._resolved[model]
         except KeyError:
             pass
-        found = self._lookup(model.strip().lower())
+        found = self._lookup(model.strip().lower()) if self._prices else None
+        if found is None and self._fallback is not None:
+            found = self._fallback(model)
         if len(self._resolved) >= _CACHE_LIMIT:  # many distinct names: start over, stay bounded
             self._resolved = {}
         self._resolved[model] = found

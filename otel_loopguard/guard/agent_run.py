@@ -93,6 +93,8 @@ class AgentRun:
                     guard.monitor.start_run(
                         handle.run_id, agent=self._name, keyed_by=identity.keyed_by
                     )
+                    if guard.shared_runs is not None:  # resumed elsewhere: its newer state
+                        guard.shared_runs.run_started(handle.run_id)
             guard.note_gate(handle.run_id)
             span.set_attribute("loopguard.run.id", handle.run_id)
         except Exception as exc:
@@ -155,6 +157,8 @@ class AgentRun:
                 guard.telemetry.mark_span(span, exc.decision)  # the STOP, filterable here too
             span.set_attribute(RUN_STATE_ATTRIBUTE, state.value)
             if handle is not None and handle.outermost and guard.config.enabled:
+                if guard.shared_runs is not None:  # the turn's counts and state, shared
+                    guard.shared_runs.turn_ended(handle.run_id)
                 if not as_run_key(handle.keyed_by).ends_when_idle:
                     summary = guard.monitor.end_run(handle.run_id, state)
                 else:

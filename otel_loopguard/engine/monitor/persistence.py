@@ -116,6 +116,16 @@ def restore_run_state(
     return run
 
 
+def decision_to_dict(decision: Decision) -> dict[str, Any]:
+    """A decision as JSON-able data (the run store's STOP record holds this)."""
+    return _decision_to_dict(decision)
+
+
+def decision_from_dict(data: dict[str, Any], run_id: str) -> Decision:
+    """:func:`decision_to_dict` back; raises on unusable data (callers contain it)."""
+    return _decision_from_dict(data, run_id)
+
+
 def _signal_to_dict(signal: Signal) -> dict[str, Any]:
     data: dict[str, Any] = {
         "detector": signal.detector,

@@ -264,14 +264,41 @@ class Monitor:
         kind: Literal["tool_call", "llm_call"] = "tool_call",
         *,
         expected_tokens: int = 0,
+        totals: RunCounters | None = None,
+        extra: Signal | None = None,
     ) -> tuple[Decision, bool]:
         """:meth:`preflight`, and whether the decision was made just now (see
-        :meth:`observe_fresh`)."""
+        :meth:`observe_fresh`).
+
+        ``totals``: the run's counters summed over every process (the run store's): the
+        limits are checked on them instead of this process's counters (``now -
+        started_at`` is the run's wall time). ``extra``: a veto signal found outside the
+        run (a user's fleet budget), judged by the policy like a limit's when no limit of
+        the run vetoes first."""
         try:
-            return self._preflight(run_key(run_id), kind, expected_tokens)
+            return self._preflight(run_key(run_id), kind, expected_tokens, totals, extra)
         except Exception as exc:
             self._internal_error("preflight", exc)
             return CONTINUE, False
+
+    def adopt_stop(self, run_id: str | Any, decision: Decision | Any) -> bool:
+        """Stop the run with a STOP decided elsewhere (another process, through the run
+        store): every later ``observe`` and ``preflight`` answers it, as for a STOP made
+        here. Not announced to the decision listeners (it was announced where it was
+        made). ``True`` when the run was not stopped yet; never raises."""
+        try:
+            key = run_key(run_id)
+            run = self._table.touch(key, self._clock())
+            with run.lock:
+                if run.stop is not None:
+                    return False
+                if decision.run_id != key:
+                    decision = replace(decision, run_id=key)
+                self._record(run, decision, None)
+                return True
+        except Exception as exc:
+            self._internal_error("adopt_stop", exc)
+            return False
 
     def start_run(
         self, run_id: str | Any, *, agent: str | Any = None, keyed_by: KeyedBy | None = None
@@ -392,7 +419,14 @@ class Monitor:
             except Exception as exc:
                 self._internal_error(f"decision listener {listener!r}", exc)
 
-    def _preflight(self, run_id: str, kind: str, expected_tokens: int) -> tuple[Decision, bool]:
+    def _preflight(
+        self,
+        run_id: str,
+        kind: str,
+        expected_tokens: int,
+        totals: RunCounters | None = None,
+        extra: Signal | None = None,
+    ) -> tuple[Decision, bool]:
         now = self._clock()
         run = self._table.touch(run_id, now)
         with run.lock:
@@ -401,11 +435,13 @@ class Monitor:
             counters = run.counters
             counters.now = now
             signal = budget_exceeded(
-                counters,
+                counters if totals is None else totals,
                 self.config,
                 "llm_call" if kind == "llm_call" else "tool_call",
                 expected_tokens=expected_tokens,
             )
+            if signal is None:
+                signal = extra
             if signal is None:
                 return run.continue_decision, False
             run.window = (*run.window, signal)[-self._window_size :]

@@ -1,0 +1,1 @@
+"""The run store: its contract, its faults, runs shared between real processes."""
