@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -222,6 +222,11 @@ class LabelScore:
         """Labels that no replayed run matched (a wrong id, or a trace not in the input)."""
         return [run_id for run_id in self.labels if run_id not in self._seen]
 
+    def _per_detector(self, tally: Tally) -> Tally:
+        """A detector's figures over every labelled run: its recall is the share of all
+        loop runs whose first STOP it took part in, its false-STOP rate likewise."""
+        return replace(tally, loop_runs=self.total.loop_runs, clean_runs=self.total.clean_runs)
+
     def failed_gates(self) -> list[str]:
         """One line per gate missed; empty when every gate passed."""
         failed = []
@@ -241,7 +246,10 @@ class LabelScore:
             "unlabelled_runs": self.unlabelled_runs,
             "labels_without_run": len(self.missing),
             "sets": {name: tally.to_json() for name, tally in sorted(self.sets.items())},
-            "detectors": {name: tally.to_json() for name, tally in sorted(self.detectors.items())},
+            "detectors": {
+                name: self._per_detector(tally).to_json()
+                for name, tally in sorted(self.detectors.items())
+            },
             "gates": {
                 "min_recall": self.gates.min_recall,
                 "max_false_stop_rate": self.gates.max_false_stop_rate,

@@ -86,6 +86,9 @@ def test_scores_recall_false_stops_early_stops_and_savings(export, tmp_path) -> 
     )
     assert scored["detectors"]["test_policy"]["caught"] == 1
     assert scored["detectors"]["test_policy"]["false_stops"] == 1
+    # a detector's recall is over all loop runs, not only the ones it stopped
+    assert scored["detectors"]["test_policy"]["loop_runs"] == 2
+    assert scored["detectors"]["test_policy"]["recall"] == 0.5
 
 
 def test_text_report_prints_the_figures_per_set_and_detector(export, tmp_path) -> None:
