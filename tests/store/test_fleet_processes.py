@@ -3,8 +3,10 @@ separate Python process (``programs/agent_turns.py``: our public API, a scripted
 
 from __future__ import annotations
 
+import sys
 import time
 
+import pytest
 from otel_loopguard_testing.redis_server import RedisServer
 
 from otel_loopguard.engine.store import redis as redis_store
@@ -122,3 +124,55 @@ def test_a_foreign_value_under_the_runs_key_is_ignored_with_a_warning(
     assert [t["executed"] for t in turns] == [True, True, True, False]
     assert stderr.count("ignoring the value under 'loopguard:run:conv-1'") == 1
     assert "Traceback" not in stderr
+
+
+def test_a_users_hourly_budget_is_the_sum_of_their_runs_in_two_processes(
+    redis_server: RedisServer,
+) -> None:
+    budget = {"USER_TOKEN_BUDGET": "1000", "LOOPGUARD_TEST_TOKENS": "400"}
+    alice = agent_env(redis_server.url, LOOPGUARD_TEST_USER="alice", **budget)
+    bob = agent_env(redis_server.url, LOOPGUARD_TEST_USER="bob", **budget)
+    with AgentProcess("alice-1", alice) as first, AgentProcess("alice-2", alice) as second:
+        with AgentProcess("bob-1", bob) as other:
+            turns = [first.turn("q1"), first.turn("q2")]  # alice: 800 in her first run
+            turns.append(second.turn("q3"))  # her second run: 1200 in the hour
+            turns.append(second.turn("q4"))
+            bobs = [other.turn(f"b{n}") for n in range(2)]  # 800: under his budget
+            for agent in (first, second, other):
+                agent.finish()
+    # each of alice's runs stays under 1000 tokens; their sum does not
+    assert [t["executed"] for t in turns] == [True, True, False, False]
+    assert all(
+        (t["interrupted"], t["kind"], t["scope"]) == ("budget", "tokens", "user") for t in turns[2:]
+    )
+    assert all(t["executed"] and t["interrupted"] is None for t in bobs)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="genai-prices needs Python >= 3.11")
+def test_a_users_cost_budget_priced_from_the_installed_table(redis_server: RedisServer) -> None:
+    import genai_prices  # the [test] extra installs it on Python >= 3.11
+
+    model, tokens = "gpt-4o", 100_000
+    per_turn = float(
+        genai_prices.calc_price(genai_prices.Usage(input_tokens=tokens), model).total_price
+    )
+    assert per_turn > 0
+    env = agent_env(
+        redis_server.url,
+        # the third turn's model call goes over; its tool call and all after are vetoed
+        USER_COST_LIMIT=repr(per_turn * 2.5),
+        LOOPGUARD_TEST_USER="carol",
+        LOOPGUARD_TEST_TOKENS=str(tokens),
+        LOOPGUARD_TEST_MODEL=model,
+    )
+    assert "OTEL_LOOPGUARD_PRICES" not in env
+    with AgentProcess("carol-1", env) as first, AgentProcess("carol-2", env) as second:
+        turns = [first.turn("q1"), second.turn("q2"), first.turn("q3"), second.turn("q4")]
+        first.finish()
+        second.finish()
+    assert [t["executed"] for t in turns] == [True, True, False, False]
+    assert (turns[2]["interrupted"], turns[2]["kind"], turns[2]["scope"]) == (
+        "budget",
+        "cost",
+        "user",
+    )

@@ -1,0 +1,79 @@
+"""The guard and its store in one process: nothing is shared (nor any work added) by
+default, a Redis URL without the redis package is one log line and local runs, and no
+tool argument or result reaches the store with content capture off."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from opentelemetry.sdk.trace import TracerProvider
+from otel_loopguard_testing.redis_server import RedisServer
+
+from otel_loopguard import LoopGuard, LoopGuardConfig, LoopGuardInterrupt
+
+SECRET = "card 4111-1111-1111-1111"
+
+
+def test_the_default_shares_nothing() -> None:
+    assert LoopGuard(LoopGuardConfig()).shared_runs is None
+    assert LoopGuard(LoopGuardConfig(store="memory", max_steps=3)).shared_runs is None
+
+
+def test_fleet_budgets_work_on_the_memory_store_within_a_process() -> None:
+    guard = LoopGuard(LoopGuardConfig(user_token_budget=100))
+    assert guard.shared_runs is not None and not guard.shared_runs.store.shared
+
+
+_NO_REDIS = r"""
+import sys
+
+class _NoRedis:
+    def find_spec(self, name, path=None, target=None):
+        if name == "redis" or name.startswith("redis."):
+            raise ImportError("redis is not installed here")
+        return None
+
+sys.meta_path.insert(0, _NoRedis())
+from opentelemetry.sdk.trace import TracerProvider
+from otel_loopguard import LoopGuard, LoopGuardConfig, LoopGuardInterrupt
+
+guard = LoopGuard(LoopGuardConfig(store="redis://127.0.0.1:1/0", mode="enforce"))
+tracer = TracerProvider().get_tracer("test")
+ran = 0
+try:
+    with guard.agent_run(tracer, "agent", conversation_id="c1"):
+        for _ in range(5):
+            with guard.tool_call(tracer, "lookup", {"q": "x"}) as call:
+                ran += 1
+                call.set_result("")
+except LoopGuardInterrupt:
+    pass
+print("shared", guard.shared_runs is not None, "ran", ran)
+"""
+
+
+def test_a_redis_url_without_the_redis_package_is_one_line_and_local_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_REDIS], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["shared", "False", "ran", "3"]  # stopped locally
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "otel-loopguard[redis]" in lines[0]
+
+
+def test_no_tool_argument_or_result_reaches_the_store(redis_server: RedisServer) -> None:
+    guard = LoopGuard(LoopGuardConfig(store=redis_server.url, mode="enforce"))
+    tracer = TracerProvider().get_tracer("test")
+    try:
+        with guard.agent_run(tracer, "agent", conversation_id="c1"):
+            for _ in range(4):
+                with guard.tool_call(tracer, "charge", {"card": SECRET}) as call:
+                    call.set_result(f"declined: {SECRET}")
+    except LoopGuardInterrupt:
+        pass
+    stored = redis_server.command("HGETALL", "loopguard:run:c1")
+    assert b"stop" in stored and b"state_version" in stored  # the run was shared
+    assert b"4111" not in stored and b"declined" not in stored
+    assert b"4111" not in redis_server.command("KEYS", "*")
