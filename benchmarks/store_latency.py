@@ -34,11 +34,11 @@ sys.path.append(str(HERE.parent))
 sys.path.append(str(HERE.parent / "testing" / "otel-loopguard-testing" / "src"))
 
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from otel_loopguard_testing.redis_server import RedisServer  # noqa: E402
 
 from otel_loopguard import LoopGuard, LoopGuardConfig  # noqa: E402
 from otel_loopguard.engine.store import CounterDelta  # noqa: E402
 from otel_loopguard.engine.store.redis import RedisStore  # noqa: E402
-from otel_loopguard_testing.redis_server import RedisServer  # noqa: E402
 
 TARGET_MS = 0.2
 
@@ -104,8 +104,7 @@ def main() -> int:
         server.start()
         try:
             print(
-                f"{'threads':>7}  {'store':<14}{'median ms':>10}{'p99 ms':>10}"
-                f"{'wall/call ms':>14}"
+                f"{'threads':>7}  {'store':<14}{'median ms':>10}{'p99 ms':>10}{'wall/call ms':>14}"
             )
             for threads in (1, 8):
                 memory, memory_wall = gate_latencies("memory", threads, args.calls)
