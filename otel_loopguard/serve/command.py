@@ -135,7 +135,7 @@ def _exposed(settings: ServeSettings) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from otel_loopguard.analyze.command import UsageError as PolicyError
-    from otel_loopguard.analyze.command import _check_policy
+    from otel_loopguard.analyze.command import _check_policy, _collecting_cycles_less_often
 
     try:
         settings = settings_from(args)
@@ -147,7 +147,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"otel-loopguard serve: {exc}", file=sys.stderr)
         return 2
     from otel_loopguard.engine.config import LoopGuardConfig
-    from otel_loopguard.serve.service import Service
 
     config = LoopGuardConfig.from_env(**({"policy": args.policy} if args.policy else {}))
     exposed = _exposed(settings)
@@ -157,6 +156,13 @@ def run(args: argparse.Namespace) -> int:
             "without both --tls-cert and --token-file",
             file=sys.stderr,
         )
+    with _collecting_cycles_less_often():  # as analyze: the engine allocates as a replay does
+        return _serve(config, settings)
+
+
+def _serve(config: Any, settings: ServeSettings) -> int:
+    from otel_loopguard.serve.service import Service
+
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -90,6 +90,7 @@ class Service:
         return serving, {
             "status": "serving" if serving else "draining",
             "pending_spans": pipeline.pending,
+            "judged_spans": pipeline.judged,
             "live_runs": pipeline.replayer.live_runs,
         }
 

@@ -19,6 +19,8 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 AGENT = Path(__file__).with_name("agent.py")
+#: the console script: the installed package (the compiled wheel in the compiled suite)
+SCRIPT = Path(sys.executable).with_name("otel-loopguard")
 _LISTENING = re.compile(r"listening \((.*)\)")
 
 
@@ -44,9 +46,7 @@ class ServeProcess:
         }
         self.process = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "otel_loopguard.cli",
+                str(SCRIPT),
                 "serve",
                 "--grpc-endpoint",
                 "127.0.0.1:0",

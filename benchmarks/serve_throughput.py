@@ -1,0 +1,279 @@
+"""Spans per second of ``otel-loopguard serve``, one process, from OTLP protobuf over loopback,
+beside protobuf decode alone in the same run.
+
+Usage::
+
+    python benchmarks/serve_throughput.py [--spans N] [--concurrent C] [--senders S]
+    .venvs/compiled/bin/python benchmarks/serve_throughput.py --installed  # compiled wheel
+
+Generates OTLP export requests of 512 spans (as the SDK's batch processor sends them): the
+traces of ``C`` concurrent agent runs interleaved, each an ``invoke_agent`` span with model
+turns (``chat`` spans with token usage) and tool calls carrying arguments and results, one
+run in ten looping. Then:
+
+1. the baseline: every request parsed (``ExportTraceServiceRequest.FromString``) and read
+   into span views (``otel_loopguard.serve.decode``), in this process: CPU spans/s;
+2. a real ``otel-loopguard serve`` process (source tree, default policy and detectors) on
+   loopback ports; ``S`` sender threads POST the requests over OTLP/HTTP keep-alive
+   connections (a 429 is retried after a pause), and the run ends when the service's health
+   says every span was judged. Prints spans/s by wall time and by the service process's
+   own CPU time (``/proc/<pid>/stat``), and the ratio to the baseline.
+
+Exit status 1 when the service is below the target of 20,000 spans/s (its CPU time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+
+ROOT = Path(__file__).resolve().parent.parent
+if "--installed" not in sys.argv:
+    sys.path.insert(0, str(ROOT))
+
+from otel_loopguard.serve.decode import decode_protobuf  # noqa: E402
+
+TARGET_SPANS_PER_SECOND = 20_000
+SPANS_PER_REQUEST = 512
+TOOLS = ("search", "read_file", "lookup_order", "fetch_url", "run_tests", "send_email")
+
+
+def _kv(key: str, value: object) -> KeyValue:
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
+
+
+class _Run:
+    """One agent run being generated: its spans turn by turn, the root at the end."""
+
+    def __init__(self, rng: random.Random, number: int, now_ns: int) -> None:
+        self.rng = rng
+        self.trace_id = rng.randbytes(16)
+        self.root_id = rng.randbytes(8)
+        self.agent = f"agent-{number % 50}"
+        self.looping = number % 10 == 0
+        self.turns = rng.randint(5, 40)
+        self.turn = 0
+        self.start_ns = self.clock_ns = now_ns
+
+    def _span(self, name: str, start: int, end: int, attrs: list, parent: bytes | None) -> Span:
+        return Span(
+            trace_id=self.trace_id,
+            span_id=self.rng.randbytes(8),
+            parent_span_id=parent or b"",
+            name=name,
+            kind=Span.SPAN_KIND_INTERNAL,
+            start_time_unix_nano=start,
+            end_time_unix_nano=end,
+            attributes=attrs,
+        )
+
+    def next_spans(self) -> list[Span]:
+        if self.turn >= self.turns:
+            attrs = [
+                _kv("gen_ai.operation.name", "invoke_agent"),
+                _kv("gen_ai.agent.name", self.agent),
+            ]
+            return [
+                self._span(f"invoke_agent {self.agent}", self.start_ns, self.clock_ns, attrs, None)
+            ]
+        self.turn += 1
+        rng = self.rng
+        tool = "search" if self.looping else rng.choice(TOOLS)
+        query = "pricing page" if self.looping else f"query {rng.getrandbits(32)}"
+        result = "no results" if self.looping else f"result {rng.getrandbits(48)}"
+        t0 = self.clock_ns
+        self.clock_ns += 2_000_000
+        chat = [
+            _kv("gen_ai.operation.name", "chat"),
+            _kv("gen_ai.request.model", "gpt-4o"),
+            _kv("gen_ai.usage.input_tokens", rng.randint(200, 4000)),
+            _kv("gen_ai.usage.output_tokens", rng.randint(10, 300)),
+        ]
+        call = [
+            _kv("gen_ai.operation.name", "execute_tool"),
+            _kv("gen_ai.tool.name", tool),
+            _kv("gen_ai.tool.call.id", f"call_{rng.getrandbits(40):x}"),
+            _kv("gen_ai.tool.call.arguments", json.dumps({"query": query})),
+            _kv("gen_ai.tool.call.result", result),
+        ]
+        return [
+            self._span("chat gpt-4o", t0, t0 + 800_000, chat, self.root_id),
+            self._span(f"execute_tool {tool}", t0 + 900_000, t0 + 1_500_000, call, self.root_id),
+        ]
+
+
+def generate(spans: int, concurrent: int, seed: int = 7) -> list[bytes]:
+    """Serialized export requests of SPANS_PER_REQUEST spans, runs interleaved."""
+    rng = random.Random(seed)
+    now = time.time_ns()
+    number = 0
+    live = []
+    for _ in range(concurrent):
+        live.append(_Run(rng, number, now))
+        number += 1
+    bodies: list[bytes] = []
+    batch: list[Span] = []
+    made = 0
+    while made < spans:
+        run = rng.choice(live)
+        new = run.next_spans()
+        if run.turn >= run.turns and len(new) == 1:
+            live[live.index(run)] = _Run(rng, number, run.clock_ns)
+            number += 1
+        batch += new
+        made += len(new)
+        if len(batch) >= SPANS_PER_REQUEST:
+            bodies.append(_request(batch))
+            batch = []
+    if batch:
+        bodies.append(_request(batch))
+    return bodies
+
+
+def _request(spans: list[Span]) -> bytes:
+    return ExportTraceServiceRequest(
+        resource_spans=[
+            ResourceSpans(
+                resource=Resource(attributes=[_kv("service.name", "benchmark-agent")]),
+                scope_spans=[ScopeSpans(spans=spans)],
+            )
+        ]
+    ).SerializeToString()
+
+
+def decode_rate(bodies: list[bytes], spans: int) -> float:
+    started = time.process_time()
+    decoded = sum(len(decode_protobuf(body).views) for body in bodies)
+    elapsed = time.process_time() - started
+    assert decoded == spans, (decoded, spans)
+    return spans / elapsed
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _health(port: int) -> dict:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("GET", "/health")
+    answer = json.loads(connection.getresponse().read())
+    connection.close()
+    return answer
+
+
+def serve_rate(
+    bodies: list[bytes], spans: int, senders: int, installed: bool
+) -> tuple[float, float, int]:
+    """(spans/s by wall time, spans/s by the service's CPU time, 429 answers)."""
+    # the source tree, or with --installed the package installed beside this Python (the
+    # compiled wheel in .venvs/compiled, say) through its console script
+    command = (
+        [str(Path(sys.executable).with_name("otel-loopguard"))]
+        if installed
+        else [sys.executable, "-m", "otel_loopguard.cli"]
+    )
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": ""}
+    if not installed:
+        env["PYTHONPATH"] = str(ROOT)
+    process = subprocess.Popen(
+        [*command, "serve", "--grpc-endpoint", "none", "--http-endpoint", "127.0.0.1:0",
+         "--prometheus-endpoint", "none"],
+        cwd=ROOT if not installed else None, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert process.stderr is not None
+    port = 0
+    for line in process.stderr:
+        found = re.search(r"http port (\d+)", line)
+        if found:
+            port = int(found.group(1))
+            break
+    if not port:
+        raise SystemExit("serve did not start")
+    busy = [0]
+    queue = list(reversed(bodies))
+    lock = threading.Lock()
+
+    def send() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        headers = {"Content-Type": "application/x-protobuf"}
+        while True:
+            with lock:
+                if not queue:
+                    break
+                body = queue.pop()
+            while True:
+                connection.request("POST", "/v1/traces", body, headers)
+                answer = connection.getresponse()
+                answer.read()
+                if answer.status != 429:
+                    assert answer.status == 200, answer.status
+                    break
+                with lock:
+                    busy[0] += 1
+                time.sleep(0.05)
+        connection.close()
+
+    try:
+        cpu_before = _cpu_seconds(process.pid)
+        started = time.perf_counter()
+        threads = [threading.Thread(target=send) for _ in range(senders)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        while _health(port)["judged_spans"] < spans:
+            time.sleep(0.01)
+        wall = time.perf_counter() - started
+        cpu = _cpu_seconds(process.pid) - cpu_before
+    finally:
+        process.terminate()
+        process.wait(60)
+    return spans / wall, spans / cpu, busy[0]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spans", type=int, default=200_000)
+    parser.add_argument("--concurrent", type=int, default=200)
+    parser.add_argument("--senders", type=int, default=2)
+    parser.add_argument(
+        "--installed",
+        action="store_true",
+        help="run the otel-loopguard installed beside this Python, not the source tree",
+    )
+    args = parser.parse_args()
+    bodies = generate(args.spans, args.concurrent)
+    spans = sum(len(decode_protobuf(body).views) for body in bodies)
+    print(f"{spans:,} spans in {len(bodies):,} OTLP protobuf requests of {SPANS_PER_REQUEST}")
+    decode = decode_rate(bodies, spans)
+    print(f"protobuf decode alone (parse + span views):  {decode:>10,.0f} spans/s (CPU)")
+    wall, cpu, busy = serve_rate(bodies, spans, args.senders, args.installed)
+    print(f"otel-loopguard serve, OTLP/HTTP loopback:    {cpu:>10,.0f} spans/s (its CPU)")
+    print(
+        f"                                             {wall:>10,.0f} spans/s (wall, {busy} x 429)"
+    )
+    print(f"decode / serve (CPU): {decode / cpu:.2f}x  (goal ≤ 2x)")
+    ok = cpu >= TARGET_SPANS_PER_SECOND
+    print(f"target ≥ {TARGET_SPANS_PER_SECOND:,} spans/s: {'met' if ok else 'NOT met'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
