@@ -369,6 +369,13 @@ def _llm_event(view: SpanView, run_id: str, config: LoopGuardConfig, actor: str 
         attrs, config.signature_max_chars, view.span_id
     )
     finish = _finish_reason(attrs)
+    output_tokens = _int(attrs, _OUTPUT_TOKEN_KEYS)
+    if output_tokens is None:  # (a recorded 0 is an answer: no `or` between the two)
+        output_tokens = _int(attrs, _LEGACY_OUTPUT_TOKEN_KEYS)
+    error = error_info(view)
+    # empty: no tool call asked for and no text (an assistant message with no parts), or
+    # no content recorded and zero output tokens; a failed model call is not an answer
+    empty = not requested and error is None and (text_empty if text_seen else output_tokens == 0)
     event = Event(
         _KIND_LLM_RESPONSE,
         run_id,
@@ -376,12 +383,11 @@ def _llm_event(view: SpanView, run_id: str, config: LoopGuardConfig, actor: str 
         model=_first_text(attrs, _MODEL_KEYS),
         finish_reason=finish,
         input_tokens=_int(attrs, _INPUT_TOKEN_KEYS) or _int(attrs, _LEGACY_INPUT_TOKEN_KEYS),
-        output_tokens=_int(attrs, _OUTPUT_TOKEN_KEYS) or _int(attrs, _LEGACY_OUTPUT_TOKEN_KEYS),
-        empty=bool(text_seen and text_empty and not requested),
+        output_tokens=output_tokens,
+        empty=empty,
         requested_tool_calls=tuple(sorted(requested)) if requested else None,
         **_origin(view),
     )
-    error = error_info(view)
     if error is not None:
         event.error = error
     return event

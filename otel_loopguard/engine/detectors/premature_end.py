@@ -168,7 +168,9 @@ def _describe_failure(event: Event, shell_tools: ToolNameMatcher) -> str | None:
         tool = (event.tool_name or "tool")[:60]
         error = event.error
         if error is not None and error.type:
-            return f"{tool}: {error.type[:40]}"
+            # the class name without its module (the SDK records ``exception.type``
+            # qualified: ``requests.exceptions.ConnectionError``)
+            return f"{tool}: {error.type.rsplit('.', 1)[-1][:40]}"
         if error is not None and error.status_code is not None:
             return f"{tool}: status {error.status_code}"
         return f"{tool}: error"
