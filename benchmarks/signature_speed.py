@@ -47,14 +47,26 @@ BASELINE = "605550e"  # main before the signature speed work
 TARGET_SPEEDUP = 2.0
 
 
+#: where the module lived: ``engine/`` since the package was split into rooms
+MODULE_PATHS = ("otel_loopguard/engine/signatures.py", "otel_loopguard/signatures.py")
+
+
+def git_source(revision: str) -> str:
+    """The signatures module's source as of ``revision``, wherever it lived then."""
+    for path in MODULE_PATHS:
+        shown = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{revision}:{path}"],
+            capture_output=True,
+            text=True,
+        )
+        if shown.returncode == 0:
+            return shown.stdout
+    raise subprocess.CalledProcessError(128, ["git", "show", revision])
+
+
 def load_baseline(revision: str) -> ModuleType:
     """``otel_loopguard/engine/signatures.py`` as of ``revision``, as a module of its own."""
-    source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{revision}:otel_loopguard/engine/signatures.py"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    source = git_source(revision)
     spec = importlib.util.spec_from_loader("baseline_signatures", loader=None)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)

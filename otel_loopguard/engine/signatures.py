@@ -2,12 +2,16 @@
 
 Detectors compare signatures, never raw content, so a signature must be
 
-* **canonical**: dict keys sorted at every depth, whitespace folded, case folded in free
-  text (values with spaces) but never in identifiers (single-token values such as ids,
+* **canonical**: dict keys sorted at every depth; whitespace folded and case folded in free
+  text only (values with spaces), never in identifiers (single-token values such as ids,
   paths, URLs and enum-like tokens, and tokens inside free text that contain ``/ \\ _ @``,
   digits, ``a.b`` / ``a:b`` or camelCase), so ``{"q": "Pricing  Plans", "n": 1}`` and
   ``{"n": 1, "q": "pricing plans"}`` are the same call while ``/Users/A`` and ``/users/a``
-  are not;
+  are not. Code, patches, file contents, commands and paths are not free text: a value
+  under a key that names them (``code``, ``content``, ``patch``, ``diff``, ``command``,
+  ``cmd``, ``script``, ``path``, ``file``, ``url``, ``old_str`` / ``new_str`` ...: see
+  :func:`_verbatim_key`) or shaped like code (indented lines, diff lines, braces, ``f(``,
+  flags, shell operators: :func:`_code_shaped`) keeps its whitespace and case exactly;
 * **masked**: volatile tokens are replaced before hashing so that
   ``no results (request 8f3a91c2)`` twice is the same output. Outputs mask UUIDs, ISO
   timestamps and dates, clock times, durations (``12 ms``), long hex (``0x7f..``, digests),
@@ -16,12 +20,15 @@ Detectors compare signatures, never raw content, so a signature must be
   (``get_order(id=<uuid>)`` for two uuids are two calls): only timestamps with a time of
   day, tagged request/trace/correlation/idempotency ids and values of keys such as
   ``nonce`` or ``timestamp``;
-* **capped**: each string value is cut at ``max_chars`` (after a little slack for masking),
-  containers at :data:`MAX_ITEMS` items, nesting at :data:`MAX_DEPTH`, and the whole form at
-  :data:`MAX_NODES` values, so the cost is O(cap) even for a 10 MB string or a 1M-element
-  list. Anything past the cap does not change the signature. A JSON-string argument (what
-  models send) is parsed only when it is at most ``32 * max_chars`` long; longer ones are
-  treated as text;
+* **capped, not collapsed**: each string value's readable prefix is cut at ``max_chars``
+  (after a little slack for masking), containers at :data:`MAX_ITEMS` items, nesting at
+  :data:`MAX_DEPTH`, and the whole form at :data:`MAX_NODES` values. The cap bounds the
+  cost, not the identity: a string longer than ``max_chars`` carries a hash of the whole
+  value (masked and folded like its prefix up to 8 K characters, raw up to 1 M, then its
+  first and last 512 K characters and its length: :func:`_rest_digest`), so two 2 KB edits
+  that differ at character 1,500 are two calls, and a 10 MB value costs about 2 ms. A
+  JSON-string argument (what models send) is parsed only when it is at most
+  ``32 * max_chars`` long; longer ones are signed as text (hashed whole as well);
 * **private**: the returned signatures are 16-hex-digit BLAKE2b hashes and nothing else, so
   they may be kept in run state and put into signal evidence with content capture off. The
   readable canonical form (``search(query=pricing)``, ``no results (request <id>)``) comes
@@ -37,7 +44,9 @@ de-duplicated, per dict key. Numbers are normalised as ids: in call arguments th
 catches paraphrases made of the same content words in another order, case or punctuation
 ("pricing plans?" / "Plans pricing" / "the pricing plan please") without any model download;
 it does not catch synonyms ("cost" / "price"): that is what the optional similarity hook
-(:func:`load_similarity`) is for.
+(:func:`load_similarity`) is for. A call argument kept verbatim (code, a command, a path)
+has its exact form as its near key: two edits that differ only in indentation are not
+near-duplicates.
 
 Nothing here raises: any value, including cyclic structures, objects whose ``repr`` fails,
 ``bytes`` and strings with lone surrogates, yields a signature.
@@ -146,7 +155,15 @@ def _byte_classes(classes: dict[str, str]) -> bytes:
 
 
 _SHAPE_CLASSES = _byte_classes(
-    {"0123456789": "d", "smun": "s", "x": "x", "-": "-", "/": "/", ":": ":", " ": " "}
+    {
+        "0123456789": "d",
+        "smun": "s",
+        "x": "x",
+        "-": "-",
+        "/": "/",
+        ":": ":",
+        " \t\n\r\x0b\x0c": " ",
+    }
 )
 _HEX_CLASSES = _byte_classes({"0123456789abcdefABCDEF": "h"})
 
@@ -158,7 +175,8 @@ def _ascii_output_mask(head: str, lower: str) -> re.Pattern[str] | None:
     substring tests on the text mapped to byte classes (``in`` on ``str``: on ``bytes``
     it pays for the buffer protocol on every call): "d" a digit, "s" a letter that ends
     a duration (``12 ms``, ``3s``, ``5 secs``), "x" of ``0x``, and "h" a hex digit in the
-    second map. (Once folded, the only whitespace of the text is the space.) A text
+    second map; every whitespace character maps to " " (``\\s`` in the masks), so a text
+    kept verbatim (not folded) is screened alike. A text
     without a digit only gets the tagged-id mask, as in :func:`_mask_any`.
     """
     tag_word = _has_tag_word(lower)
@@ -264,19 +282,42 @@ _KEY_MEMO_CAP = 4096
 _KEY_MEMO_CHARS = 64  # longer keys are worked out each time, not kept
 
 
-class _KeyParts(dict[str, tuple[str, "str | None"]]):
-    """key -> (``key=`` for the exact form, ``key=`` lower-cased for the near key).
+# Keys whose string values are code, patches, file contents, commands, paths or ids: kept
+# verbatim (no whitespace or case folding, see :func:`_canonical_text`). A key matches
+# when one of its words (snake_case, camelCase, kebab-case: ``file_path``, ``oldString``,
+# ``shell-command``) is in :data:`_VERBATIM_WORDS`, or the whole key folded is in
+# :data:`_VERBATIM_KEYS`. Free text keys (``query``, ``q``, ``prompt``, ``message``,
+# ``text``) are not in them: their values are folded.
+_VERBATIM_TEXT = """code content contents patch diff command commands cmd script source src snippet
+program sql regex regexp pattern replacement stdin argv path paths file files filename dir
+directory url uri glob old new"""
+_VERBATIM_WORDS = frozenset(_VERBATIM_TEXT.split())
+_VERBATIM_KEYS = frozenset({"oldstr", "newstr", "filetext", "filepath", "cwd", "workdir"})
+_KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
-    A volatile key (``request_id``, ``nonce`` ...) gets ``(key=<volatile>, None)``: its
-    value is never looked at. Argument names repeat across calls, so this memo (bounded
-    like :class:`_NearWordMemo`) saves the regex match and two strings per key and call.
+
+def _verbatim_key(key: str) -> bool:
+    """Does ``key`` name code, a command, a patch, file contents, a path or a URL?"""
+    folded = key.lower().replace("_", "").replace("-", "")
+    if folded in _VERBATIM_KEYS:
+        return True
+    return any(word.lower() in _VERBATIM_WORDS for word in _KEY_WORD.findall(key))
+
+
+class _KeyParts(dict[str, tuple[str, "str | None", bool]]):
+    """key -> (``key=`` for the exact form, ``key=`` lower-cased for the near key, verbatim).
+
+    A volatile key (``request_id``, ``nonce`` ...) gets ``(key=<volatile>, None, False)``:
+    its value is never looked at. ``verbatim``: the key names code, a command, a path ...
+    (:func:`_verbatim_key`). Argument names repeat across calls, so this memo (bounded
+    like :class:`_NearWordMemo`) saves the regex matches and two strings per key and call.
     """
 
-    def __missing__(self, key: str) -> tuple[str, str | None]:
+    def __missing__(self, key: str) -> tuple[str, str | None, bool]:
         if _VOLATILE_KEY.match(key) is not None:
-            parts: tuple[str, str | None] = (f"{key}=<volatile>", None)
+            parts: tuple[str, str | None, bool] = (f"{key}=<volatile>", None, False)
         else:
-            parts = (f"{key}=", f"{key.lower()}=")
+            parts = (f"{key}=", f"{key.lower()}=", _verbatim_key(key))
         if len(key) <= _KEY_MEMO_CHARS:
             if len(self) >= _KEY_MEMO_CAP:
                 self.clear()
@@ -393,7 +434,9 @@ _ASCII_WORD_BYTES = bytes(byte if byte in _ASCII_ALNUM else 32 for byte in range
 # canonical form
 
 
-def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]:
+def _canonical_text(
+    value: str, max_chars: int, output: bool, verbatim: bool = False
+) -> tuple[str, str]:
     """(exact, near) of one string value: whitespace folded, masked, case folded, capped.
 
     The hot path of every signature, written out in one function. ASCII text (nearly all
@@ -401,40 +444,84 @@ def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]
     case folding and the near key: masking and folding keep ASCII text ASCII and keep its
     length, so the lower-case form of the result is the one computed here (recomputed only
     after a mask replaced something).
+
+    Free text only is folded. ``verbatim`` (the value's key names code, a command, a path:
+    :func:`_verbatim_key`), or a value shaped like code (:func:`_code_shaped`: indented or
+    diff lines, braces, ``;``, ``f(``, ``--flag`` ...), keeps its whitespace and case, and
+    a call argument's near key is then its exact form: indentation is meaning in Python,
+    and two edits that differ in it are two edits.
+
+    The cap bounds the cost, not the identity: a value longer than ``max_chars`` ends in
+    :func:`_rest_digest`, a hash of the whole value, so two values that differ anywhere
+    sign differently.
     """
-    head = " ".join(value[: max_chars + _SLACK].split())
+    raw = value[: max_chars + _SLACK]
+    head = " ".join(raw.split())
     if not head.isascii():
-        exact = _fold_free_text(_mask_any(head, output))[:max_chars]
-        return exact, _near_words(exact.lower(), output)
+        if not verbatim and _code_shaped(raw):
+            verbatim = True
+        if verbatim:
+            exact = _mask_any(raw, output)[:max_chars]
+        else:
+            exact = _fold_free_text(_mask_any(head, output))[:max_chars]
+        near = exact if verbatim and not output else _near_words(exact.lower(), output)
+        if len(value) > max_chars:
+            rest = _rest_digest(value, output, verbatim)
+            return exact + rest, near + rest
+        return exact, near
     lower = head.lower()
+    words_only = lower.replace(" ", "")  # letters and digits only: plain words
+    if (
+        not verbatim
+        and (len(head) != len(raw) or not words_only.isalnum())  # else no code shape
+        and _code_shaped(raw)
+    ):
+        verbatim = True
+    if verbatim:
+        head, lower = raw, raw.lower()
     # The masks of _mask_any, skipped where they cannot match. A text without a digit only
     # gets the tagged-id mask, which needs a tag word and "id" / "key". In outputs every
     # other mask needs a tag word, a digit shape or a hex run; in calls the only other
     # mask, a timestamp, needs "dddd-d".
-    mask: re.Pattern[str] | None = None
-    words_only = lower.replace(" ", "")  # letters and digits only: plain words
-    if output:
-        if words_only.isalpha():  # letters and spaces: no digit, so only a tagged id
-            if ("id" in lower or "key" in lower) and _has_tag_word(lower):
-                mask = _TAG_ONLY
-        else:
-            mask = _ascii_output_mask(head, lower)
-    elif ("id" in lower or "key" in lower) and _has_tag_word(lower):
-        mask = _CALL_MASK if _DIGIT.search(head) else _TAG_ONLY
-    elif "-" in head and _YEAR_DASH.search(head):
-        mask = _CALL_MASK
+    mask = _ascii_mask(head, lower, words_only, output)
     if mask is not None:
         masked = mask.sub(_mask_match, head)
         if masked is not head:
             head, lower = masked, masked.lower()
-    if " " in head and head != lower:  # else _fold_free_text returns it unchanged
+    if not verbatim and " " in head and head != lower:  # else _fold_free_text: unchanged
         head = _fold_free_text(head, lower)
     if len(head) > max_chars:  # (ASCII: folding kept the length, head and lower agree)
         head, lower = head[:max_chars], lower[:max_chars]
-    # the near key: the words of ASCII text are its runs of letters and digits
+    if len(value) > max_chars:
+        rest = _rest_digest(value, output, verbatim)
+        if verbatim and not output:
+            return head + rest, head + rest
+        return head + rest, _ascii_near_key(lower, mask is None, words_only, output) + rest
+    if verbatim and not output:
+        return head, head
+    return head, _ascii_near_key(lower, mask is None, words_only, output)
+
+
+def _ascii_mask(head: str, lower: str, words_only: str, output: bool) -> re.Pattern[str] | None:
+    """The mask to run on ASCII ``head`` (``lower`` its lower-case form), or None."""
+    if output:
+        if words_only.isalpha():  # letters and spaces: no digit, so only a tagged id
+            if ("id" in lower or "key" in lower) and _has_tag_word(lower):
+                return _TAG_ONLY
+            return None
+        return _ascii_output_mask(head, lower)
+    if ("id" in lower or "key" in lower) and _has_tag_word(lower):
+        return _CALL_MASK if _DIGIT.search(head) else _TAG_ONLY
+    if "-" in head and _YEAR_DASH.search(head):
+        return _CALL_MASK
+    return None
+
+
+def _ascii_near_key(lower: str, unmasked: bool, words_only: str, output: bool) -> str:
+    """The near key of ASCII text: its runs of letters and digits, as :func:`_near_words`."""
     if lower.isalnum():  # one word: "pricing", "en", "17"
-        return head, _NEAR_WORD[output](lower)
-    if mask is None and words_only.isalnum():  # words and single spaces: "no results"
+        return _NEAR_WORD[output](lower)
+    if unmasked and words_only.isalnum():  # words and single spaces: "no results"
         words = {*map(_NEAR_WORD[output], lower.split())}
     else:
         spaced = lower.encode("ascii").translate(_ASCII_WORD_BYTES)
@@ -442,9 +529,84 @@ def _canonical_text(value: str, max_chars: int, output: bool) -> tuple[str, str]
     words.discard("")  # filler
     if len(words) == 2:  # "no results", "topic 17": what sorted() would give, sooner
         first, second = words
-        near = f"{first} {second}" if first < second else f"{second} {first}"
-        return head, near
-    return head, " ".join(sorted(words))
+        return f"{first} {second}" if first < second else f"{second} {first}"
+    return " ".join(sorted(words))
+
+
+# Code, patches, commands, file contents: not free text (see _canonical_text).
+_INDENTED_OR_DIFF_LINE = re.compile(r"\n(?:[+\-@]|\t\S| {2,}\S)")
+_STATEMENT_END = re.compile(r";(?:\S|\s*$|\n)")
+_SHELL_VARIABLE = re.compile(r"\$[({\w]")
+_FLAG = re.compile(r"(?:^|\s)--?[A-Za-z]")
+_PIPE = re.compile(r"\s(?:[|>]|>>|2>)\s")
+
+
+def _code_shaped(raw: str) -> bool:
+    """Is ``raw`` shaped like code, a patch or a command rather than free text?
+
+    A line after the first indented by a tab or two spaces, a diff line (``+`` / ``-`` /
+    ``@@``), braces, backticks, ``&&`` / ``||``, a ``;`` that ends a statement (``;x``,
+    ``;`` at a line end), ``$VAR`` / ``$(...)``, a call ``f(``, a flag ``-x`` /
+    ``--name``, a pipe or redirection between spaces, a ``./`` / ``~/`` path. Substring
+    tests first, a small regex only where its character occurs: this runs on every string
+    value that holds more than letters, digits and spaces.
+    """
+    if "\n" in raw and _INDENTED_OR_DIFF_LINE.search(raw) is not None:
+        return True
+    if "{" in raw or "}" in raw or "`" in raw or "&&" in raw or "||" in raw:
+        return True
+    if ";" in raw and _STATEMENT_END.search(raw) is not None:
+        return True
+    if "$" in raw and _SHELL_VARIABLE.search(raw) is not None:
+        return True
+    at = raw.find("(")
+    while at > 0:
+        before = raw[at - 1]
+        if before.isalnum() or before == "_":
+            return True
+        at = raw.find("(", at + 1)
+    flag_dash = raw[:1] == "-" or " -" in raw or "\n-" in raw or "\t-" in raw
+    if flag_dash and _FLAG.search(raw) is not None:
+        return True
+    if ("|" in raw or ">" in raw) and _PIPE.search(raw) is not None:
+        return True
+    return "/" in raw and (raw.startswith(("./", "~/")) or " ./" in raw or " ~/" in raw)
+
+
+_WHOLE_MASKED_CHARS = 1 << 13  # values up to this long are masked and folded whole
+_WHOLE_HASHED_CHARS = 1 << 20  # up to this long hashed whole; longer: head, tail, length
+
+
+def _rest_digest(value: str, output: bool, verbatim: bool) -> str:
+    """``…#<hash>/<length>``: what a capped value's prefix does not show, in a few bytes.
+
+    Up to :data:`_WHOLE_MASKED_CHARS` the whole value is hashed as the head is signed
+    (masked, and whitespace folded unless ``verbatim``), so volatile tokens or spacing
+    past the cap do not split two same values of free text. Up to
+    :data:`_WHOLE_HASHED_CHARS` the raw value is hashed (a BLAKE2b pass, about 1 ms per
+    MB); past that its first and last half of that bound and its length: a 10 MB value
+    costs as much as a 1 MB one.
+    """
+    size = len(value)
+    digest = _blake2b(digest_size=8)
+    if size <= _WHOLE_MASKED_CHARS:
+        text = value if verbatim else " ".join(value.split())
+        if text.isascii():
+            lower = text.lower()
+            mask = _ascii_mask(text, lower, lower.replace(" ", ""), output)
+            if mask is not None:
+                text = mask.sub(_mask_match, text)
+        else:
+            text = _mask_any(text, output)
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        size = len(text)
+    elif size <= _WHOLE_HASHED_CHARS:
+        digest.update(value.encode("utf-8", "surrogatepass"))
+    else:
+        half = _WHOLE_HASHED_CHARS // 2
+        digest.update(value[:half].encode("utf-8", "surrogatepass"))
+        digest.update(value[-half:].encode("utf-8", "surrogatepass"))
+    return f"{_ELLIPSIS}#{digest.hexdigest()}/{size}"
 
 
 _SMALL_INT = 10_000_000  # ints strictly inside +- this are too short for any mask
@@ -470,7 +632,17 @@ def _leaf(value: Any, max_chars: int, output: bool) -> tuple[str, str] | None:
         return _canonical_text(text, max_chars, output)
     if isinstance(value, (bytes, bytearray, memoryview)):
         raw = bytes(value[: (max_chars + _SLACK) * 4])
-        return _canonical_text(raw.decode("utf-8", "replace"), max_chars, output)
+        exact, near = _canonical_text(raw.decode("utf-8", "replace"), max_chars, output)
+        size = len(value)
+        if size > len(raw):  # the rest, as _rest_digest hashes a long string's
+            half = _WHOLE_HASHED_CHARS // 2
+            whole = bytes(value) if size <= _WHOLE_HASHED_CHARS else None
+            digest = _blake2b(whole if whole is not None else bytes(value[:half]), digest_size=8)
+            if whole is None:
+                digest.update(bytes(value[-half:]))
+            rest = f"{_ELLIPSIS}#{digest.hexdigest()}/{size}b"
+            return exact + rest, near + rest
+        return exact, near
     return None
 
 
@@ -495,14 +667,14 @@ def _flat_mapping(value: dict[Any, Any], max_chars: int, output: bool) -> tuple[
     near_parts: list[str] = []
     key_parts = _key_parts
     for key in sorted(value):
-        exact_key, near_key = key_parts[key]
+        exact_key, near_key, verbatim = key_parts[key]
         if near_key is None:  # volatile
             exact_parts.append(exact_key)
             continue
         item = value[key]
         kind = type(item)
         if kind is str:
-            exact, near = _canonical_text(item, max_chars, output)
+            exact, near = _canonical_text(item, max_chars, output, verbatim)
         elif kind is int and -_SMALL_INT < item < _SMALL_INT:
             exact = near = str(item)
         elif kind is int or item is None or kind is bool or kind is float:
@@ -613,7 +785,7 @@ class _Walk:
         key_parts = _key_parts
         max_chars, output = self.max_chars, self.output
         for key_text, item in keyed[:MAX_ITEMS] if size > MAX_ITEMS else keyed:
-            exact_key, near_key = key_parts[key_text]
+            exact_key, near_key, verbatim = key_parts[key_text]
             if near_key is None:  # volatile
                 exact_parts.append(exact_key)
                 continue
@@ -623,7 +795,7 @@ class _Walk:
                 exact, near = self.value(item, depth + 1)
             elif kind is str:
                 self.nodes += 1
-                exact, near = _canonical_text(item, max_chars, output)
+                exact, near = _canonical_text(item, max_chars, output, verbatim)
             elif kind is int and -_SMALL_INT < item < _SMALL_INT:
                 self.nodes += 1
                 exact = near = str(item)
