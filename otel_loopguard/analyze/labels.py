@@ -175,35 +175,74 @@ class Gates:
     max_false_stop_rate: float | None = None
 
 
+@dataclass
+class _Outcome:
+    """What the replayed parts of one labelled run did. A run idle past the run TTL (in
+    trace time) is replayed as two runs, as on-line a new run would start: their tool
+    calls add up, and the first STOP of either counts."""
+
+    tool_calls: int = 0
+    stop_at: int | None = None  # the first STOP's tool call, counted over the parts
+    after_stop: int = 0  # tool calls made after it
+    detectors: tuple[str, ...] = ()
+
+    def add(self, record: RunRecord) -> None:
+        stop = record.first_stop
+        if self.stop_at is not None:
+            self.after_stop += record.tool_calls
+        elif stop is not None:
+            self.stop_at = self.tool_calls + stop.tool_call_index
+            self.after_stop = record.after_stop_tool_calls
+            self.detectors = stop.detectors
+        self.tool_calls += record.tool_calls
+
+
 class LabelScore:
-    """Matches finished runs to labels and tallies the figures; fed run by run."""
+    """Matches finished runs to labels, keeps what each labelled run did, and tallies the
+    figures when asked; fed run by run (memory: one small record per label)."""
 
     def __init__(self, labels: dict[str, Label], gates: Gates) -> None:
         self.labels = labels
         self.gates = gates
-        self.total = Tally()
-        self.sets: dict[str, Tally] = {}
-        self.detectors: dict[str, Tally] = {}
         self.unlabelled_runs = 0
-        self._seen: set[str] = set()
+        self._outcomes: dict[str, _Outcome] = {}
+        self._tallied: tuple[Tally, dict[str, Tally], dict[str, Tally]] | None = None
 
     def add(self, record: RunRecord) -> None:
         label = self._label_for(record)
         if label is None:
             self.unlabelled_runs += 1
             return
-        if label.id in self._seen:  # a run split in two (a TTL, a buffer flush): count once
-            return
-        self._seen.add(label.id)
-        groups = [self.total]
-        if label.set:
-            groups.append(self.sets.setdefault(label.set, Tally()))
-        stop = record.first_stop
-        if stop is not None:
-            for name in stop.detectors:
-                groups.append(self.detectors.setdefault(name, Tally()))
-        for tally in groups:
-            _count(tally, label, record)
+        self._outcomes.setdefault(label.id, _Outcome()).add(record)
+        self._tallied = None
+
+    def _tally(self) -> tuple[Tally, dict[str, Tally], dict[str, Tally]]:
+        if self._tallied is None:
+            total = Tally()
+            sets: dict[str, Tally] = {}
+            detectors: dict[str, Tally] = {}
+            for label_id, outcome in self._outcomes.items():
+                label = self.labels[label_id]
+                groups = [total]
+                if label.set:
+                    groups.append(sets.setdefault(label.set, Tally()))
+                groups += [detectors.setdefault(name, Tally()) for name in outcome.detectors]
+                for tally in groups:
+                    _count(tally, label, outcome)
+            self._tallied = (total, sets, detectors)
+        return self._tallied
+
+    @property
+    def total(self) -> Tally:
+        return self._tally()[0]
+
+    @property
+    def sets(self) -> dict[str, Tally]:
+        return self._tally()[1]
+
+    @property
+    def detectors(self) -> dict[str, Tally]:
+        return self._tally()[2]
 
     def _label_for(self, record: RunRecord) -> Label | None:
         labels = self.labels
@@ -220,7 +259,7 @@ class LabelScore:
     @property
     def missing(self) -> list[str]:
         """Labels that no replayed run matched (a wrong id, or a trace not in the input)."""
-        return [run_id for run_id in self.labels if run_id not in self._seen]
+        return [run_id for run_id in self.labels if run_id not in self._outcomes]
 
     def _per_detector(self, tally: Tally) -> Tally:
         """A detector's figures over every labelled run: its recall is the share of all
@@ -293,25 +332,25 @@ class LabelScore:
         return "\n".join(lines) + "\n"
 
 
-def _count(tally: Tally, label: Label, record: RunRecord) -> None:
-    stop = record.first_stop
+def _count(tally: Tally, label: Label, outcome: _Outcome) -> None:
+    stop_at = outcome.stop_at
     if not label.loop:
         tally.clean_runs += 1
-        if stop is not None:
+        if stop_at is not None:
             tally.false_stops += 1
-            tally.cut_tool_calls += record.after_stop_tool_calls
+            tally.cut_tool_calls += outcome.after_stop
         return
     tally.loop_runs += 1
-    if stop is None:
+    if stop_at is None:
         return
     start = label.from_tool_call
-    if start is not None and stop.tool_call_index < start:
+    if start is not None and stop_at < start:
         tally.early += 1
         return
     tally.caught += 1
-    tally.saved_tool_calls += record.after_stop_tool_calls
+    tally.saved_tool_calls += outcome.after_stop
     if start is not None:
-        tally.delays.append(stop.tool_call_index - start)
+        tally.delays.append(stop_at - start)
 
 
 def _figures(tally: Tally) -> str:

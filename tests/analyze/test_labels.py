@@ -9,6 +9,7 @@ detectors.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,35 @@ def test_scores_recall_false_stops_early_stops_and_savings(export, tmp_path) -> 
     # a detector's recall is over all loop runs, not only the ones it stopped
     assert scored["detectors"]["test_policy"]["loop_runs"] == 2
     assert scored["detectors"]["test_policy"]["recall"] == 0.5
+
+
+def test_a_conversation_split_by_the_run_ttl_is_scored_as_one_run(tmp_path) -> None:
+    recorder = Recorder()
+    agent_run(recorder, "looper", [("search", {"q": "a"}, "")] * 2, conversation="conv-split")
+    time.sleep(0.05)  # idle past the TTL below, in trace time
+    agent_run(recorder, "looper", [("search", {"q": "a"}, "")] * 4, conversation="conv-split")
+    export_path = write_otlp(tmp_path / "split.json", recorder.spans())
+    labels = write_labels(
+        tmp_path / "labels.json", {"conv-split": {"loop": True, "from_tool_call": 4}}
+    )
+    result = cli(
+        "analyze",
+        "--format",
+        "json",
+        "--policy",
+        STOP_POLICY,
+        str(export_path),
+        "--labels",
+        str(labels),
+        OTEL_LOOPGUARD_RUN_TTL="0.01",
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert [run["tool_calls"] for run in report["runs"]] == [2, 4]  # two runs, as on-line
+    scored = report["summary"]["labels"]
+    assert (scored["caught"], scored["early_stops"], scored["loop_runs"]) == (1, 0, 1)
+    # the second part stopped at its 3rd call: the conversation's 5th, one after the loop began
+    assert scored["median_delay_tool_calls"] == 1 and scored["saved_tool_calls"] == 1
 
 
 def test_text_report_prints_the_figures_per_set_and_detector(export, tmp_path) -> None:
