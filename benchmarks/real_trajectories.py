@@ -166,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
                 for name, tally in labels["detectors"].items()
             )
         )
+    for kind, ids in labels["runs_to_look_at"].items():
+        if ids:
+            print(f"{kind.replace('_', ' ')}: {', '.join(ids)}")
     for line in labels["gates"]["failed"]:
         print(f"gate failed: {line}")
     return status

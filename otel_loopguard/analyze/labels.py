@@ -38,6 +38,16 @@ LABELS_VERSION = 1
 MAX_LABELS_BYTES = 64 * 1024 * 1024
 
 
+#: run ids listed per kind of mistake (``runs_to_look_at``)
+MAX_IDS_IN_JSON = 100
+MAX_IDS_IN_TEXT = 10
+_WRONG = {
+    "missed": "loop runs not stopped",
+    "early": "loop runs stopped before their loop began",
+    "false_stops": "clean runs stopped",
+}
+
+
 class LabelsError(Exception):
     """A labels file that cannot be used: one line, exit 2."""
 
@@ -261,6 +271,22 @@ class LabelScore:
         """Labels that no replayed run matched (a wrong id, or a trace not in the input)."""
         return [run_id for run_id in self.labels if run_id not in self._outcomes]
 
+    def runs_to_look_at(self) -> dict[str, list[str]]:
+        """The labelled runs the guard got wrong, by kind, ids sorted: loop runs never
+        stopped (``missed``), stopped before their loop began (``early``), clean runs
+        stopped (``false_stops``)."""
+        wrong: dict[str, list[str]] = {"missed": [], "early": [], "false_stops": []}
+        for label_id, outcome in self._outcomes.items():
+            label = self.labels[label_id]
+            if not label.loop:
+                if outcome.stop_at is not None:
+                    wrong["false_stops"].append(label_id)
+            elif outcome.stop_at is None:
+                wrong["missed"].append(label_id)
+            elif label.from_tool_call is not None and outcome.stop_at < label.from_tool_call:
+                wrong["early"].append(label_id)
+        return {kind: sorted(ids) for kind, ids in wrong.items()}
+
     def _per_detector(self, tally: Tally) -> Tally:
         """A detector's figures over every labelled run: its recall is the share of all
         loop runs whose first STOP it took part in, its false-STOP rate likewise."""
@@ -288,6 +314,9 @@ class LabelScore:
             "detectors": {
                 name: self._per_detector(tally).to_json()
                 for name, tally in sorted(self.detectors.items())
+            },
+            "runs_to_look_at": {
+                kind: ids[:MAX_IDS_IN_JSON] for kind, ids in self.runs_to_look_at().items()
             },
             "gates": {
                 "min_recall": self.gates.min_recall,
@@ -317,6 +346,12 @@ class LabelScore:
                     f"false {tally.false_stops}, precision {_pct(tally.precision)}, "
                     f"saved {tally.saved_tool_calls} tool calls"
                 )
+        for kind, ids in self.runs_to_look_at().items():
+            if ids:
+                more = (
+                    f" (+{len(ids) - MAX_IDS_IN_TEXT} more)" if len(ids) > MAX_IDS_IN_TEXT else ""
+                )
+                lines.append(f"  {_WRONG[kind]}: {', '.join(ids[:MAX_IDS_IN_TEXT])}{more}")
         failed = self.failed_gates()
         gated = [
             f"recall ≥ {_pct(self.gates.min_recall)}" if self.gates.min_recall is not None else "",

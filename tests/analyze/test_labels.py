@@ -87,6 +87,11 @@ def test_scores_recall_false_stops_early_stops_and_savings(export, tmp_path) -> 
     )
     assert scored["detectors"]["test_policy"]["caught"] == 1
     assert scored["detectors"]["test_policy"]["false_stops"] == 1
+    assert scored["runs_to_look_at"] == {
+        "missed": [],
+        "early": [trace_id],
+        "false_stops": ["conv-long"],
+    }
     # a detector's recall is over all loop runs, not only the ones it stopped
     assert scored["detectors"]["test_policy"]["loop_runs"] == 2
     assert scored["detectors"]["test_policy"]["recall"] == 0.5
@@ -134,6 +139,19 @@ def test_text_report_prints_the_figures_per_set_and_detector(export, tmp_path) -
     assert "  b: recall 0/0 (n/a), false STOPs 0/1 (0.0%)" in text
     assert "test_policy  caught 1, early 0, false 0, precision 100.0%" in text  # labelled only
     assert result.returncode == 0
+    assert "runs stopped" not in text and "not stopped" not in text  # nothing got wrong
+
+
+def test_text_report_names_the_runs_it_got_wrong(export, tmp_path) -> None:
+    export_path, _ = export
+    labels = write_labels(
+        tmp_path / "labels.json",
+        {"conv-long": {"loop": False}, "conv-calm": {"loop": True}},
+    )
+    result = cli("analyze", "--policy", STOP_POLICY, str(export_path), "--labels", str(labels))
+    text = result.stdout.decode()
+    assert "  loop runs not stopped: conv-calm\n" in text
+    assert "  clean runs stopped: conv-long\n" in text
 
 
 def test_gates_fail_the_command_with_exit_1(export, tmp_path) -> None:
