@@ -56,5 +56,14 @@ if ! python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.
   fi
 fi
 
+# The serve tests' Node.js agent: the OpenTelemetry JS SDK from npm, at the lock file's
+# versions (under CI its test fails when node or these packages are missing)
+if command -v npm >/dev/null 2>&1; then
+  (cd tests/serve/node_agent && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+    echo "warning: npm ci in tests/serve/node_agent failed; the Node.js agent test will fail"
+else
+  echo "note: node/npm not found; the Node.js agent test of serve is skipped (fails under CI)"
+fi
+
 python3 -m pip install -q uv >/dev/null 2>&1 || python3 -m pip install uv
 exec python3 scripts/run_tests.py "$@"
