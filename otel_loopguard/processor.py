@@ -47,7 +47,7 @@ from otel_loopguard.spans.classify import (
     SpanClass,
     classify_parts,
 )
-from otel_loopguard.spans.dialects import CLASS_KEYS, CONVERSATION_KEY_SET
+from otel_loopguard.spans.dialects import CLASS_KEYS, CONVERSATION_KEY_SET, LATE_KIND_SCOPES
 from otel_loopguard.spans.follower import OpenAgent, SpanEnd
 from otel_loopguard.spans.sdk import PLAIN_CLASSES, plain_fields
 from otel_loopguard.spans.view import SpanView, from_readable_span, span_attributes
@@ -104,6 +104,8 @@ class LoopGuardSpanProcessor(SpanProcessor):
             if _FILTER_KEYS.isdisjoint(attributes) and (
                 name[:1] not in _NAME_FIRSTS or name[:7].lower() not in _NAME_PREFIXES
             ):
+                if not attributes:  # it may say what it is only at its end
+                    self._start_late(span, name)
                 return  # most spans of a service: nothing to track
             if not (self.enabled and self.guard.config.enabled):
                 return
@@ -117,7 +119,10 @@ class LoopGuardSpanProcessor(SpanProcessor):
             local_parent = parent is not None and not parent.is_remote
             if local_parent:
                 if span_class is OTHER:
-                    return  # among the other spans only a local root's conversation matters
+                    # among the other spans only a local root's conversation matters, and
+                    # a span that may say what it is only at its end
+                    self._start_late(span, name)
+                    return
                 if (
                     (span_class is LLM or span_class is TOOL)
                     and not (self._follower.nested or self._gate_tool_ids)
@@ -128,10 +133,34 @@ class LoopGuardSpanProcessor(SpanProcessor):
                     # request, no conversation id: read when it ends, nothing to do now
                     return
             elif span_class is OTHER and CONVERSATION_KEY_SET.isdisjoint(attributes.keys()):
+                self._start_late(span, name)
                 return
             self._on_start(span, parent_context, name, attributes, span_class, parent)
         except Exception as exc:
             self.guard.telemetry.internal_error("on_start", exc)
+
+    def _start_late(self, span: Span, name: str) -> None:
+        """A span without a kind yet, of an instrumentation that sets it only when the span
+        ends (OpenInference's LangChain tracer): the follower holds the outermost one of its
+        tree as a possible agent (``SpanFollower.started_late``)."""
+        plain = span.__class__ in PLAIN_CLASSES
+        scope = span._instrumentation_scope if plain else span.instrumentation_scope
+        if scope is None or scope.name not in LATE_KIND_SCOPES:
+            return
+        if not (self.enabled and self.guard.config.enabled):
+            return
+        context = span.context
+        if context is None:
+            return
+        parent = span._parent if plain else span.parent
+        self._follower.started_late(
+            context.trace_id,
+            context.span_id,
+            parent.span_id if parent is not None else None,
+            parent is not None and parent.is_remote,
+            name,
+            span,
+        )
 
     def _on_start(
         self,

@@ -77,6 +77,11 @@ class Dialect:
     transport: bool = False
     #: span-name rules, for spans that carry no kind attribute
     span_names: tuple[SpanName, ...] = ()
+    #: instrumentation scopes whose spans carry the kind attribute only from their end
+    #: (OpenInference's LangChain and LlamaIndex tracers set it when the run ends): the
+    #: outermost such span is followed from its start as a possible agent (the follower's
+    #: ``started_late``)
+    late_kind_scopes: tuple[str, ...] = ()
     #: attributes whose string value alone makes the class (read after the name rules)
     marker_keys: Mapping[str, str] = field(default_factory=dict)
 
@@ -191,6 +196,10 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         kind_key="openinference.span.kind",
         kind_case=UPPER,
         kinds={"TOOL": "tool", "LLM": "llm", "AGENT": "agent", "CHAIN": "workflow"},
+        late_kind_scopes=(
+            "openinference.instrumentation.langchain",
+            "openinference.instrumentation.llama_index",
+        ),
         tool_name_keys=("tool.name",),
         call_id_keys=("tool_call.id",),
         kind_argument_keys=("input.value",),
@@ -314,6 +323,9 @@ TRANSPORT_TOOL_KINDS: Final[tuple[tuple[str, str], ...]] = tuple(
     for value, cls in d.kinds.items()
     if cls == "tool"
 )
+
+#: scopes whose spans say what they are only at their end (Dialect.late_kind_scopes)
+LATE_KIND_SCOPES: Final[frozenset[str]] = frozenset(_joined(lambda d: d.late_kind_scopes))
 
 # -- tool spans ------------------------------------------------------------------------------
 

@@ -117,6 +117,7 @@ class TraceState:
         "executions",
         "fed_tool_parents",
         "hex_trace_id",
+        "late_spans",
         "local_root",
         "trace_id",
         "trace_run_used",
@@ -131,6 +132,9 @@ class TraceState:
         self.agents: tuple[OpenAgent, ...] = ()
         # span ids that have a tool span child already fed (its parent must not be fed again)
         self.fed_tool_parents: set[Any] = set()
+        #: open spans of an instrumentation that says what a span is only at its end
+        #: (``started_late``)
+        self.late_spans: set[Any] = set()
         self.conversation: str | None = None
         #: tool executions and model calls seen, by any source (spans.executions)
         self.executions = Executions()
@@ -350,6 +354,38 @@ class SpanFollower:
             return RunStart(identity, agent)
         return None
 
+    def started_late(
+        self, trace_id: Any, span_id: Any, parent_id: Any, parent_remote: bool, name: str, span: Any
+    ) -> None:
+        """A span started of an instrumentation that sets its kind attribute only when the
+        span ends (``Dialect.late_kind_scopes``: OpenInference's LangChain tracer). The
+        outermost such span of its tree (its parent is none of them) may be an agent: it is
+        held as one from now on, so the run is keyed by it (two invocations under one
+        application span are two runs) and ends with it; when it ends as anything but an
+        agent or workflow it is let go, and its events go to the run around it."""
+        state = self.state(trace_id)
+        late = state.late_spans
+        if len(late) >= _MAX_NESTED:  # spans that never end: stay bounded
+            late.clear()
+        inner = parent_id is not None and not parent_remote and parent_id in late
+        late.add(span_id)
+        if inner:
+            return
+        with self.lock:
+            if (parent_id is None or parent_remote) and state.local_root is None:
+                state.local_root = span_id
+            state.agents = (*state.agents, OpenAgent(span_id, name or None, span, False))
+
+    def _drop_late_agent(self, state: TraceState, span_id: Any) -> OpenAgent | None:
+        """A span held by :meth:`started_late` ended: no longer an open agent."""
+        with self.lock:
+            agents = state.agents
+            for index, agent in enumerate(agents):
+                if agent.span_id == span_id:
+                    state.agents = agents[:index] + agents[index + 1 :]
+                    return agent
+        return None
+
     # -- span ends -----------------------------------------------------------------------------
 
     def ended_other(self, trace_id: Any, span_id: Any, is_local_root: bool) -> TraceState | None:
@@ -359,6 +395,10 @@ class SpanFollower:
         if state is None:
             return None
         state.fed_tool_parents.discard(span_id)
+        late = state.late_spans
+        if late and span_id in late:
+            late.discard(span_id)
+            self._drop_late_agent(state, span_id)
         if not is_local_root or state.local_root not in (None, span_id):
             return None
         if self.traces.pop(trace_id, None) is not state:
@@ -403,6 +443,14 @@ class SpanFollower:
         root = agents[0] if agents else None
         ending: OpenAgent | None = None
         run_root = span_class is AGENT or span_class is WORKFLOW
+        late = state.late_spans
+        if late and span_id in late:
+            late.discard(span_id)
+            if not run_root and self._drop_late_agent(state, span_id) is not None:
+                # held as a possible agent from its start, it is a tool or model span:
+                # its events go to the run around it
+                agents = state.agents
+                root = agents[0] if agents else None
         if run_root:
             with self.lock:
                 agents = state.agents

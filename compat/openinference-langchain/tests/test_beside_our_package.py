@@ -1,0 +1,81 @@
+"""Our LangChain package beside OpenInference's LangChain instrumentation, enforce mode: one
+tool execution has our gate span and theirs (parented to their own chain span, not inside
+ours), one model call our wrapper's report and their model span; each counts once."""
+
+from __future__ import annotations
+
+import pytest
+from agents import (
+    ANSWER,
+    RUN_CONFIG,
+    USER_INPUT,
+    CountingChatModel,
+    build_react_graph,
+    final_answer,
+    looping_script,
+    priced_script,
+    productive_script,
+)
+from otel_loopguard_testing import metric_counter
+from otel_loopguard_testing.scripted_models import ToolCounter
+
+from otel_loopguard import LoopGuardInterrupt
+
+
+def _their_spans(harness, kind: str) -> list:
+    return [s for s in harness.spans() if s.attributes.get("openinference.span.kind") == kind]
+
+
+def test_a_looping_graph_is_interrupted_in_every_invocation(beside_ours) -> None:
+    harness = beside_ours(mode="enforce")
+    count = metric_counter(harness)
+    for _ in range(2):
+        counter = ToolCounter()
+        with pytest.raises(LoopGuardInterrupt) as stopped:
+            build_react_graph(looping_script(), counter).invoke(USER_INPUT, RUN_CONFIG)
+        assert "no_progress" in stopped.value.decision.detectors
+        assert 1 <= counter["search"] <= 4
+    assert len(_their_spans(harness, "TOOL")) == 6  # both at work: their span per execution
+    states = [
+        s.attributes["loopguard.run.state"] for s in harness.named("invoke_agent support_agent")
+    ]
+    assert states == ["stopped", "stopped"]
+    assert count("loopguard.internal_errors") == 0
+
+
+def test_a_productive_graph_completes_with_the_same_answer(beside_ours) -> None:
+    harness = beside_ours(mode="enforce")
+    count = metric_counter(harness)
+    counter = ToolCounter()
+    state = build_react_graph(productive_script(), counter).invoke(USER_INPUT, RUN_CONFIG)
+    assert final_answer(state) == ANSWER  # the script's answer, as without any guard
+    assert counter["lookup"] == 3
+    assert harness.run_state("support_agent") == "completed"
+    assert not harness.decision_events("stop")
+    assert count("loopguard.internal_errors") == 0
+
+
+def test_steps_and_tokens_on_the_agent_span_are_the_real_ones(beside_ours) -> None:
+    harness = beside_ours(mode="enforce")
+    count = metric_counter(harness)
+    model = CountingChatModel(messages=priced_script())
+    state = build_react_graph(iter(()), ToolCounter(), model=model).invoke(USER_INPUT, RUN_CONFIG)
+    assert final_answer(state) == ANSWER
+    assert model.calls == 4
+    assert len(_their_spans(harness, "LLM")) == 4
+    assert harness.run_usage("support_agent") == (160, 40)  # 4 turns of 40 + 10
+    assert count("loopguard.internal_errors") == 0
+
+
+def test_a_token_budget_stops_at_the_third_turn(beside_ours) -> None:
+    harness = beside_ours(mode="enforce", token_budget=120)  # 50 a turn: the 3rd goes over
+    count = metric_counter(harness)
+    counter = ToolCounter()
+    model = CountingChatModel(messages=priced_script())
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        build_react_graph(iter(()), counter, model=model).invoke(USER_INPUT, RUN_CONFIG)
+    assert stopped.value.decision.detectors == ("budget",)
+    assert (model.calls, counter["lookup"]) == (3, 2)  # counted twice, it would stop at 2
+    assert harness.run_state("support_agent") == "budget_exceeded"
+    assert harness.run_usage("support_agent") == (120, 30)
+    assert count("loopguard.internal_errors") == 0
