@@ -5,8 +5,9 @@
 * a ``loopguard.decision`` span, child of the span the decision was made on, so the trace
   that looped shows it (our own instrumentation scope: if it comes back to this service
   through the same Collector, the replayer leaves it out);
-* with a run store: the run's STOP, which gates in other processes (and agents in other
-  languages reading the documented key) read before their next call.
+* with a shared run store (``OTEL_LOOPGUARD_STORE``): the run's STOP, which gates in other
+  processes (and agents in other languages reading the documented key) read before their
+  next call. The store fails open within its timeout, as everywhere.
 
 Each output catches and counts its own failure (``loopguard.internal_errors``): one broken
 exporter or an unreachable store never stops the others, nor the judging of spans.
@@ -64,7 +65,17 @@ class DecisionOutput:
                 telemetry.internal_error("serve.store", exc)
 
     def _store_stop(self, run_id: str, decision: Decision) -> None:
-        raise NotImplementedError  # wired to the run store (engine/store) once it exists
+        """The run's STOP under its documented key (docs/fleet.md), with the decision."""
+        from otel_loopguard.engine.monitor.persistence import decision_to_dict
+        from otel_loopguard.engine.store import StopRecord
+
+        record = StopRecord(
+            detectors=tuple(decision.detectors),
+            reason=decision.reason or decision.action.value,
+            time=time.time(),
+            decision=decision_to_dict(decision),
+        )
+        self.store.write_stop(run_id, record)
 
     def run_ended(self, record: RunRecord) -> None:
         try:

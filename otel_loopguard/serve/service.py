@@ -27,7 +27,7 @@ logger = logging.getLogger("otel_loopguard.serve")
 
 
 class Service:
-    def __init__(self, config: LoopGuardConfig, settings: ServeSettings, store: Any = None) -> None:
+    def __init__(self, config: LoopGuardConfig, settings: ServeSettings) -> None:
         self.config = config
         self.settings = settings
         res = exporters.resource()
@@ -39,7 +39,10 @@ class Service:
             meter_provider=self.meter_provider,
             active_runs=lambda: self.pipeline.replayer.live_runs if self.pipeline else 0,
         )
-        self.output = DecisionOutput(self.telemetry, decision_tracer(self.tracer_provider), store)
+        self.store = self._open_store()
+        self.output = DecisionOutput(
+            self.telemetry, decision_tracer(self.tracer_provider), self.store
+        )
         meter = self.meter_provider.get_meter(SCOPE_NAME + ".serve")
         self._duration = meter.create_histogram(
             "loopguard.serve.processing.duration",
@@ -118,8 +121,23 @@ class Service:
                 logger.warning("otel-loopguard serve: flush failed: %s", type(exc).__name__)
         if self._prometheus is not None:
             self._prometheus[0].shutdown()
+        if self.store is not None:
+            self.store.close()
         self.stopped.set()
         return drained
+
+    def _open_store(self) -> Any:
+        """The shared run store, or None: a memory store in the service would hold STOPs
+        nobody else reads."""
+        if (self.config.store or "memory").strip().lower() == "memory":
+            return None
+        from otel_loopguard.engine.store import open_store
+
+        telemetry = self.telemetry
+        return open_store(
+            self.config,
+            on_error=lambda kind, exc: telemetry.internal_error(f"store.{kind}", exc),
+        )
 
     def _grpc_credentials(self) -> Any:
         settings = self.settings
