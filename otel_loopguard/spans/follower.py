@@ -57,6 +57,7 @@ from otel_loopguard.spans.dialects import CONVERSATION_KEY_SET, KIND_RULES
 from otel_loopguard.spans.events import span_to_events
 from otel_loopguard.spans.executions import GATE, Executions
 from otel_loopguard.spans.identity import agent_name, conversation_in
+from otel_loopguard.spans.tool_messages import INPUT_MESSAGES_KEY, answered_calls
 from otel_loopguard.spans.view import SpanView
 
 _MAX_NESTED = 100_000
@@ -119,6 +120,7 @@ class TraceState:
         "hex_trace_id",
         "late_spans",
         "local_root",
+        "tool_spans_seen",
         "trace_id",
         "trace_run_used",
     )
@@ -136,6 +138,9 @@ class TraceState:
         #: (``started_late``)
         self.late_spans: set[Any] = set()
         self.conversation: str | None = None
+        #: a tool span ended in this trace (ours or another's): the tool answers in a model
+        #: span's request are then not read as executions (spans.tool_messages)
+        self.tool_spans_seen = False
         #: tool executions and model calls seen, by any source (spans.executions)
         self.executions = Executions()
         self.trace_run_used = False
@@ -424,6 +429,7 @@ class SpanFollower:
         fed_tool_parents = state.fed_tool_parents
         duplicate = False
         if span_class is TOOL or span_class is HANDOFF:
+            state.tool_spans_seen = True
             duplicate = span_id in fed_tool_parents
             nested = self.nested
             if nested and span_id in nested:
@@ -484,12 +490,35 @@ class SpanFollower:
                 actor=innermost.name if innermost is not None else None,
                 span_class=span_class,
             )
-            if events and span_class is not HANDOFF and _seen_by_another(
-                state.executions, span_id, span_class, events[0], view, attributes
+            if (
+                events
+                and span_class is not HANDOFF
+                and _seen_by_another(
+                    state.executions, span_id, span_class, events[0], view, attributes
+                )
             ):
                 events = []  # the same execution, reported by another instrumentation
-            if events and identity.keyed_by is TRACE:
-                state.trace_run_used = True
+        if (
+            span_class is LLM
+            and not managed
+            and not state.tool_spans_seen
+            and INPUT_MESSAGES_KEY in attributes
+        ):
+            # a hand-written loop traced by a model-call instrumentation alone: the tools'
+            # answers are in this request's messages (even when the turn itself was
+            # reported by a wrapper: its answers are the request's, not the response's)
+            if view is None:
+                view = self.make_view(span, name, attributes, state, span_id)
+            answered = answered_calls(
+                view,
+                identity.run_id,
+                self.config,
+                innermost.name if innermost is not None else None,
+            )
+            if answered:
+                events = answered + events
+        if events and identity.keyed_by is TRACE:
+            state.trace_run_used = True
         return SpanEnd(
             identity,
             events,

@@ -1,0 +1,139 @@
+"""Tool calls and results read from a model span's input messages.
+
+A hand-written agent loop traced only by a model-call instrumentation (the official
+``opentelemetry-instrumentation-openai-v2``) has no tool spans: its tools are the
+application's own code. What the tools got and returned is still there, with content
+capture on, in the next model call's request: ``gen_ai.input.messages`` holds the
+assistant message that asked for the calls (``tool_call`` parts: id, name, arguments) and,
+after it, the messages that answer them (``tool_call_response`` parts: id, response). Read
+as ``tool_call`` and ``tool_result`` events, the default policy gets the no-progress evidence
+it needs (the same call returning the same empty result) instead of only the repeated-steps
+warning.
+
+Only the answers at the end of the request count (after its last assistant message): the
+earlier ones were read from the previous request already, or, in a conversation carried over
+from another trace, belong to history. A response whose call the request does not name, or
+that records no content, is skipped. The follower reads these only in a trace that has no
+tool span (:mod:`otel_loopguard.spans.follower`): where tool spans exist they report the
+executions, and reading both would count each twice.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.events import Event, EventKind
+from otel_loopguard.engine.signatures import call_signature, output_signature
+from otel_loopguard.spans.view import SpanView
+
+#: the request's messages, as one JSON string (GenAI semantic conventions)
+INPUT_MESSAGES_KEY: Final = "gen_ai.input.messages"
+#: above this size the request is not parsed (a long conversation: the cost grows with it)
+_INPUT_MESSAGES_LIMIT: Final = 262_144
+#: answers read from one request at most
+_MAX_ANSWERS: Final = 64
+
+
+def answered_calls(
+    view: SpanView, run_id: str, config: LoopGuardConfig, actor: str | None
+) -> list[Event]:
+    """``tool_call`` and ``tool_result`` events, in pairs, for the tool answers at the end of
+    a model span's request; empty when it records none. Never raises on odd shapes."""
+    text = view.attributes.get(INPUT_MESSAGES_KEY)
+    if not isinstance(text, str) or "tool_call_response" not in text:
+        return []
+    if len(text) > _INPUT_MESSAGES_LIMIT:
+        return []
+    try:
+        messages = json.loads(text)
+    except ValueError:
+        return []
+    if not isinstance(messages, list):
+        return []
+    last_assistant = -1
+    for index, message in enumerate(messages):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            last_assistant = index
+    if last_assistant < 0:
+        return []
+    asked = _calls_asked(messages[last_assistant])
+    start = view.start_time_unix_nano
+    timestamp = start / 1e9 if isinstance(start, int) else None
+    max_chars = config.signature_max_chars
+    events: list[Event] = []
+    for message in messages[last_assistant + 1 :]:
+        for part in _parts(message):
+            if part.get("type") != "tool_call_response" or "response" not in part:
+                continue
+            answer_id = part.get("id")
+            call = asked.get(answer_id) if isinstance(answer_id, str) else None
+            if call is None and len(asked) == 1:
+                # ids may differ between the two sides (the Responses API's fc_/call_ ids)
+                call = next(iter(asked.values()))
+            if call is None or len(events) >= 2 * _MAX_ANSWERS:
+                continue
+            name, arguments, call_id = call
+            events.extend(
+                _pair(
+                    view,
+                    run_id,
+                    actor,
+                    name,
+                    arguments,
+                    call_id,
+                    part["response"],
+                    timestamp,
+                    max_chars,
+                )
+            )
+    return events
+
+
+def _parts(message: Any) -> list[dict[str, Any]]:
+    parts = message.get("parts") if isinstance(message, dict) else None
+    return [part for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+
+
+def _calls_asked(message: Any) -> dict[str, tuple[str, Any, str]]:
+    """The assistant message's tool calls that record their arguments, by id."""
+    asked: dict[str, tuple[str, Any, str]] = {}
+    for part in _parts(message):
+        call_id = part.get("id")
+        name = part.get("name")
+        if (
+            part.get("type") == "tool_call"
+            and isinstance(call_id, str)
+            and isinstance(name, str)
+            and "arguments" in part
+        ):
+            asked[call_id] = (name, part["arguments"], call_id)
+    return asked
+
+
+def _pair(
+    view: SpanView,
+    run_id: str,
+    actor: str | None,
+    name: str,
+    arguments: Any,
+    call_id: str,
+    response: Any,
+    timestamp: float | None,
+    max_chars: int,
+) -> list[Event]:
+    origin: dict[str, Any] = {
+        "trace_id": view.trace_id or None,
+        "span_id": view.span_id or None,
+        "timestamp": timestamp,
+    }
+    exact, near = call_signature(name, arguments, max_chars=max_chars)
+    call = Event(EventKind.TOOL_CALL, run_id, actor, name, exact, near, call_id, **origin)
+    call.arguments = arguments
+    exact, near = output_signature(response, max_chars=max_chars)
+    result = Event(EventKind.TOOL_RESULT, run_id, actor, name, exact, near, call_id, **origin)
+    result.output = response
+    for event in (call, result):
+        event.details["from_request_messages"] = True
+    return [call, result]
