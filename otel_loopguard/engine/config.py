@@ -30,6 +30,16 @@ DEFAULT_READ_ONLY_TOOLS: tuple[str, ...] = (
     "view_file",
     "cat",
     "ls",
+    # SWE-agent's file viewer and search commands
+    "open",
+    "goto",
+    "scroll_up",
+    "scroll_down",
+    "search_file",
+    "search_dir",
+    "find_file",
+    # Claude Code's (Read, Grep, Glob, LS match read, grep, glob, ls)
+    "read",
 )
 
 DEFAULT_SHELL_TOOLS: tuple[str, ...] = (

@@ -4,7 +4,10 @@ Exploration is fine; exploring forever is a loop that no repetition detector see
 because every read has different arguments. The guard counts consecutive *steps* whose
 tool calls are all read-only (``read_only_tools``, matched by the rule of
 :mod:`otel_loopguard.engine.detectors.tool_names`, so ``fs.read_file`` and
-``filesystem__read_file`` match ``read_file``) and, at ``read_only_loop_threshold`` steps,
+``filesystem__read_file`` match ``read_file``; a shell tool of ``shell_tools`` running a
+command that only reads, ``cat`` / ``grep`` / ``sed -n`` / ``git diff``, and an editor's
+``view``: :mod:`otel_loopguard.engine.detectors.read_only_commands`) and, at
+``read_only_loop_threshold`` steps,
 recommends acting on what was found. If the agent keeps reading, it fires again at each
 further multiple of the threshold, with a higher score.
 
@@ -28,6 +31,11 @@ from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.engine.detectors.finish_reasons import is_stop
+from otel_loopguard.engine.detectors.read_only_commands import (
+    command_text,
+    is_editor_view,
+    is_read_only_command,
+)
 from otel_loopguard.engine.detectors.state_io import export_dataclass, restore_dataclass
 from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
 from otel_loopguard.engine.events import Event, EventKind
@@ -74,6 +82,19 @@ class ReadOnlyLoopDetector:
     def __init__(self, config: LoopGuardConfig) -> None:
         self._threshold = config.read_only_loop_threshold
         self._read_only = ToolNameMatcher(config.read_only_tools)
+        self._shell = ToolNameMatcher(config.shell_tools)
+
+    def _reads_only(self, event: Event) -> bool:
+        """A read-only tool, a shell tool running a read-only command, an editor's view."""
+        name = event.tool_name
+        if self._read_only[name]:
+            return True
+        arguments = event.arguments
+        if arguments is None:
+            return False  # content not recorded: nothing says it only reads
+        if self._shell[name]:
+            return is_read_only_command(command_text(arguments))
+        return is_editor_view(name, arguments)
 
     def new_state(self) -> ReadOnlyState:
         return ReadOnlyState()
@@ -81,7 +102,7 @@ class ReadOnlyLoopDetector:
     def observe(self, event: Event, state: ReadOnlyState, counters: RunCounters) -> Signal | None:
         kind = event.kind
         if kind is _TOOL_CALL:
-            read_only = self._read_only[event.tool_name]
+            read_only = self._reads_only(event)
             if state.seen_model_turn:
                 state.step_tools += 1
                 state.step_mutating = state.step_mutating or not read_only
