@@ -268,6 +268,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--clean-per-set", type=int, default=30)
     parser.add_argument("--seed", type=int, default=18)
+    parser.add_argument(
+        "--unjudged",
+        type=Path,
+        metavar="DIR",
+        help="also write every run the rules do not judge (failed, no loop) to "
+        "DIR/<set>.otlp.jsonl.gz, unlabelled, to see what the guard does on them",
+    )
     args = parser.parse_args(argv)
     runs: list[Trajectory] = []
     if args.mini_swe_agent:
@@ -291,6 +298,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{path}: {sum(1 for r in chosen if r.set == name)} runs ({loops} loop) of "
             f"{total} read, {path.stat().st_size:,} bytes"
         )
+    if args.unjudged is not None:
+        unjudged = [run for run in runs if judge(run) is None]
+        args.unjudged.mkdir(parents=True, exist_ok=True)
+        for name in sorted({run.set for run in unjudged}):
+            data = otlp_lines(converter, [run for run in unjudged if run.set == name])
+            path = args.unjudged / f"{name}.otlp.jsonl.gz"
+            path.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+            print(f"{path}: {sum(1 for r in unjudged if r.set == name)} unjudged runs")
     labels = args.out / "labels.json"
     labels.write_text(
         json.dumps(labels_document(chosen, verdicts), indent=1, sort_keys=True) + "\n",
