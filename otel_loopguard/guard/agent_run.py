@@ -157,8 +157,10 @@ class AgentRun:
                 guard.telemetry.mark_span(span, exc.decision)  # the STOP, filterable here too
             span.set_attribute(RUN_STATE_ATTRIBUTE, state.value)
             if handle is not None and handle.outermost and guard.config.enabled:
-                if guard.shared_runs is not None:  # the turn's counts and state, shared
-                    guard.shared_runs.turn_ended(handle.run_id)
+                if guard.shared_runs is not None:  # the turn's counts (and state), shared
+                    guard.shared_runs.turn_ended(
+                        handle.run_id, save=as_run_key(handle.keyed_by).ends_when_idle
+                    )
                 if not as_run_key(handle.keyed_by).ends_when_idle:
                     summary = guard.monitor.end_run(handle.run_id, state)
                 else:

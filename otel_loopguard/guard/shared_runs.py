@@ -268,8 +268,9 @@ class SharedRuns:
         except Exception as exc:
             self.guard.telemetry.internal_error("store.run_started", exc)
 
-    def turn_ended(self, run_id: str) -> None:
-        """An agent run's turn ends here: add its last counts, save its state."""
+    def turn_ended(self, run_id: str, *, save: bool = True) -> None:
+        """An agent run's turn ends here: add its last counts, save its state (``save``:
+        for a run another process may continue, one keyed by its conversation)."""
         if not self.store.shared:
             return
         try:
@@ -279,7 +280,11 @@ class SharedRuns:
                 answer = self.store.gate(run_id, delta, time.time())
                 if answer is not None and answer.stop is None:
                     sync.counts, sync.cost_unknown = counts, cost_unknown
-            self.save(run_id)
+            if save:
+                self.save(run_id)
+            else:  # the run ends with this turn: forget it
+                with self._lock:
+                    self._runs.pop(run_id, None)
         except Exception as exc:
             self.guard.telemetry.internal_error("store.turn_ended", exc)
 
