@@ -54,12 +54,14 @@ STORE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.0
 class _Sync:
     """What this process knows of one run's shared part."""
 
-    __slots__ = ("cost_unknown", "counts", "stop_shared", "user", "version")
+    __slots__ = ("cost_unknown", "counts", "lock", "stop_shared", "user", "version")
 
     def __init__(self) -> None:
         #: the local counters last added to the store: steps, tool calls, in, out tokens, cost
         self.counts: tuple[int, int, int, int, float] = (0, 0, 0, 0, 0.0)
         self.cost_unknown = False
+        #: two threads of one run must not send the same new counts twice
+        self.lock = threading.Lock()
         self.version = 0
         self.user: str | None = None  # None: not looked for yet; "": none found
         #: this process's STOP of the run reached the store (or came from it)
@@ -118,11 +120,13 @@ class SharedRuns:
         sync, new = self._sync(run_id)
         if new and self.store.shared:
             self._load(run_id, sync)
-        delta, counts, cost_unknown = self._delta(run_id, sync)
+        delta, previous = self._claim(run_id, sync)
         user = self._user(sync) if self._fleet else None
         answer = self.store.gate(
             run_id, delta, time.time(), UserWindow(user, self._window) if user else None
         )
+        if answer is None or answer.stop is not None:  # nothing was counted
+            self._unclaim(sync, previous)
         if answer is None:  # the store cannot answer: this process's local decisions
             return monitor.preflight_fresh(run_id, kind, expected_tokens=expected_tokens)  # type: ignore[no-any-return]
         if answer.stop is not None:
@@ -131,7 +135,6 @@ class SharedRuns:
             if monitor.adopt_stop(run_id, decision):
                 return decision, True
             return monitor.preflight_fresh(run_id, kind, expected_tokens=expected_tokens)  # type: ignore[no-any-return]
-        sync.counts, sync.cost_unknown = counts, cost_unknown
         totals = None
         if answer.totals is not None and self.store.shared:
             shared = answer.totals
@@ -159,6 +162,27 @@ class SharedRuns:
         if decision.action is Action.STOP and not fresh and not sync.stop_shared:
             self._on_decision(decision, None)  # stopped here while the store was away
         return decision, fresh
+
+    def _claim(
+        self, run_id: str, sync: _Sync
+    ) -> tuple[CounterDelta, tuple[tuple[int, int, int, int, float], bool]]:
+        """The counts not sent yet, marked sent (so a second thread of the run does not
+        send them too); :meth:`_unclaim` when the store did not count them."""
+        with sync.lock:
+            delta, counts, cost_unknown = self._delta(run_id, sync)
+            previous = (sync.counts, sync.cost_unknown)
+            sync.counts, sync.cost_unknown = counts, cost_unknown
+        return delta, previous
+
+    def _unclaim(
+        self, sync: _Sync, previous: tuple[tuple[int, int, int, int, float], bool]
+    ) -> None:
+        with sync.lock:
+            counts, cost_unknown = previous
+            old = sync.counts
+            # back to what the store has, unless a later claim moved on meanwhile
+            sync.counts = tuple(min(a, b) for a, b in zip(old, counts, strict=True))  # type: ignore[assignment]
+            sync.cost_unknown = sync.cost_unknown and cost_unknown
 
     def _delta(
         self, run_id: str, sync: _Sync
@@ -275,11 +299,11 @@ class SharedRuns:
             return
         try:
             sync, _ = self._sync(run_id)
-            delta, counts, cost_unknown = self._delta(run_id, sync)
+            delta, previous = self._claim(run_id, sync)
             if not delta.empty:
                 answer = self.store.gate(run_id, delta, time.time())
-                if answer is not None and answer.stop is None:
-                    sync.counts, sync.cost_unknown = counts, cost_unknown
+                if answer is None or answer.stop is not None:
+                    self._unclaim(sync, previous)
             if save:
                 self.save(run_id)
             else:  # the run ends with this turn: forget it

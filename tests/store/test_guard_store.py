@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 
 from opentelemetry.sdk.trace import TracerProvider
 from otel_loopguard_testing.redis_server import RedisServer
@@ -77,3 +78,23 @@ def test_no_tool_argument_or_result_reaches_the_store(redis_server: RedisServer)
     assert b"stop" in stored and b"state_version" in stored  # the run was shared
     assert b"4111" not in stored and b"declined" not in stored
     assert b"4111" not in redis_server.command("KEYS", "*")
+
+
+def test_threads_of_one_run_count_each_call_once_in_the_store(redis_server: RedisServer) -> None:
+    guard = LoopGuard(LoopGuardConfig(store=redis_server.url, store_timeout=1000))
+    tracer = TracerProvider().get_tracer("test")
+    threads, calls = 8, 60
+
+    def agent(index: int) -> None:
+        with guard.agent_run(tracer, "agent", conversation_id="shared"):
+            for n in range(calls):
+                with guard.tool_call(tracer, "lookup", {"q": n, "thread": index}) as call:
+                    call.set_result(n)
+
+    workers = [threading.Thread(target=agent, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    reply = redis_server.command("HGET", "loopguard:run:shared", "tool_calls")
+    assert reply.split(b"\r\n")[1] == str(threads * calls).encode()
