@@ -16,7 +16,10 @@ is stuck, not merely busy:
   ``no_progress`` evidence in the window about the same tool (evidence ``tool`` /
   ``tools``; a signal naming no tool matches any) they **stop**: the calls return
   unchanged output. ``no_progress`` alone warns, and stops when a matching loop signal is
-  in the window, so the order in which the two arrive does not matter.
+  in the window, so the order in which the two arrive does not matter. A loop signal that
+  carries its own no-progress evidence (``unchanged_outputs`` in its evidence: an action
+  cycle's full periods with unchanged answers and no waiting; reworded or cosmetically
+  varied calls of one tool answered alike) **stops** by itself.
 - ``permanent_failure`` of kind ``permanent`` (the same 404 / permission denied / invalid
   argument again) **stops**; of kind ``retryable`` (the same timeout / 429 / 5xx repeated)
   or ``unclassified`` (an error nothing classifies) it **pauses**: the agent should back
@@ -80,6 +83,10 @@ POLICY_VARIABLE = LoopGuardConfig.env_name("policy")
 #: signals of an agent doing the same thing again
 LOOP_DETECTORS = frozenset({"repetition", "action_cycle", "repeated_tool_steps"})
 NO_PROGRESS = "no_progress"
+#: evidence key of a loop signal that saw its own calls answered unchanged, with nothing new
+#: in between (an action cycle's full periods; near-duplicate calls of one tool answered
+#: alike): no-progress evidence of its own, so the default policy stops on it
+UNCHANGED_OUTPUTS = "unchanged_outputs"
 #: weight lost per older signal in the risk score
 RISK_DECAY = 0.8
 #: (lowest, highest) risk score of each action: the evidence (0..1) is placed in its band
@@ -175,7 +182,7 @@ def _verdict(
     """The action one new signal calls for, its end state, and the evidence behind it."""
     detector = signal.detector
     if detector in LOOP_DETECTORS:
-        if strict:
+        if strict or signal.evidence.get(UNCHANGED_OUTPUTS):
             return Action.STOP, RunEndState.STOPPED, (signal,)
         support = tuple(s for s in window if s.detector == NO_PROGRESS and _same_work(signal, s))
         if support:

@@ -13,6 +13,15 @@ steps equal to the step ``p`` places earlier, and a ring of the last ``cycle_max
 steps. A cycle of period ``p`` with ``k`` full periods exists when
 ``match[p] >= (k - 1) * p``. It fires when the minimum is reached and again at every further
 full period, with a score growing with the number of periods.
+
+A cycle is its own no-progress evidence: every call of the period was answered as before,
+with only the cycle's own calls in between. So its signal carries ``unchanged_outputs`` (the
+answers that repeated, ``(periods - 1) * period``) and the default policy stops on it after
+``cycle_min_periods`` full periods (two by default: three listing tools each returning
+``[]`` twice round), without waiting for one call's third identical answer. Not when the
+cycle waits (a wait tool, a shell command that sleeps, :mod:`.waiting`, or
+:data:`~otel_loopguard.engine.detectors.waiting.WAIT_SECONDS` between two of its steps):
+polling between waits gets the no-progress detector's patience instead.
 """
 
 from __future__ import annotations
@@ -23,22 +32,29 @@ from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.engine.detectors.call_tracking import growing_score
+from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
+from otel_loopguard.engine.detectors.waiting import WAIT_SECONDS, command_sleeps, is_wait_tool
 from otel_loopguard.engine.events import Event, EventKind
 
 # Enum members as module constants for the per-event comparisons (see call_tracking).
+_TOOL_CALL = EventKind.TOOL_CALL
 _TOOL_ERROR = EventKind.TOOL_ERROR
 _TOOL_RESULT = EventKind.TOOL_RESULT
+SLEEPING_CALLS_CAP = 16  # calls in flight whose shell command sleeps
 
 
 class ActionCycleState:
-    __slots__ = ("match", "steps", "tools")
+    __slots__ = ("last_time", "match", "sleeping", "steps", "tools", "waited")
 
     def __init__(self, max_period: int) -> None:
         # a step: call fingerprint, output (or error) fingerprint and failure flag in one int
         # (short lists, not deques: a deque allocates a 64-slot block)
         self.steps: list[int] = []
         self.tools: list[str] = []
+        self.waited: list[bool] = []  # per step: it waited, or came long after the previous
         self.match = [0] * (max_period + 1)  # index = period; 0 and 1 unused
+        self.sleeping: list[int] = []  # fingerprints of pending calls whose command sleeps
+        self.last_time = 0.0
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -48,10 +64,11 @@ class ActionCycleDetector:
     name: ClassVar[str] = "action_cycle"
     # the monitor calls us for these only (it pairs results with their calls itself)
     event_kinds: ClassVar[frozenset[EventKind]] = frozenset(
-        {EventKind.TOOL_RESULT, EventKind.TOOL_ERROR}
+        {EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.TOOL_ERROR}
     )
 
     def __init__(self, config: LoopGuardConfig) -> None:
+        self._shell = ToolNameMatcher(config.shell_tools)
         self.max_period = config.cycle_max_period
         self.min_periods = config.cycle_min_periods
         self._periods = range(2, self.max_period + 1)
@@ -65,15 +82,27 @@ class ActionCycleDetector:
         self, event: Event, state: ActionCycleState, counters: RunCounters
     ) -> Signal | None:
         kind = event.kind
+        if kind is _TOOL_CALL:
+            shell = event.arguments is not None and self._shell[event.tool_name]
+            if shell and counters.call_key and command_sleeps(event.arguments):
+                state.sleeping.append(counters.call_key)
+                del state.sleeping[:-SLEEPING_CALLS_CAP]
+            return None
         if kind is not _TOOL_RESULT and kind is not _TOOL_ERROR:
             return None
         call = counters.call_key
         if not call:
             return None
         step = (call << 33) | (counters.outcome_key << 1) | counters.failed
-        return self._add_step(step, event.tool_name or "?", state)
+        waited = is_wait_tool(event.tool_name) or call in state.sleeping
+        if state.last_time and counters.now - state.last_time >= WAIT_SECONDS:
+            waited = True
+        state.last_time = counters.now
+        return self._add_step(step, event.tool_name or "?", waited, state)
 
-    def _add_step(self, step: int, tool: str, state: ActionCycleState) -> Signal | None:
+    def _add_step(
+        self, step: int, tool: str, waited: bool, state: ActionCycleState
+    ) -> Signal | None:
         steps, match = state.steps, state.match
         size = len(steps)
         # one pass updates the match counts and notes whether any period has reached the
@@ -89,8 +118,10 @@ class ActionCycleDetector:
                 match[period] = 0
         steps.append(step)
         state.tools.append(tool)
+        state.waited.append(waited)
         if size >= self.max_period:
             del steps[0], state.tools[0]
+        del state.waited[: -2 * self.max_period]  # two periods of the longest cycle
         if not candidate:
             return None
         for period in self._periods:
@@ -102,6 +133,14 @@ class ActionCycleDetector:
                 continue
             periods = matched // period + 1
             tools = state.tools[-period:]
+            evidence: dict[str, Any] = {
+                "period": period,
+                "periods": periods,
+                "threshold": self.min_periods,
+                "tools": tools,
+            }
+            if not any(state.waited[-2 * period :]):  # no waiting in the last two periods
+                evidence["unchanged_outputs"] = (periods - 1) * period
             return Signal(
                 detector=self.name,
                 kind=self.name,
@@ -110,12 +149,7 @@ class ActionCycleDetector:
                     f"cycle of {period} calls ({' → '.join(tools)}) repeated {periods} times "
                     "with unchanged results"
                 ),
-                evidence={
-                    "period": period,
-                    "periods": periods,
-                    "threshold": self.min_periods,
-                    "tools": tools,
-                },
+                evidence=evidence,
             )
         return None
 
@@ -134,12 +168,18 @@ class ActionCycleDetector:
             "steps": list(state.steps),
             "tools": list(state.tools),
             "match": state.match[2:],
+            "waited": [int(waited) for waited in state.waited],
+            "sleeping": list(state.sleeping),
+            "last_time": state.last_time,
         }
 
     def restore_state(self, data: dict[str, Any]) -> ActionCycleState:
         state = ActionCycleState(self.max_period)
         state.steps = [int(step) for step in data.get("steps") or []][-self.max_period :]
         state.tools = [str(tool) for tool in data.get("tools") or []][-self.max_period :]
+        state.waited = [bool(w) for w in data.get("waited") or []][-2 * self.max_period :]
+        state.sleeping = [int(call) for call in data.get("sleeping") or []][-SLEEPING_CALLS_CAP:]
+        state.last_time = float(data.get("last_time") or 0.0)
         saved = [int(value) for value in data.get("match") or []]
         for period in range(2, self.max_period + 1):
             if period - 2 < len(saved):

@@ -1,0 +1,79 @@
+"""A cycle of unchanged answers is its own no-progress evidence (issue 18, point 10).
+
+Three listing tools cycled, each returning ``[]``: after two full periods every call has
+been answered exactly as before with only the cycle in between, which is enough to stop.
+Twins that must not stop there: the same cycle whose answers change (pages behind opaque
+cursors), and polling with a wait in the cycle (that gets the no-progress patience).
+Under the real monitor and default policy, one model turn per call.
+"""
+
+from __future__ import annotations
+
+from test_iteration_is_not_a_loop import Step, turns
+
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Action
+from otel_loopguard.engine.events import EventKind
+from otel_loopguard.engine.monitor import Monitor
+
+
+def _answers_until_stop(steps: list[Step]) -> tuple[int | None, set[str]]:
+    """How many tool answers the run got before the first STOP (None: never stopped)."""
+    monitor = Monitor(LoopGuardConfig())
+    answers = 0
+    for event in turns(steps):
+        decision = monitor.observe(event)
+        if event.kind in (EventKind.TOOL_RESULT, EventKind.TOOL_ERROR):
+            answers += 1
+        if decision.action is Action.STOP:
+            return answers, set(decision.detectors)
+    return None, set()
+
+
+LISTINGS: list[Step] = [
+    ("list_buckets", {"region": "eu-west-1"}, "[]"),
+    ("list_tables", {"region": "eu-west-1"}, "[]"),
+    ("list_queues", {"region": "eu-west-1"}, "[]"),
+]
+
+
+def test_three_listings_returning_nothing_stop_after_two_full_periods() -> None:
+    answers, detectors = _answers_until_stop(LISTINGS * 4)
+    assert answers == 6 and detectors == {"action_cycle"}
+
+
+def test_two_step_cycle_stops_after_two_full_periods() -> None:
+    steps: list[Step] = [
+        ("search", {"query": "refund policy"}, "see /help/refunds"),
+        ("open_page", {"url": "/help/refunds"}, "404: page moved"),
+    ] * 4
+    assert _answers_until_stop(steps)[0] == 4
+
+
+def test_the_same_cycle_over_changing_pages_is_not_stopped() -> None:
+    steps: list[Step] = []
+    for page in range(6):
+        cursor = f"eyJvZmZzZXQiOi{page * 7919:x}In0"  # opaque, different every page
+        steps += [
+            (tool, {"region": "eu-west-1", "cursor": cursor}, f'["item-{page}-{tool}"]')
+            for tool, _, _ in LISTINGS
+        ]
+    assert _answers_until_stop(steps) == (None, set())
+
+
+def test_polling_with_a_sleep_in_the_cycle_is_not_stopped_at_two_periods() -> None:
+    polls: list[Step] = [
+        ("get_workflow_run", {"run_id": 7}, '{"status": "in_progress"}'),
+        ("sleep", {"seconds": 30}, "slept 30 s"),
+    ] * 4
+    done: list[Step] = [("get_workflow_run", {"run_id": 7}, '{"status": "completed"}')]
+    assert _answers_until_stop(polls + done) == (None, set())
+
+
+def test_polling_with_a_shell_sleep_in_the_cycle_is_not_stopped_at_two_periods() -> None:
+    polls: list[Step] = [
+        ("bash", {"command": "gh run view 7 --json status"}, '{"status":"in_progress"}'),
+        ("bash", {"command": "sleep 30"}, ""),
+    ] * 4
+    done: list[Step] = [("bash", {"command": "gh run view 7 --json status"}, "completed")]
+    assert _answers_until_stop(polls + done) == (None, set())
