@@ -295,16 +295,19 @@ class SharedRuns:
     def turn_ended(self, run_id: str, *, save: bool = True) -> None:
         """An agent run's turn ends here: add its last counts, save its state (``save``:
         for a run another process may continue, one keyed by its conversation)."""
-        if not self.store.shared:
+        shared = self.store.shared
+        if not shared and not self._fleet:
             return
         try:
             sync, _ = self._sync(run_id)
             delta, previous = self._claim(run_id, sync)
-            if not delta.empty:
-                answer = self.store.gate(run_id, delta, time.time())
+            if not delta.empty:  # the turn's last tokens count for its user too
+                user = self._user(sync) if self._fleet else None
+                window = UserWindow(user, self._window) if user else None
+                answer = self.store.gate(run_id, delta, time.time(), window)
                 if answer is None or answer.stop is not None:
                     self._unclaim(sync, previous)
-            if save:
+            if save and shared:
                 self.save(run_id)
             else:  # the run ends with this turn: forget it
                 with self._lock:

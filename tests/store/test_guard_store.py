@@ -8,6 +8,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+from opentelemetry import baggage, context
 from opentelemetry.sdk.trace import TracerProvider
 from otel_loopguard_testing.redis_server import RedisServer
 
@@ -22,8 +24,23 @@ def test_the_default_shares_nothing() -> None:
 
 
 def test_fleet_budgets_work_on_the_memory_store_within_a_process() -> None:
-    guard = LoopGuard(LoopGuardConfig(user_token_budget=100))
+    guard = LoopGuard(LoopGuardConfig(user_token_budget=100, mode="enforce"))
     assert guard.shared_runs is not None and not guard.shared_runs.store.shared
+    tracer = TracerProvider().get_tracer("test")
+    token = context.attach(baggage.set_baggage("enduser.id", "dana"))
+    try:
+        for run in ("dana-1", "dana-2"):  # 60 tokens each: the second run's call is over
+            with guard.agent_run(tracer, "agent", conversation_id=run):
+                guard.preflight_llm()
+                guard.observe_llm_response(model="m", input_tokens=60, output_tokens=0)
+        with pytest.raises(LoopGuardInterrupt) as stopped:
+            with guard.agent_run(tracer, "agent", conversation_id="dana-3"):
+                guard.preflight_llm()
+    finally:
+        context.detach(token)
+    assert stopped.value.decision.reasons[0].evidence["scope"] == "user"
+    with guard.agent_run(tracer, "agent", conversation_id="erin-1"):  # no user: no budget
+        assert guard.preflight_llm().action.value == "continue"
 
 
 _NO_REDIS = r"""
