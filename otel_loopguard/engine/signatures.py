@@ -304,20 +304,53 @@ def _verbatim_key(key: str) -> bool:
     return any(word.lower() in _VERBATIM_WORDS for word in _KEY_WORD.findall(key))
 
 
-class _KeyParts(dict[str, tuple[str, "str | None", bool]]):
-    """key -> (``key=`` for the exact form, ``key=`` lower-cased for the near key, verbatim).
+# Keys that describe a call rather than parametrise it: the one-line description a coding
+# agent's shell tool asks for beside the command, a reason, a thought. In a dict that also
+# holds a verbatim key (a command, code, a path: what the call does), their values are left
+# out of the near key, so the same command with a display counter in its description
+# (``"description": "noop17"``) is a near-duplicate (issue 18, point 6). Never out of the
+# exact signature; and kept in the near key of a dict without a verbatim key, where the
+# description may be the work (``create_issue(title, description)``).
+_COSMETIC_KEYS = frozenset(
+    {
+        "description",
+        "explanation",
+        "reason",
+        "reasoning",
+        "rationale",
+        "thought",
+        "thoughts",
+        "summary",
+        "label",
+        "comment",
+        "note",
+        "purpose",
+        "intent",
+        "justification",
+        "display_name",
+        "status_message",
+    }
+)
 
-    A volatile key (``request_id``, ``nonce`` ...) gets ``(key=<volatile>, None, False)``:
-    its value is never looked at. ``verbatim``: the key names code, a command, a path ...
-    (:func:`_verbatim_key`). Argument names repeat across calls, so this memo (bounded
-    like :class:`_NearWordMemo`) saves the regex matches and two strings per key and call.
+
+class _KeyParts(dict[str, tuple[str, "str | None", bool, bool]]):
+    """key -> (``key=`` for the exact form, ``key=`` lower-cased for the near key, verbatim,
+    cosmetic).
+
+    A volatile key (``request_id``, ``nonce`` ...) gets ``(key=<volatile>, None, False,
+    False)``: its value is never looked at. ``verbatim``: the key names code, a command, a
+    path ... (:func:`_verbatim_key`); ``cosmetic``: it describes the call
+    (:data:`_COSMETIC_KEYS`, matched lower-cased). Argument names repeat across calls, so
+    this memo (bounded like :class:`_NearWordMemo`) saves the regex matches and two strings
+    per key and call.
     """
 
-    def __missing__(self, key: str) -> tuple[str, str | None, bool]:
+    def __missing__(self, key: str) -> tuple[str, str | None, bool, bool]:
         if _VOLATILE_KEY.match(key) is not None:
-            parts: tuple[str, str | None, bool] = (f"{key}=<volatile>", None, False)
+            parts: tuple[str, str | None, bool, bool] = (f"{key}=<volatile>", None, False, False)
         else:
-            parts = (f"{key}=", f"{key.lower()}=", _verbatim_key(key))
+            cosmetic = key.lower() in _COSMETIC_KEYS
+            parts = (f"{key}=", f"{key.lower()}=", _verbatim_key(key), cosmetic)
         if len(key) <= _KEY_MEMO_CHARS:
             if len(self) >= _KEY_MEMO_CAP:
                 self.clear()
@@ -666,8 +699,10 @@ def _flat_mapping(value: dict[Any, Any], max_chars: int, output: bool) -> tuple[
     exact_parts: list[str] = []
     near_parts: list[str] = []
     key_parts = _key_parts
+    cosmetic_at: list[int] | None = None  # where cosmetic keys' near parts are
+    any_verbatim = False
     for key in sorted(value):
-        exact_key, near_key, verbatim = key_parts[key]
+        exact_key, near_key, verbatim, cosmetic = key_parts[key]
         if near_key is None:  # volatile
             exact_parts.append(exact_key)
             continue
@@ -682,9 +717,21 @@ def _flat_mapping(value: dict[Any, Any], max_chars: int, output: bool) -> tuple[
         else:
             return None
         exact_parts.append(exact_key + exact)
+        if verbatim:
+            any_verbatim = True
         if near:
+            if cosmetic:
+                cosmetic_at = [*(cosmetic_at or ()), len(near_parts)]
             near_parts.append(near_key + near)
+    if cosmetic_at is not None and any_verbatim:
+        _drop(near_parts, cosmetic_at)
     return ",".join(exact_parts), ",".join(near_parts)
+
+
+def _drop(parts: list[str], indexes: list[int]) -> None:
+    """Remove ``parts[i]`` for each of the ascending ``indexes`` (cosmetic near parts)."""
+    for index in reversed(indexes):
+        del parts[index]
 
 
 class _Walk:
@@ -784,8 +831,10 @@ class _Walk:
         near_parts: list[str] = []
         key_parts = _key_parts
         max_chars, output = self.max_chars, self.output
+        cosmetic_at: list[int] | None = None  # as in _flat_mapping
+        any_verbatim = False
         for key_text, item in keyed[:MAX_ITEMS] if size > MAX_ITEMS else keyed:
-            exact_key, near_key, verbatim = key_parts[key_text]
+            exact_key, near_key, verbatim, cosmetic = key_parts[key_text]
             if near_key is None:  # volatile
                 exact_parts.append(exact_key)
                 continue
@@ -802,8 +851,14 @@ class _Walk:
             else:
                 exact, near = self.value(item, depth + 1)
             exact_parts.append(exact_key + exact)
+            if verbatim:
+                any_verbatim = True
             if near:
+                if cosmetic:
+                    cosmetic_at = [*(cosmetic_at or ()), len(near_parts)]
                 near_parts.append(near_key + near)
+        if cosmetic_at is not None and any_verbatim:
+            _drop(near_parts, cosmetic_at)
         if size > MAX_ITEMS:
             exact_parts.append(_ELLIPSIS)
         return f"{name}{{{','.join(exact_parts)}}}", ",".join(near_parts)

@@ -1,0 +1,96 @@
+"""Cosmetic variation is repetition without progress (issue 18, point 6).
+
+Real agents were seen running the same shell command hundreds of times with only a display
+counter in the arguments changing (``"description": "noop17"``), the output identical every
+time, and rewording a query that keeps returning the same empty result. Both must reach
+STOP with the no-progress evidence. Their nearest legitimate twins must not: distinct
+queries that happen to find nothing, reworded queries whose answers change, pages behind
+opaque cursors, the same command whose output changes, and a description that is the work.
+Under the real monitor and default policy, one model turn per call.
+"""
+
+from __future__ import annotations
+
+from test_iteration_is_not_a_loop import Step, turns
+
+from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.decisions import Action, Decision
+from otel_loopguard.engine.monitor import Monitor
+
+
+def _decisions(steps: list[Step]) -> list[Decision]:
+    monitor = Monitor(LoopGuardConfig())
+    return [monitor.observe(event) for event in turns(steps)]
+
+
+def _first_stop(steps: list[Step]) -> Decision | None:
+    return next((d for d in _decisions(steps) if d.action is Action.STOP), None)
+
+
+def _worst(steps: list[Step]) -> Action:
+    return max((d.action for d in _decisions(steps)), default=Action.CONTINUE)
+
+
+def test_the_same_command_with_a_display_counter_is_stopped() -> None:
+    steps: list[Step] = [
+        ("Bash", {"command": "true", "description": f"noop{i}"}, "") for i in range(1, 40)
+    ]
+    stop = _first_stop(steps)
+    assert stop is not None, "the same command, the same output, 39 times"
+    evidence = [s.evidence for s in stop.reasons if s.detector == "repetition"]
+    assert evidence and evidence[0]["unchanged_outputs"] >= 2
+    # it stops as early as exact repeats do: at the third identical answer
+    assert sum(d.action is Action.STOP for d in _decisions(steps[:3])) == 1
+
+
+PARAPHRASES = [
+    "pricing plans for teams",
+    "Teams pricing plans",
+    "plans pricing, for the team?",
+    "please find the pricing plans for teams",
+    "team pricing plan",
+]
+
+
+def test_reworded_queries_with_the_same_empty_result_are_stopped() -> None:
+    steps: list[Step] = [("search", {"query": q}, {"results": []}) for q in PARAPHRASES]
+    stop = _first_stop(steps)
+    assert stop is not None and stop.reasons[0].kind == "near_duplicate"
+    assert stop.reasons[0].evidence["unchanged_outputs"] >= 2
+
+
+def test_distinct_queries_that_find_nothing_are_not_stopped() -> None:
+    queries = ["pricing plans", "refund policy", "api rate limits", "sso setup", "data export"]
+    steps: list[Step] = [("search", {"query": q}, {"results": []}) for q in queries]
+    assert _worst(steps) < Action.STOP
+
+
+def test_reworded_queries_whose_answers_change_are_not_stopped() -> None:
+    steps: list[Step] = [
+        ("search", {"query": q}, {"results": [f"doc-{i}"]}) for i, q in enumerate(PARAPHRASES)
+    ]
+    assert _worst(steps) < Action.STOP
+
+
+def test_pages_behind_opaque_cursors_are_not_stopped() -> None:
+    steps: list[Step] = [
+        ("list_orders", {"cursor": f"eyJpZCI6{i * 7919:x}fQ", "limit": 50}, {"orders": []})
+        for i in range(8)
+    ]
+    assert _worst(steps) < Action.STOP
+
+
+def test_the_same_command_whose_output_changes_is_not_stopped() -> None:
+    steps: list[Step] = [
+        ("Bash", {"command": "gh run view 7", "description": f"check {i}"}, f"step {i} of 9")
+        for i in range(9)
+    ]
+    assert _worst(steps) < Action.STOP
+
+
+def test_a_description_that_is_the_work_is_not_cosmetic() -> None:
+    steps: list[Step] = [
+        ("create_ticket", {"title": "Flaky test", "description": f"seen in build {i}"}, "ok")
+        for i in range(6)
+    ]
+    assert _worst(steps) < Action.STOP
