@@ -176,6 +176,11 @@ class RunRecord:
 RunSink = Callable[[RunRecord], None]
 #: told of each fresh decision as it is made (the detection service exports it at once)
 DecisionSink = Callable[[RunRecord, DecisionRecord, Decision, Event], None]
+#: ``(run_id, keyed_by)`` of a run just started in the monitor, and ``run_id`` of a run
+#: whose agent span ended without ending the run (a conversation's turn): the detection
+#: service loads and saves the run's state in the shared store there
+RunStartSink = Callable[[str, str], None]
+TurnEndSink = Callable[[str], None]
 
 
 class TraceBuffer:
@@ -240,9 +245,13 @@ class Replayer:
         detectors: Iterable[Detector] | None = None,
         buffer_spans: int = DEFAULT_BUFFER_SPANS,
         on_decision: DecisionSink | None = None,
+        on_run_start: RunStartSink | None = None,
+        on_turn_end: TurnEndSink | None = None,
     ) -> None:
         self.config = config
         self._on_decision = on_decision
+        self._on_run_start = on_run_start
+        self._on_turn_end = on_turn_end
         self._now = 0.0
         self._now_ns = 0
         # the monitor's clock is trace time: the time of the span start or end replayed
@@ -417,8 +426,11 @@ class Replayer:
         actor = ended.actor.name if ended.actor is not None else None
         if cls is AGENT or cls is WORKFLOW:
             self._record_for(run_id, identity.keyed_by, view, actor).spans += 1
-            if ended.ended_root is not None and identity.keyed_by.ends_with_root_span:
-                self._finish_run(run_id)
+            if ended.ended_root is not None:
+                if identity.keyed_by.ends_with_root_span:
+                    self._finish_run(run_id)
+                elif self._on_turn_end is not None:
+                    self._on_turn_end(run_id)
         elif ended.events:
             record = self._record_for(run_id, identity.keyed_by, view, actor)
             record.spans += 1
@@ -439,6 +451,8 @@ class Replayer:
             record = self._runs[run_id] = RunRecord(run_id, keyed_by)
             record.started_ns = view.start_time_unix_nano
             self.monitor.start_run(run_id, agent=agent, keyed_by=keyed_by)  # type: ignore[arg-type]
+            if self._on_run_start is not None:
+                self._on_run_start(run_id, keyed_by)
             if len(self._runs) > self.peak_live_runs:
                 self.peak_live_runs = len(self._runs)
         else:

@@ -24,16 +24,25 @@ from opentelemetry.trace import SpanContext, TraceFlags
 from otel_loopguard.analyze.replay import DecisionRecord, RunRecord
 from otel_loopguard.engine.decisions import Action, Decision
 from otel_loopguard.engine.events import Event
+from otel_loopguard.engine.run_identity import RunKey
+from otel_loopguard.serve.state_sync import RunStateSync
 from otel_loopguard.telemetry import SCOPE_NAME, Telemetry
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 
 class DecisionOutput:
-    def __init__(self, telemetry: Telemetry, tracer: trace.Tracer, store: Any = None) -> None:
+    def __init__(
+        self,
+        telemetry: Telemetry,
+        tracer: trace.Tracer,
+        store: Any = None,
+        state_sync: RunStateSync | None = None,
+    ) -> None:
         self.telemetry = telemetry
         self.tracer = tracer
         self.store = store
+        self.state_sync = state_sync
         self.decision_spans = 0
         self.stops_stored = 0
 
@@ -63,6 +72,8 @@ class DecisionOutput:
                 self.stops_stored += 1
             except Exception as exc:
                 telemetry.internal_error("serve.store", exc)
+            if self.state_sync is not None and record.keyed_by == RunKey.CONVERSATION:
+                self.state_sync.save(record.run_id)  # at once on STOP, as in-process
 
     def _store_stop(self, run_id: str, decision: Decision) -> None:
         """The run's STOP under its documented key (docs/fleet.md), with the decision."""
@@ -78,6 +89,8 @@ class DecisionOutput:
         self.store.write_stop(run_id, record)
 
     def run_ended(self, record: RunRecord) -> None:
+        if self.state_sync is not None:
+            self.state_sync.run_ended(record.run_id)
         try:
             self.telemetry.record_run_end(record.end_state or "completed")
         except Exception as exc:

@@ -41,13 +41,21 @@ class Pipeline:
         max_pending: int,
         on_error: Callable[[str, BaseException], None],
         on_batch: Callable[[float, int], None] | None = None,
+        on_run_start: Callable[[str, str], None] | None = None,
+        on_turn_end: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self.max_pending = max(1, max_pending)
         self._on_decision = on_decision
         self._on_error = on_error
         self._on_batch = on_batch
-        self.replayer = Replayer(config, on_run, on_decision=self._decided)
+        self.replayer = Replayer(
+            config,
+            on_run,
+            on_decision=self._decided,
+            on_run_start=on_run_start,
+            on_turn_end=on_turn_end,
+        )
         self._queue: deque[list[SpanView] | None] = deque()
         self._cond = threading.Condition()
         self.pending = 0  # spans accepted, not judged yet

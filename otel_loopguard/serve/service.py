@@ -21,6 +21,7 @@ from otel_loopguard.serve.intake import Intake
 from otel_loopguard.serve.output import DecisionOutput, decision_tracer
 from otel_loopguard.serve.pipeline import Pipeline
 from otel_loopguard.serve.settings import ServeSettings, split_endpoint
+from otel_loopguard.serve.state_sync import RunStateSync
 from otel_loopguard.telemetry import SCOPE_NAME, Telemetry
 
 logger = logging.getLogger("otel_loopguard.serve")
@@ -40,8 +41,13 @@ class Service:
             active_runs=lambda: self.pipeline.replayer.live_runs if self.pipeline else 0,
         )
         self.store = self._open_store()
+        self.state_sync: RunStateSync | None = None
+        if self.store is not None:
+            self.state_sync = RunStateSync(
+                self.store, lambda: self._replayer().monitor, self.telemetry.internal_error
+            )
         self.output = DecisionOutput(
-            self.telemetry, decision_tracer(self.tracer_provider), self.store
+            self.telemetry, decision_tracer(self.tracer_provider), self.store, self.state_sync
         )
         meter = self.meter_provider.get_meter(SCOPE_NAME + ".serve")
         self._duration = meter.create_histogram(
@@ -56,6 +62,8 @@ class Service:
             max_pending=settings.max_pending_spans,
             on_error=self.telemetry.internal_error,
             on_batch=lambda seconds, _spans: self._duration.record(seconds),
+            on_run_start=self.state_sync.run_started if self.state_sync else None,
+            on_turn_end=self.state_sync.save if self.state_sync else None,
         )
         self.intake = Intake(
             self.pipeline,
@@ -85,6 +93,10 @@ class Service:
             self.ports["http"] = self.http.start()
         if self._prometheus is not None:
             self.ports["prometheus"] = int(self._prometheus[0].server_address[1])
+
+    def _replayer(self) -> Any:
+        assert self.pipeline is not None
+        return self.pipeline.replayer
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         pipeline = self.pipeline

@@ -22,12 +22,17 @@ def _kv(key: str, value: str) -> KeyValue:
 
 
 def looping_trace(
-    calls: int, service: str = "raw-agent", start_ns: int = 1_000_000_000
+    calls: int,
+    service: str = "raw-agent",
+    start_ns: int = 1_000_000_000,
+    conversation: str | None = None,
 ) -> tuple[str, ExportTraceServiceRequest]:
     """One agent run of ``calls`` identical searches with identical empty answers, root
-    last (as an SDK exports it); returns the trace id and the request."""
+    last (as an SDK exports it), every span carrying ``conversation`` when given; returns
+    the trace id and the request."""
     trace_id = os.urandom(16)
     root_id = os.urandom(8)
+    common = [_kv("gen_ai.conversation.id", conversation)] if conversation else []
     spans = []
     for index in range(calls):
         begin = start_ns + index * 1_000_000
@@ -44,6 +49,7 @@ def looping_trace(
                     _kv("gen_ai.tool.name", "search"),
                     _kv("gen_ai.tool.call.arguments", json.dumps({"query": "pricing"})),
                     _kv("gen_ai.tool.call.result", "no results"),
+                    *common,
                 ],
             )
         )
@@ -57,6 +63,7 @@ def looping_trace(
             attributes=[
                 _kv("gen_ai.operation.name", "invoke_agent"),
                 _kv("gen_ai.agent.name", "researcher"),
+                *common,
             ],
         )
     )
