@@ -53,6 +53,7 @@ from otel_loopguard.guard.model_turns import (
     ReportedAnswers,
     mark_reported,
     open_turn,
+    open_turn_needs_report,
     open_turn_started,
 )
 from otel_loopguard.guard.run_context import _CURRENT_RUN, RunHandle, current_run
@@ -64,6 +65,12 @@ from otel_loopguard.guard.span_context import (
     token_count,
 )
 from otel_loopguard.guard.tool_call import ToolCall
+from otel_loopguard.spans.dialects import (
+    INPUT_TOKEN_KEYS,
+    LEGACY_INPUT_TOKEN_KEYS,
+    LEGACY_OUTPUT_TOKEN_KEYS,
+    OUTPUT_TOKEN_KEYS,
+)
 from otel_loopguard.spans.follower import OpenAgent, SpanFollower, TraceState
 from otel_loopguard.spans.sdk import PLAIN_CLASSES, status_and_end
 from otel_loopguard.spans.view import SpanView, detection_view
@@ -75,6 +82,10 @@ DecisionCallback = Callable[[Decision, Event], None]
 
 _MAX_MANAGED = 100_000
 _CONTINUE = Action.CONTINUE
+#: the attributes that say a model span records its usage, in any dialect
+_USAGE_KEYS = frozenset(
+    INPUT_TOKEN_KEYS + OUTPUT_TOKEN_KEYS + LEGACY_INPUT_TOKEN_KEYS + LEGACY_OUTPUT_TOKEN_KEYS
+)
 
 
 class LoopGuard:
@@ -166,7 +177,15 @@ class LoopGuard:
         """A model span of another instrumentation ended (in the thread and context that
         ended it): it reports the turn of a framework wrapper's open model turn; and it is a
         duplicate when a wrapper reported this very answer already (LiteLLM's own
-        OpenTelemetry callback makes its span later, in a worker thread or task)."""
+        OpenTelemetry callback makes its span later, in a worker thread or task).
+
+        A model span without usage never silences the count of one that has it: inside a
+        wrapper's open turn (OpenLLMetry's ``openai.response`` span of the Agents SDK's Chat
+        Completions model, or of any model with sensitive data off, has no tokens) it leaves
+        the turn to the wrapper, which reports it with its usage, and is not fed (the same
+        step twice)."""
+        if _USAGE_KEYS.isdisjoint(attributes.keys()) and open_turn_needs_report():
+            return True
         mark_reported()
         return not self.reported_answers.first_report(
             run_id, attributes.get("gen_ai.response.id"), by_wrapper=False

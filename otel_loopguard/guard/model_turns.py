@@ -124,6 +124,12 @@ def mark_reported() -> None:
         turn = turn._parent
 
 
+def open_turn_needs_report() -> bool:
+    """True when a wrapper's turn is open here, in a run, and nobody reported it yet."""
+    turn = _OPEN_TURN.get()
+    return turn is not None and turn.needs_report
+
+
 def open_turn_started() -> int | None:
     """When the innermost open turn began (Unix ns), or None when none is open."""
     turn = _OPEN_TURN.get()

@@ -1,0 +1,67 @@
+"""OpenLLMetry's OpenAI Agents spans alone with our core, observe mode (issue 17)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from agents import RunConfig, Runner
+from otel_loopguard_testing.metrics import metric_counter
+from scripted import ANSWER, LOOP_TURNS, QUERIES, looping, productive
+
+
+def _stops(harness) -> list:
+    return [(d, e) for d, e in harness.decided if d.action.value == "stop"]
+
+
+def _their_tool_spans(harness):
+    return sorted(
+        (s for s in harness.spans() if s.attributes.get("traceloop.span.kind") == "tool"),
+        key=lambda s: s.start_time,
+    )
+
+
+def _run(scenario, *, sensitive: bool = True):
+    config = RunConfig(trace_include_sensitive_data=sensitive)
+    return asyncio.run(Runner.run(scenario.agent, "What does it cost?", run_config=config))
+
+
+def test_a_looping_agent_gets_a_stop_within_the_fourth_call(observe_loopguard):
+    errors = metric_counter(observe_loopguard)
+    scenario = looping()
+
+    result = _run(scenario, sensitive=True)
+
+    assert result.final_output == "I gave up."  # observe mode: recorded, not enforced
+    assert len(scenario.executions) == LOOP_TURNS
+    tools = _their_tool_spans(observe_loopguard)
+    assert len(tools) == LOOP_TURNS
+    stops = _stops(observe_loopguard)
+    assert stops
+    _, event = stops[0]
+    assert sum(1 for s in tools if s.end_time <= event.timestamp * 1e9 + 1) <= 4
+    assert errors("loopguard.internal_errors") == 0
+
+
+@pytest.mark.parametrize("sensitive", [True, False], ids=["content-on", "content-off"])
+@pytest.mark.parametrize("model", ["chat", "responses"])
+def test_a_productive_agent_gets_no_stop(observe_loopguard, monkeypatch, sensitive, model):
+    monkeypatch.setenv("TRACELOOP_TRACE_CONTENT", "true" if sensitive else "false")
+    errors = metric_counter(observe_loopguard)
+    scenario = productive(model)
+
+    assert _run(scenario, sensitive=sensitive).final_output == ANSWER
+
+    assert scenario.executions == list(QUERIES)
+    assert _stops(observe_loopguard) == []
+    assert errors("loopguard.internal_errors") == 0
+
+
+def test_two_invocations_under_one_application_span_are_two_runs(observe_loopguard):
+    tracer = observe_loopguard.app_tracer()
+
+    with tracer.start_as_current_span("handle request"):
+        for _ in range(2):
+            _run(looping())
+
+    assert len({event.run_id for _, event in _stops(observe_loopguard)}) == 2
