@@ -76,7 +76,13 @@ class AgentRun:
                 # nested agents and handoffs stay in the one run
                 handle = RunHandle(parent.run_id, parent.keyed_by, self._name, span, False)
             else:
-                if context.is_valid:
+                joined = _foreign_agent_run(guard, span) if not conversation else None
+                if joined is not None:
+                    # started by the processor with their span (nothing in it yet): it is
+                    # this agent's run, named as ours names it
+                    identity = joined
+                    guard.monitor.end_run(identity.run_id)
+                elif context.is_valid:
                     identity = run_identity(
                         format(context.trace_id, "032x"),
                         conversation=conversation,
@@ -180,6 +186,31 @@ class AgentRun:
         if override is None and exc is None and handle is not None and self._guard.config.enabled:
             summary = self._guard.monitor.run_snapshot(handle.run_id)
         return self._guard.run_end_state(summary, exception=exc, override=override)  # type: ignore[no-any-return]
+
+
+def _foreign_agent_run(guard: Any, span: Any) -> RunIdentity | None:
+    """The run of another instrumentation's agent span of this same invocation, when ours
+    starts directly inside it as the only agent open in the trace (OpenInference's
+    smolagents ``<Agent>.run`` span around our ``invoke_agent``): one invocation is one run,
+    and ours ends it (the processor no longer ends it when their span ends, which their
+    wrapper may never do after our interrupt)."""
+    parent = getattr(span, "parent", None)
+    if parent is None or parent.is_remote:
+        return None
+    state = guard.follower.get(parent.trace_id)
+    if state is None:
+        return None
+    agents = state.agents
+    if not agents:
+        return None
+    outer = agents[0]
+    own = span.get_span_context().span_id
+    if outer.managed or outer.span_id != parent.span_id:
+        return None
+    if any(agent.span_id != own for agent in agents[1:]):
+        return None
+    outer.managed = True  # its run is ours now (processor: _end_agent_run)
+    return state.identity(state.conversation, outer, lambda span_id: format(span_id, "016x"))
 
 
 def _set_usage(span: Any, summary: Any) -> None:

@@ -19,6 +19,7 @@ from importlib import import_module
 
 from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
 from otel_loopguard_smolagents.executor import timeout_with_context
+from otel_loopguard_smolagents.foreign_runs import run_wrapper
 from otel_loopguard_smolagents.model_turns import step_stream_wrapper
 from otel_loopguard_smolagents.package import _instruments
 from otel_loopguard_smolagents.runs import run_stream_wrapper
@@ -41,6 +42,8 @@ class SmolagentsInstrumentor(FrameworkInstrumentor):
     version = __version__
     hooks = (
         Hook(_AGENTS, "MultiStepAgent._run_stream", make=run_stream_wrapper),
+        # another instrumentation's run span left consistent after our interrupt
+        Hook(_AGENTS, "MultiStepAgent.run", run_wrapper),
         Hook(_AGENTS, "ToolCallingAgent.execute_tool_call", make=execute_tool_call_wrapper),
         Hook("smolagents.tools", "Tool.__call__", make=tool_call_wrapper),
         *(

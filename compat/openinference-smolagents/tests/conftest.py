@@ -1,0 +1,64 @@
+"""OpenInference's smolagents instrumentation (openinference-instrumentation-smolagents, from
+PyPI) on a real SDK pipeline with otel-loopguard's core: installed once per session as the
+suite's instrumentor (``make_loopguard`` / ``observe_loopguard``: our core alone beside it);
+``beside_ours`` adds our smolagents package on the same provider for one test (instrumented
+after theirs: our ``run`` wrapper outside theirs); ``ours_inside`` instruments theirs again
+after ours (their wrapper outside ours).
+
+The agents are smolagents' real loops driven by our smolagents suite's scripted models
+(imported from ``instrumentation/smolagents/tests`` rather than copied).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openinference.instrumentation import TraceConfig
+from openinference.instrumentation.smolagents import SmolagentsInstrumentor as OpenInference
+from otel_loopguard_smolagents import SmolagentsInstrumentor
+from otel_loopguard_testing import Testbed, harness_fixtures, instrumentor_fixture
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "instrumentation/smolagents/tests"))
+
+TESTBED = Testbed()
+
+instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(
+    OpenInference, TESTBED
+)
+beside_ours = instrumentor_fixture("beside_ours", SmolagentsInstrumentor)
+
+
+@pytest.fixture
+def ours_inside(make_loopguard) -> Iterator[Any]:
+    """Our package instrumented first, theirs after it: their ``run`` wrapper outside ours."""
+    TESTBED.instrumentor.uninstrument()
+    ours: Any = SmolagentsInstrumentor()
+    ours.instrument(tracer_provider=TESTBED.provider)
+    theirs: Any = OpenInference()
+    theirs.instrument(tracer_provider=TESTBED.provider)
+    try:
+        yield make_loopguard
+    finally:
+        theirs.uninstrument()
+        ours.uninstrument()
+        TESTBED.instrument(TESTBED.instrumentor)
+
+
+@pytest.fixture
+def content_hidden() -> Iterator[None]:
+    """OpenInference with inputs and outputs hidden: ``__REDACTED__`` in their place."""
+    TESTBED.instrumentor.uninstrument()
+    hidden: Any = OpenInference()
+    hidden.instrument(
+        tracer_provider=TESTBED.provider,
+        config=TraceConfig(hide_inputs=True, hide_outputs=True),
+    )
+    try:
+        yield
+    finally:
+        hidden.uninstrument()
+        TESTBED.instrument(TESTBED.instrumentor)
