@@ -439,3 +439,34 @@ def test_strict_real_detectors_stop_three_identical_steps_with_changing_output()
     assert summary.stopped
     assert "repeated_tool_steps" in summary.first_stop.decision.detectors
     assert not default_run.run_snapshot("r").stopped  # default: output changed, only warns
+
+
+# ---------------------------------------------------------------- sub-agents
+
+
+def decide_for(agent, replans: int, new: list[Signal], policy=default, **settings):
+    config = LoopGuardConfig(**settings)
+    window = tuple(new)
+    return policy(PolicyInput("r", EVENT, window, window, RunCounters(), config, agent, replans))
+
+
+def test_a_loop_stop_about_a_sub_agent_is_a_replan_naming_it_until_the_replans_are_used() -> None:
+    goto = {"tool": "goto"}
+    loop = [signal("repetition", "exact", evidence=goto), signal("no_progress", evidence=goto)]
+    first = decide_for("coder", 0, loop)
+    assert first.action is Action.REPLAN and first.end_state is None
+    assert first.recommendation and "sub-agent coder" in first.recommendation
+    assert set(first.detectors) == {"repetition", "no_progress"}
+    assert decide_for("coder", 3, loop).action is Action.STOP
+    assert decide_for("coder", 0, loop, sub_agent_replans=0).action is Action.STOP
+    assert decide_for(None, 0, loop).action is Action.STOP  # the run's own agent
+    assert decide_for("coder", 0, loop, policy=strict_preset).action is Action.STOP
+
+
+def test_run_level_stops_about_a_sub_agent_still_stop() -> None:
+    for new in (
+        signal("handoff_cycle"),
+        signal("budget", "steps"),
+        signal("truncation", "exhausted"),
+    ):
+        assert decide_for("coder", 0, [new]).action is Action.STOP

@@ -109,6 +109,9 @@ class LoopGuardConfig(BaseModel):
         4, ge=1, description="occurrences of the same retryable error"
     )
     handoff_cycle_threshold: int = Field(2, ge=1, description="closed handoff cycles")
+    sub_agent_replans: int = Field(
+        3, ge=0, description="loop stops about a sub-agent answered with replan first"
+    )
     max_tokens_recoveries: int = Field(
         2, ge=0, description="truncations answered with a continuation"
     )

@@ -36,6 +36,14 @@ is stuck, not merely busy:
   ``exhausted`` (recoveries used up) **stop**.
 - a signal from a detector the policy does not know (a user plug-in) **warns**.
 
+Sub-agents: a STOP the presets would make (``default`` only; ``strict`` stops) on loop
+evidence alone (repetition, cycles, identical tool steps, no progress, the same failure:
+counted per agent within a run) about a *sub-agent* (the event's agent is not the run's own
+agent) is answered with **replan** instead, with a message for the manager naming the
+sub-agent, the first ``OTEL_LOOPGUARD_SUB_AGENT_REPLANS`` (3) times for that sub-agent;
+the next one stops the run. A handoff cycle, a budget and a truncation or premature end
+are run-level and stop as above.
+
 When several signals arrive at once the most severe action wins; its ``reasons`` are the
 signals that drove it (for a stop on a loop: the loop signal and the no-progress evidence).
 
@@ -87,6 +95,9 @@ NO_PROGRESS = "no_progress"
 #: in between (an action cycle's full periods; near-duplicate calls of one tool answered
 #: alike): no-progress evidence of its own, so the default policy stops on it
 UNCHANGED_OUTPUTS = "unchanged_outputs"
+#: loop evidence counted per agent within a run: a STOP on it alone, about a sub-agent,
+#: is first answered with replan (``OTEL_LOOPGUARD_SUB_AGENT_REPLANS`` times)
+PER_AGENT_DETECTORS = LOOP_DETECTORS | {NO_PROGRESS, "permanent_failure"}
 #: weight lost per older signal in the risk score
 RISK_DECAY = 0.8
 #: (lowest, highest) risk score of each action: the evidence (0..1) is placed in its band
@@ -121,6 +132,10 @@ class PolicyInput:
     window: tuple[Signal, ...]
     counters: RunCounters
     config: LoopGuardConfig
+    #: the sub-agent the event is about (an actor other than the run's own agent), else None
+    agent: str | None = None
+    #: loop decisions about that sub-agent already answered with replan in this run
+    agent_replans: int = 0
 
     # Written out for mypyc (see Event.__init__): a custom policy gets one per event
     def __init__(
@@ -131,6 +146,8 @@ class PolicyInput:
         window: tuple[Signal, ...],
         counters: RunCounters,
         config: LoopGuardConfig,
+        agent: str | None = None,
+        agent_replans: int = 0,
     ) -> None:
         self.run_id = run_id
         self.event = event
@@ -138,6 +155,8 @@ class PolicyInput:
         self.window = window
         self.counters = counters
         self.config = config
+        self.agent = agent
+        self.agent_replans = agent_replans
 
 
 Policy = Callable[[PolicyInput], Decision]
@@ -231,6 +250,18 @@ def _decide(policy_input: PolicyInput, strict: bool) -> Decision:
             if recommendation is None and signal.recommendation:
                 recommendation = signal.recommendation
     chosen = tuple(reasons.values())
+    agent = policy_input.agent
+    if (
+        best_action is Action.STOP
+        and not strict
+        and agent
+        and policy_input.agent_replans < policy_input.config.sub_agent_replans
+        and all(s.detector in PER_AGENT_DETECTORS for s in chosen)
+    ):
+        # a looping sub-agent: its manager may recover (hand it new instructions, use
+        # another agent) before the whole run is stopped
+        best_action, best_end = Action.REPLAN, None
+        recommendation = _sub_agent_prompt(agent, chosen)
     strongest = max((s.score for s in chosen), default=0.0)
     weight = max(risk_score(window), min(max(strongest, 0.0), 1.0))
     low, high = RISK_BANDS[best_action]
@@ -240,6 +271,26 @@ def _decide(policy_input: PolicyInput, strict: bool) -> Decision:
         reasons=chosen,
         recommendation=recommendation if best_action is Action.REPLAN else None,
         end_state=best_end,
+    )
+
+
+def _sub_agent_prompt(agent: str, reasons: tuple[Signal, ...]) -> str:
+    what = "; ".join(s.message for s in reasons[:2])
+    return (
+        f"The sub-agent {agent[:80]} is repeating itself without progress ({what[:300]}). "
+        "Do not hand it the same task again as it is: give it new instructions, use "
+        "another agent or approach, or finish with what you have."
+    )
+
+
+def is_sub_agent_replan(decision: Decision) -> bool:
+    """A ``replan`` the presets gave instead of stopping a looping sub-agent: its reasons
+    are all loop evidence (those detectors never ask for a replan themselves). The monitor
+    counts these per sub-agent (:attr:`PolicyInput.agent_replans`)."""
+    return (
+        decision.action is Action.REPLAN
+        and all(s.detector in PER_AGENT_DETECTORS for s in decision.reasons)
+        and bool(decision.reasons)
     )
 
 
@@ -322,11 +373,13 @@ def load_policy(spec: str | None) -> Policy:
 
 __all__ = [
     "LOOP_DETECTORS",
+    "PER_AGENT_DETECTORS",
     "PRESETS",
     "RISK_BANDS",
     "Policy",
     "PolicyInput",
     "default",
+    "is_sub_agent_replan",
     "load_policy",
     "observe",
     "risk_score",

@@ -140,25 +140,64 @@ def is_error_result(event: Event) -> bool:
         return False
 
 
+_AGENT_KEYS_CAP = 1024  # agent names whose key is kept (agents are few; a flood starts over)
+_agent_keys: dict[str, int] = {}
+
+
+def agent_key(agent: str) -> int:
+    """The number a sub-agent's call fingerprints are mixed with (memoised, bounded)."""
+    key = _agent_keys.get(agent)
+    if key is None:
+        key = fingerprint(f"agent:{agent}")
+        if len(_agent_keys) >= _AGENT_KEYS_CAP:
+            _agent_keys.clear()
+        _agent_keys[agent] = key
+    return key
+
+
 def pair_tool_event(
-    event: Event, kind: EventKind, pending: PendingCalls, counters: RunCounters
+    event: Event,
+    kind: EventKind,
+    pending: PendingCalls,
+    counters: RunCounters,
+    main_agent: str | None = None,
 ) -> None:
-    """Fill ``counters.call_key`` / ``outcome_key`` / ``failed`` for ``event`` (see RunCounters).
+    """Fill ``counters.call_key`` / ``outcome_key`` / ``failed`` / ``agent_key`` for
+    ``event`` (see RunCounters).
 
     A ``tool_call`` is remembered in ``pending`` until its result or error arrives; that
-    answer takes it out again. Other events clear the three fields.
+    answer takes it out again. Other events clear the fields.
+
+    Calls are counted per agent within a run: the call of a sub-agent (an ``actor`` other
+    than ``main_agent``, the run's own agent) has its fingerprint mixed with the agent's
+    key, so a sub-agent that re-opens what the previous one found is not repeating itself,
+    while each agent's own repeats still count (every call-level detector keys on
+    ``call_key``). The run's own agent, and events that name no agent, are not mixed.
     """
     if kind is _TOOL_CALL:
         call = fingerprint(event.signature)
+        actor = event.actor
+        salt = 0
+        if actor is not None and main_agent is not None and actor != main_agent:
+            salt = agent_key(actor)
+            call = (call ^ salt) or 1
         pending.add(event, call)
         counters.call_key = call
         counters.outcome_key = 0
         counters.failed = False
+        counters.agent_key = salt
     elif kind is _TOOL_RESULT or kind is _TOOL_ERROR:
         counters.call_key = pending.pop(event) or 0
         counters.outcome_key = fingerprint(event.signature)
         counters.failed = kind is _TOOL_ERROR or is_error_result(event)
+        actor = event.actor
+        counters.agent_key = (
+            agent_key(actor)
+            if actor is not None and main_agent is not None and actor != main_agent
+            else 0
+        )
     else:
         counters.call_key = 0
         counters.outcome_key = 0
         counters.failed = False
+        counters.agent_key = 0

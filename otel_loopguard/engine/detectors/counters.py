@@ -23,7 +23,10 @@ class RunCounters:
     fingerprint of a ``tool_call``'s signature, or for a ``tool_result`` / ``tool_error``
     that of the call it answers (0 when no call is known); ``outcome_key`` the fingerprint
     of a result's or error's signature (0 for other events); ``failed`` whether the outcome
-    is a failure (a ``tool_error``, or a result flagged as an error, e.g. MCP ``isError``).
+    is a failure (a ``tool_error``, or a result flagged as an error, e.g. MCP ``isError``);
+    ``agent_key`` the key a sub-agent's tool events are counted under (0 for the run's own
+    agent): ``call_key`` is already mixed with it, a detector keying on other fingerprints
+    (a near-duplicate key) mixes it in itself to count per agent.
     """
 
     started_at: float = 0.0
@@ -38,6 +41,7 @@ class RunCounters:
     call_key: int = 0
     outcome_key: int = 0
     failed: bool = False
+    agent_key: int = 0
 
     # Written out for mypyc (see Event.__init__): one per run, and runs start often
     def __init__(
@@ -54,6 +58,7 @@ class RunCounters:
         call_key: int = 0,
         outcome_key: int = 0,
         failed: bool = False,
+        agent_key: int = 0,
     ) -> None:
         self.started_at = started_at
         self.last_seen = last_seen
@@ -67,6 +72,7 @@ class RunCounters:
         self.call_key = call_key
         self.outcome_key = outcome_key
         self.failed = failed
+        self.agent_key = agent_key
 
     @property
     def total_tokens(self) -> int:

@@ -110,7 +110,8 @@ class RepetitionDetector:
         signature = event.signature
         near_count = 0
         if self.near_enabled and event.near_key:
-            near = fingerprint(event.near_key)
+            # per agent within a run, like call_key (counters.agent_key: 0 for the run's own)
+            near = (fingerprint(event.near_key) ^ counters.agent_key) or 1
             near_count = state.near.bump(near)
             self._follow(near, counters.call_key, state)
         count = state.exact.bump(counters.call_key)  # the signature's, from the monitor

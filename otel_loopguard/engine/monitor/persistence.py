@@ -37,6 +37,7 @@ def export_run_state(
         "version": EXPORT_VERSION,
         "run_id": run.run_id,
         "agent": run.agent,
+        "agent_replans": dict(run.agent_replans),
         "keyed_by": run.keyed_by,
         "counters": {
             "elapsed": max(now - counters.started_at, 0.0),
@@ -99,6 +100,8 @@ def restore_run_state(
     run.max_risk = float(data.get("max_risk", 0.0))
     run.max_action = Action(data.get("max_action", Action.CONTINUE.value))
     run.agent = data.get("agent")
+    replans = data.get("agent_replans") or {}
+    run.agent_replans = {str(name): int(count) for name, count in list(replans.items())[:64]}
     run.keyed_by = data.get("keyed_by")
     stop = data.get("stop")
     if stop:

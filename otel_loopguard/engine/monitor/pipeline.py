@@ -53,7 +53,13 @@ from otel_loopguard.engine.monitor.run_state import (
     summarize,
 )
 from otel_loopguard.engine.monitor.run_table import SWEEP_EVERY, RunTable
-from otel_loopguard.engine.policy import Policy, PolicyInput, load_policy, only_on_signals
+from otel_loopguard.engine.policy import (
+    Policy,
+    PolicyInput,
+    is_sub_agent_replan,
+    load_policy,
+    only_on_signals,
+)
 from otel_loopguard.engine.pricing import PriceTable
 from otel_loopguard.engine.run_identity import RunKey
 
@@ -69,6 +75,7 @@ _ALL_KINDS = tuple(EventKind)
 # path reads these instead.
 _TOOL_CALL = EventKind.TOOL_CALL
 _LLM_RESPONSE = EventKind.LLM_RESPONSE
+_SUB_AGENTS_CAP = 64  # sub-agents whose replans a run remembers
 
 
 class Monitor:
@@ -204,7 +211,7 @@ class Monitor:
                     run.agent = event.actor
                 if run.stop is not None:
                     return run.stop, False
-                pair_tool_event(event, kind, run.pending, counters)
+                pair_tool_event(event, kind, run.pending, counters, run.agent)
 
                 new_signals: list[Signal] | None = None
                 states = run.states
@@ -377,9 +384,24 @@ class Monitor:
     def _decide(self, run: RunState, event: Event, fresh: tuple[Signal, ...]) -> Decision:
         """Ask the policy; contain its errors; give the decision this run's id."""
         try:
+            actor = event.actor
+            sub_agent = actor if actor and run.agent and actor != run.agent else None
             decision = self.policy(
-                PolicyInput(run.run_id, event, fresh, run.window, run.counters, self.config)
+                PolicyInput(
+                    run.run_id,
+                    event,
+                    fresh,
+                    run.window,
+                    run.counters,
+                    self.config,
+                    sub_agent,
+                    run.agent_replans.get(sub_agent, 0) if sub_agent else 0,
+                )
             )
+            if sub_agent and is_sub_agent_replan(decision):
+                replans = run.agent_replans
+                if sub_agent in replans or len(replans) < _SUB_AGENTS_CAP:
+                    replans[sub_agent] = replans.get(sub_agent, 0) + 1
             if decision is CONTINUE:
                 return run.continue_decision
             if not isinstance(decision, Decision):

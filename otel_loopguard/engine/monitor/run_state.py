@@ -50,6 +50,7 @@ class RunState:
 
     __slots__ = (
         "agent",
+        "agent_replans",
         "continue_decision",
         "counters",
         "first_stop",
@@ -85,6 +86,8 @@ class RunState:
         self.stop: Decision | None = None
         self.first_stop: FirstDecision | None = None
         self.agent: str | None = None
+        # sub-agent name -> loop decisions about it answered with replan (policy.py)
+        self.agent_replans: dict[str, int] = {}
         self.keyed_by: str | None = None
         self.last_seen = now
 
