@@ -121,6 +121,9 @@ class LoopGuardConfig(BaseModel):
         DEFAULT_SHELL_TOOLS, description="tools that run shell commands"
     )
     read_only_loop_threshold: int = Field(8, ge=2, description="consecutive read-only steps")
+    repeated_text_threshold: int = Field(
+        3, ge=2, description="consecutive model turns saying the same (or nearly the same)"
+    )
     read_only_tools: tuple[str, ...] = Field(DEFAULT_READ_ONLY_TOOLS, description="read-only tools")
     history_size: int = Field(
         128, ge=8, le=100_000, description="distinct signatures remembered per run"

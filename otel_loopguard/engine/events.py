@@ -44,8 +44,9 @@ class Event:
     """One observation in a run.
 
     ``signature`` is the canonical, hashed form of the call (``tool:search(query=pricing)``)
-    or of the output (``result:no results``); ``near_key`` is the cheap paraphrase-tolerant
-    key of the same thing. Both are computed by :mod:`otel_loopguard.engine.signatures`; use the
+    or of the output (``result:no results``), and on an ``llm_response`` of the model's own
+    text where it was recorded (with a word sketch in ``details["text_sketch"]``: hashes
+    only); ``near_key`` is the cheap paraphrase-tolerant key of the same thing. Both are computed by :mod:`otel_loopguard.engine.signatures`; use the
     constructors below (:func:`tool_call`, :func:`tool_result`, ...) rather than filling
     them by hand.
 

@@ -30,6 +30,9 @@ is stuck, not merely busy:
 - ``budget`` **stops** with ``end_state`` ``max_steps`` (kinds ``steps`` and ``tool_calls``),
   ``timed_out`` (``time``) or ``budget_exceeded`` (``tokens``, ``cost``).
 - ``budget_proximity`` **warns**.
+- ``repeated_text`` (the model saying the same thing turn after turn) of kind
+  ``repeating`` answers **replan** with its recommendation; of kind ``persistent`` (twice
+  ``OTEL_LOOPGUARD_REPEATED_TEXT_THRESHOLD`` turns) it **stops**.
 - ``read_only_loop``, ``shell_failure`` and ``truncation`` / ``premature_end`` of kind
   ``recovery`` answer **replan** with the signal's ``recommendation`` (the read-only nudge,
   the shell hint, the continuation prompt); ``truncation`` / ``premature_end`` of kind
@@ -229,6 +232,10 @@ def _verdict(
             return Action.STOP, RunEndState.STOPPED, (signal,)
         return Action.REPLAN, None, (signal,)
     if detector in _REPLAN_DETECTORS:
+        return Action.REPLAN, None, (signal,)
+    if detector == "repeated_text":
+        if signal.kind == "persistent":
+            return Action.STOP, RunEndState.STOPPED, (signal,)
         return Action.REPLAN, None, (signal,)
     return Action.WARN, None, (signal,)
 

@@ -66,6 +66,7 @@ import re
 from collections.abc import Callable, Mapping
 from hashlib import blake2b as _blake2b
 from typing import Any
+from zlib import crc32 as _crc32
 
 logger = logging.getLogger("otel_loopguard.engine.signatures")
 
@@ -1003,6 +1004,40 @@ def output_signature(output: Any, max_chars: int = 200) -> tuple[str, str]:
         exact, near = _canonical_output(output, max_chars)
     # = _hash("out", exact), _hash("out~", near or exact.lower())
     return _digests(_OUT_EXACT, _OUT_NEAR, exact, near or exact.lower())
+
+
+_TEXT_EXACT = _blake2b(b"text\x00", digest_size=8)
+_TEXT_NEAR = _blake2b(b"text~\x00", digest_size=8)
+SKETCH_CHARS = 2000  # the prefix of a text its sketch is made of
+SKETCH_WORDS = 128  # word fingerprints a sketch keeps at most
+
+
+def text_signature(text: str, max_chars: int = 200) -> tuple[str, str]:
+    """``(exact, near)`` signatures of a model's own text, masked and folded as an output.
+
+    The exact signature covers the whole text (see :func:`_rest_digest`); the near key is
+    the content words of its first :data:`SKETCH_CHARS` characters, in any order, case or
+    punctuation, so "the same answer reworded a little" can share it. Hashes only.
+    """
+    try:
+        exact, _ = _canonical_text(text, max_chars, True)
+        near = _near_words(" ".join(text[:SKETCH_CHARS].split()).lower(), True)
+    except Exception:
+        exact, near = "<str>", ""
+    return _digests(_TEXT_EXACT, _TEXT_NEAR, exact, near or exact.lower())
+
+
+def text_sketch(text: str) -> tuple[int, ...]:
+    """The content words of ``text``'s first :data:`SKETCH_CHARS` characters as sorted
+    32-bit fingerprints (at most :data:`SKETCH_WORDS`, the smallest kept: a bottom-k
+    sample, so two sketches estimate their texts' word overlap), for "nearly the same"."""
+    try:
+        words = set(map(_NEAR_WORD[True], _WORD.findall(text[:SKETCH_CHARS].lower())))
+        words.discard("")
+        prints = sorted({_crc32(word.encode("utf-8", "surrogatepass")) for word in words})
+    except Exception:
+        return ()
+    return tuple(prints[:SKETCH_WORDS])
 
 
 def _digests(exact_seed: Any, near_seed: Any, exact: str, near: str) -> tuple[str, str]:

@@ -273,8 +273,13 @@ class LoopGuard:
         span: Span | None = None,
         raise_on_stop: bool = True,
         response_id: str | None = None,
+        text: str | None = None,
     ) -> Decision:
         """Feed one model turn (usage, finish reason, emptiness, requested tool calls).
+
+        ``text``: the answer's own words, when the wrapper has them; only their hashes go
+        into the event (:func:`~otel_loopguard.engine.signatures.text_signature`), for the
+        repeated-text detector.
 
         ``span`` is the model-call span when the wrapper made one: the decision event is
         added to it (before it ends) and the processor will not feed it again. A
@@ -323,6 +328,12 @@ class LoopGuard:
                 span_id=format(context.span_id, "016x") if context.is_valid else None,
                 timestamp=time.time(),
             )
+            if isinstance(text, str) and text.strip():
+                from otel_loopguard.engine.signatures import text_signature, text_sketch
+
+                signed = text_signature(text, self.config.signature_max_chars)
+                event.signature, event.near_key = signed
+                event.details["text_sketch"] = text_sketch(text)
             if span is not None and context.is_valid:
                 self.managed.add(context.span_id)
             if context.is_valid:

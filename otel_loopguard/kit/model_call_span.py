@@ -102,6 +102,7 @@ def report_answer(guard: Any, span: Span, answer: ModelAnswer, request_model: st
             requested_tool_calls=answer.tool_calls,
             empty=answer.empty,
             response_id=answer.response_id,
+            text=answer.text or None,
         )
 
 

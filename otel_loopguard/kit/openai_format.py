@@ -42,6 +42,9 @@ _INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content
 _TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
+TEXT_CHARS = 8192  # answer text kept for its signature
+
+
 class ModelAnswer:
     """One model answer: what the GenAI span attributes and the ``llm_response`` event need."""
 
@@ -52,6 +55,7 @@ class ModelAnswer:
         "output_tokens",
         "response_id",
         "response_model",
+        "text",
         "tool_calls",
     )
 
@@ -73,6 +77,16 @@ class ModelAnswer:
         #: (name, parsed arguments) of each tool call the model asked for, in order
         self.tool_calls: list[tuple[str, Any]] = tool_calls if tool_calls is not None else []
         self.has_text = has_text
+        #: the answer's text (its first TEXT_CHARS characters), hashed by the guard for
+        #: the repeated-text detector; never exported by us
+        self.text = ""
+
+    def add_text(self, value: Any) -> None:
+        """Count ``value`` as answer text when it is a non-empty string, keeping a prefix."""
+        if isinstance(value, str) and value:
+            self.has_text = True
+            if len(self.text) < TEXT_CHARS:
+                self.text = (self.text + value)[:TEXT_CHARS]
 
     @property
     def finish_reason(self) -> str | None:
@@ -137,8 +151,10 @@ def read_chat_completion(completion: Any) -> ModelAnswer:
         message = _field(choice, "message")
         if message is None:
             continue
-        if _field(message, "content") or _field(message, "refusal"):
+        content = _field(message, "content")
+        if content or _field(message, "refusal"):
             answer.has_text = True
+            answer.add_text(content)
         for call in _field(message, "tool_calls") or ():
             function = _field(call, "function")
             name = _field(function, "name") if function is not None else None
@@ -160,8 +176,10 @@ def read_responses_response(response: Any) -> ModelAnswer:
                 answer.tool_calls.append((name, parse_arguments(_field(item, "arguments"))))
         elif kind == "message":
             for part in _field(item, "content") or ():
-                if _field(part, "text") or _field(part, "refusal"):
+                text = _field(part, "text")
+                if text or _field(part, "refusal"):
                     answer.has_text = True
+                    answer.add_text(text)
     status = _field(response, "status")
     if status == "incomplete":
         reason = _field(_field(response, "incomplete_details"), "reason") or "incomplete"
@@ -201,8 +219,10 @@ class ChatChunkFolder:
             index = _int_or_none(_field(choice, "index")) or 0
             delta = _field(choice, "delta")
             if delta is not None:
-                if _field(delta, "content") or _field(delta, "refusal"):
+                content = _field(delta, "content")
+                if content or _field(delta, "refusal"):
                     answer.has_text = True
+                    answer.add_text(content)
                 for position, call in enumerate(_field(delta, "tool_calls") or ()):
                     tool_index = _int_or_none(_field(call, "index"))
                     key = (index, position if tool_index is None else tool_index)

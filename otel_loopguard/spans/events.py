@@ -26,7 +26,12 @@ from typing import Any, Final
 
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind, tool_error
-from otel_loopguard.engine.signatures import call_signature, output_signature
+from otel_loopguard.engine.signatures import (
+    call_signature,
+    output_signature,
+    text_signature,
+    text_sketch,
+)
 from otel_loopguard.spans import dialects
 from otel_loopguard.spans.classify import (
     HANDOFF,
@@ -365,7 +370,7 @@ def handoff_event(
 
 def _llm_event(view: SpanView, run_id: str, config: LoopGuardConfig, actor: str | None) -> Event:
     attrs = view.attributes
-    requested, text_seen, text_empty = _requested_calls(
+    requested, text_seen, text_empty, text = _requested_calls(
         attrs, config.signature_max_chars, view.span_id
     )
     finish = _finish_reason(attrs)
@@ -390,6 +395,9 @@ def _llm_event(view: SpanView, run_id: str, config: LoopGuardConfig, actor: str 
     )
     if error is not None:
         event.error = error
+    if text:  # the model's own words, as hashes only (the repeated-text detector's)
+        event.signature, event.near_key = text_signature(text, config.signature_max_chars)
+        event.details["text_sketch"] = text_sketch(text)
     return event
 
 
@@ -407,11 +415,12 @@ def _finish_reason(attrs: Mapping[str, Any]) -> str | None:
 
 def _requested_calls(
     attrs: Mapping[str, Any], max_chars: int, span_id: str
-) -> tuple[list[str], bool, bool]:
+) -> tuple[list[str], bool, bool, str]:
     """Signatures of the tool calls a model turn asked for, and whether its text was empty.
 
-    Returns ``(signatures, text_seen, text_empty)``; ``text_seen`` is False when the span
-    records no output content at all (then emptiness is unknown, not true).
+    Returns ``(signatures, text_seen, text_empty, text)``; ``text_seen`` is False when the
+    span records no output content at all (then emptiness is unknown, not true); ``text``
+    is the turn's recorded text parts joined (``""`` when none), for its signature.
 
     With content capture off some instrumentations still write the parts, without their
     content (pydantic-ai: a ``tool_call`` part with no ``arguments``, a ``text`` part with
@@ -487,7 +496,7 @@ def _requested_calls(
     text_empty = not any(part.strip() for part in text_parts)
     if text_unrecorded and text_empty:
         text_seen = False  # the text was left out, not empty
-    return signatures, text_seen, text_empty
+    return signatures, text_seen, text_empty, "" if text_empty else "\n".join(text_parts)
 
 
 # -- helpers ---------------------------------------------------------------------------------

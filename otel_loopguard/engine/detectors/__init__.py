@@ -14,6 +14,7 @@ from otel_loopguard.engine.detectors.no_progress import NoProgressDetector
 from otel_loopguard.engine.detectors.permanent_failure import PermanentFailureDetector
 from otel_loopguard.engine.detectors.premature_end import PrematureEndDetector
 from otel_loopguard.engine.detectors.read_only_loop import ReadOnlyLoopDetector
+from otel_loopguard.engine.detectors.repeated_text import RepeatedTextDetector
 from otel_loopguard.engine.detectors.repeated_tool_steps import RepeatedToolStepsDetector
 from otel_loopguard.engine.detectors.repetition import RepetitionDetector
 from otel_loopguard.engine.detectors.shell_failure import ShellFailureDetector
@@ -29,7 +30,7 @@ CALL_DETECTORS: tuple[Callable[[LoopGuardConfig], Detector], ...] = (
     HandoffCycleDetector,
 )
 #: the budgets and the agent-loop guards: limits, truncation, premature ends, read-only
-#: loops, shell failures
+#: loops, shell failures, the model repeating its own text
 GUARD_DETECTORS: tuple[Callable[[LoopGuardConfig], Detector], ...] = (
     BudgetDetector,
     BudgetProximityDetector,
@@ -37,6 +38,7 @@ GUARD_DETECTORS: tuple[Callable[[LoopGuardConfig], Detector], ...] = (
     PrematureEndDetector,
     ReadOnlyLoopDetector,
     ShellFailureDetector,
+    RepeatedTextDetector,
 )
 DEFAULT_DETECTORS: list[Callable[[LoopGuardConfig], Detector]] = [
     *CALL_DETECTORS,
