@@ -2,8 +2,10 @@
 ``GET /health``, on its own asyncio loop in a thread.
 
 The declared ``Content-Length`` is checked before a byte of the body is read (413), and
-aiohttp's own ``client_max_size`` stops a chunked body at the same limit. Refused for
-capacity: 429 with ``Retry-After``, which the OTLP exporters honour; while draining: 503.
+aiohttp's own ``client_max_size`` stops a chunked body at the same limit; at most
+``max_in_flight`` bodies are read at once. Refused for capacity (too many bodies in flight,
+or too many spans pending): 429 with ``Retry-After``, which the OTLP exporters honour;
+while draining: 503.
 """
 
 from __future__ import annotations
@@ -38,12 +40,17 @@ class HTTPReceiver:
         port: int,
         health: Callable[[], tuple[bool, dict[str, Any]]],
         ssl_context: ssl.SSLContext | None = None,
+        max_in_flight: int = 32,
     ) -> None:
         self.intake = intake
         self.host = host
         self.port = port
         self._health = health
         self._ssl = ssl_context
+        #: bodies being read at once: each holds up to max_request_bytes, so their number
+        #: bounds the memory requests take before they are judged
+        self.max_in_flight = max_in_flight
+        self._in_flight = 0
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
         self._thread = threading.Thread(
@@ -82,10 +89,15 @@ class HTTPReceiver:
         declared = request.content_length
         if declared is not None and declared > intake.max_request_bytes:
             return self._answer(intake.count("http", Outcome.TOO_LARGE), json_body)
+        if self._in_flight >= self.max_in_flight:
+            return self._answer(intake.count("http", Outcome.BUSY), json_body)
+        self._in_flight += 1  # the event loop's one thread: no lock needed
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return self._answer(intake.count("http", Outcome.TOO_LARGE), json_body)
+        finally:
+            self._in_flight -= 1
         outcome = intake.body(
             "http", body, request.headers.get("Content-Encoding", ""), request.content_type or ""
         )

@@ -107,7 +107,10 @@ class Pipeline:
                 self.pending -= len(views)
                 self.judged += len(views)
             if self._on_batch is not None:
-                self._on_batch(time.perf_counter() - started, len(views))
+                try:
+                    self._on_batch(time.perf_counter() - started, len(views))
+                except Exception as exc:
+                    self._on_error("serve.metrics", exc)
 
     def _judge(self, views: list[SpanView]) -> None:
         parts: dict[str, list[SpanView]] = {}

@@ -11,8 +11,8 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from otel_loopguard_testing import OTLPReceiver
 
-from tests.serve.requests_helpers import looping_trace, merged, post
-from tests.serve.service_process import ServeProcess
+from .requests_helpers import looping_trace, merged, post
+from .service_process import ServeProcess
 
 TRACES_PER_REQUEST = 20
 REQUESTS = 16

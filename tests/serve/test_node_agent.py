@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from otel_loopguard_testing import OTLPReceiver
 
-from tests.serve.service_process import ServeProcess, wait_for
+from .service_process import ServeProcess, wait_for
 
 AGENT = Path(__file__).with_name("node_agent")
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from otel_loopguard_testing import OTLPReceiver
 
-from tests.serve.service_process import ServeProcess, run_agent, wait_for
+from .service_process import ServeProcess, run_agent, wait_for
 
 
 @pytest.fixture(scope="module")

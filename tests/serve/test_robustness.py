@@ -12,8 +12,8 @@ import grpc
 import pytest
 from otel_loopguard_testing import OTLPReceiver
 
-from tests.serve.requests_helpers import grpc_export, looping_trace, merged, post
-from tests.serve.service_process import ServeProcess, wait_for
+from .requests_helpers import grpc_export, looping_trace, merged, post
+from .service_process import ServeProcess, wait_for
 
 MAX_PENDING = 2_000
 

@@ -11,7 +11,7 @@ import grpc
 import pytest
 from otel_loopguard_testing import OTLPReceiver
 
-from tests.serve.service_process import ServeProcess, run_agent, wait_for
+from .service_process import ServeProcess, run_agent, wait_for
 
 TOKEN = "s3cret-token-for-the-test"
 

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 from otel_loopguard_testing import OTLPReceiver
 from otel_loopguard_testing.redis_server import RedisServer, redis_server
+from store.agent_processes import agent_env, run_turns
 
-from tests.serve.requests_helpers import looping_trace, post
-from tests.serve.service_process import ServeProcess, run_agent, wait_for
-from tests.store.agent_processes import agent_env, run_turns
+from .requests_helpers import looping_trace, post
+from .service_process import ServeProcess, run_agent, wait_for
 
 __all__ = ["redis_server"]
 

@@ -7,7 +7,8 @@ from otel_loopguard.analyze.replay import RunRecord
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.serve.decode import decode_message
 from otel_loopguard.serve.pipeline import Pipeline
-from tests.serve.requests_helpers import looping_trace
+
+from .requests_helpers import looping_trace
 
 
 def _judge(parts: list[list]) -> tuple[list[RunRecord], list[tuple[str, str | None]]]:
