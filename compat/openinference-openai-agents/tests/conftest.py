@@ -1,0 +1,28 @@
+"""OpenInference's OpenAI Agents SDK instrumentation (openinference-instrumentation-openai-agents,
+from PyPI) on a real SDK pipeline with otel-loopguard's core: installed once per session as the
+suite's instrumentor (our core alone beside it); ``beside_ours`` adds our openai_agents package
+on the same provider for one test.
+
+Their instrumentation is a trace processor of the Agents SDK: the SDK's tracing stays on
+(``exclusive_processor``, their default, replaces the SDK's uploading processor, so nothing
+leaves the machine). The agents are our openai_agents suite's, driven by the SDK's own
+``agents.testing.ScriptedModel`` (imported from ``instrumentation/openai_agents/tests``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor as OpenInference
+from otel_loopguard_openai_agents import OpenAIAgentsInstrumentor
+from otel_loopguard_testing import Testbed, harness_fixtures, instrumentor_fixture
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "instrumentation/openai_agents/tests"))
+
+TESTBED = Testbed()
+
+instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(
+    OpenInference, TESTBED
+)
+beside_ours = instrumentor_fixture("beside_ours", OpenAIAgentsInstrumentor)

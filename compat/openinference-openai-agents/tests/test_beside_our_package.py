@@ -1,0 +1,72 @@
+"""Our OpenAI Agents SDK package beside OpenInference's instrumentation of it, enforce mode:
+their spans are made from the SDK's own trace (their tree, under our ``invoke_agent`` span);
+each tool execution and each model turn counts once."""
+
+from __future__ import annotations
+
+import pytest
+from agents import Runner, Usage
+from otel_loopguard_testing import metric_counter
+from scripted_agents import FINAL_ANSWER, looping_agent, productive_agent
+
+from otel_loopguard import LoopGuardInterrupt
+
+TURN_USAGE = Usage(requests=1, input_tokens=40, output_tokens=10, total_tokens=50)
+
+
+def _their_spans(harness, kind: str) -> list:
+    return [s for s in harness.spans() if s.attributes.get("openinference.span.kind") == kind]
+
+
+def test_a_looping_agent_is_interrupted_in_every_invocation(beside_ours) -> None:
+    harness = beside_ours(mode="enforce")
+    count = metric_counter(harness)
+    for _ in range(2):
+        scenario = looping_agent()
+        with pytest.raises(LoopGuardInterrupt) as stopped:
+            Runner.run_sync(scenario.agent, "What does it cost?")
+        assert "no_progress" in stopped.value.decision.detectors
+        assert 1 <= len(scenario.executions) <= 4
+    runs = harness.named("invoke_agent researcher")
+    assert [s.attributes["loopguard.run.state"] for s in runs] == ["stopped", "stopped"]
+    assert count("loopguard.runs") == 2
+    assert harness.open_spans() == []
+    assert count("loopguard.internal_errors") == 0
+
+
+def test_a_productive_agent_completes_with_the_same_answer(beside_ours) -> None:
+    harness = beside_ours(mode="enforce")
+    count = metric_counter(harness)
+    scenario = productive_agent()
+    result = Runner.run_sync(scenario.agent, "What does it cost?")
+    assert result.final_output == FINAL_ANSWER
+    assert len(_their_spans(harness, "TOOL")) == 4  # both at work
+    assert harness.run_state("researcher") == "completed"
+    assert not harness.decision_events("stop")
+    assert count("loopguard.internal_errors") == 0
+
+
+def test_steps_and_tokens_on_the_agent_span_are_the_real_ones(beside_ours) -> None:
+    harness = beside_ours(mode="enforce")
+    count = metric_counter(harness)
+    scenario = productive_agent()
+    scenario.model.set_default_usage(TURN_USAGE)
+    Runner.run_sync(scenario.agent, "What does it cost?")
+    assert harness.run_usage("researcher") == (200, 50)  # five turns of 40 + 10
+    assert not harness.named("loopguard.run")  # their agent spans are inside ours: no run
+    assert count("loopguard.runs") == 1
+    assert count("loopguard.internal_errors") == 0
+
+
+def test_a_token_budget_stops_at_the_third_turn(beside_ours) -> None:
+    harness = beside_ours(mode="enforce", token_budget=120)  # 50 a turn: the 3rd goes over
+    count = metric_counter(harness)
+    scenario = productive_agent()
+    scenario.model.set_default_usage(TURN_USAGE)
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        Runner.run_sync(scenario.agent, "What does it cost?")
+    assert stopped.value.decision.detectors == ("budget",)
+    assert len(scenario.executions) == 2  # the third turn's search never ran
+    assert harness.run_state("researcher") == "budget_exceeded"
+    assert harness.run_usage("researcher") == (120, 30)
+    assert count("loopguard.internal_errors") == 0

@@ -1,0 +1,50 @@
+"""Our core alone beside OpenInference's OpenAI Agents SDK instrumentation, observe mode: its
+spans (an ``Agent workflow`` span, the agent's AGENT span, a CHAIN span per turn, a TOOL span
+per function call) are all the guard sees."""
+
+from __future__ import annotations
+
+from agents import Runner
+from otel_loopguard_testing import metric_counter
+from scripted_agents import FINAL_ANSWER, looping_agent, productive_agent
+
+
+def test_a_looping_agent_is_stopped_within_the_fourth_call(observe_loopguard) -> None:
+    count = metric_counter(observe_loopguard)
+    scenario = looping_agent()
+    decided: list[tuple[str, int]] = []
+    observe_loopguard.guard.on_decision(
+        lambda d, _e: decided.append((d.action.value, len(scenario.executions)))
+    )
+    Runner.run_sync(scenario.agent, "What does it cost?")
+
+    assert len(scenario.executions) == 8  # observe mode: the run goes on
+    assert next(n for action, n in decided if action == "stop") <= 4
+    (run,) = observe_loopguard.named("loopguard.run")
+    assert run.attributes["loopguard.run.state"] == "stopped"
+    assert count("loopguard.internal_errors") == 0
+
+
+def test_a_productive_agent_gets_no_stop(observe_loopguard) -> None:
+    count = metric_counter(observe_loopguard)
+    scenario = productive_agent()
+    result = Runner.run_sync(scenario.agent, "What does it cost?")
+
+    assert result.final_output == FINAL_ANSWER
+    assert len(scenario.executions) == 4
+    assert not observe_loopguard.decision_events("stop")
+    assert count("loopguard.internal_errors") == 0
+
+
+def test_two_invocations_under_one_application_span_are_two_runs(observe_loopguard) -> None:
+    count = metric_counter(observe_loopguard)
+    with observe_loopguard.app_tracer().start_as_current_span("handle_request"):
+        Runner.run_sync(looping_agent().agent, "What does it cost?")
+        Runner.run_sync(productive_agent().agent, "What does it cost?")
+
+    first, second = observe_loopguard.named("loopguard.run")
+    assert first.attributes["loopguard.run.id"] != second.attributes["loopguard.run.id"]
+    assert first.attributes["loopguard.run.state"] == "stopped"
+    assert second.attributes["loopguard.run.state"] == "completed"
+    assert count("loopguard.runs") == 2
+    assert count("loopguard.internal_errors") == 0
