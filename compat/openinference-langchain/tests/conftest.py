@@ -11,15 +11,12 @@ model, real ``@tool`` functions that count their executions): imported from
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
-from openinference.instrumentation import TraceConfig
 from openinference.instrumentation.langchain import LangChainInstrumentor as OpenInference
 from otel_loopguard_langchain import LangChainInstrumentor
 from otel_loopguard_testing import Testbed, harness_fixtures, instrumentor_fixture
+from otel_loopguard_testing.third_party import openinference_hidden_fixture
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "instrumentation/langchain/tests"))
 
@@ -31,18 +28,4 @@ instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(
 beside_ours = instrumentor_fixture("beside_ours", LangChainInstrumentor)
 
 
-@pytest.fixture
-def content_hidden() -> Iterator[None]:
-    """OpenInference with inputs and outputs hidden (``OPENINFERENCE_HIDE_INPUTS`` /
-    ``_OUTPUTS``): it writes ``__REDACTED__`` in their place."""
-    TESTBED.instrumentor.uninstrument()
-    hidden: Any = OpenInference()
-    hidden.instrument(
-        tracer_provider=TESTBED.provider,
-        config=TraceConfig(hide_inputs=True, hide_outputs=True),
-    )
-    try:
-        yield
-    finally:
-        hidden.uninstrument()
-        TESTBED.instrument(TESTBED.instrumentor)
+content_hidden = openinference_hidden_fixture(TESTBED, OpenInference)

@@ -4,6 +4,7 @@ per function call) are all the guard sees."""
 
 from __future__ import annotations
 
+import pytest
 from agents import Runner
 from otel_loopguard_testing import metric_counter
 from scripted_agents import FINAL_ANSWER, looping_agent, productive_agent
@@ -25,13 +26,19 @@ def test_a_looping_agent_is_stopped_within_the_fourth_call(observe_loopguard) ->
     assert count("loopguard.internal_errors") == 0
 
 
-def test_a_productive_agent_gets_no_stop(observe_loopguard) -> None:
+@pytest.mark.parametrize("hidden", [False, True], ids=["content", "content hidden"])
+def test_a_productive_agent_gets_no_stop(observe_loopguard, request, hidden: bool) -> None:
+    if hidden:
+        request.getfixturevalue("content_hidden")
     count = metric_counter(observe_loopguard)
     scenario = productive_agent()
     result = Runner.run_sync(scenario.agent, "What does it cost?")
 
     assert result.final_output == FINAL_ANSWER
     assert len(scenario.executions) == 4
+    tools = [s for s in observe_loopguard.spans() if s.attributes.get("tool.name") == "search"]
+    assert len(tools) == 4
+    assert (tools[0].attributes["output.value"] == "__REDACTED__") is hidden
     assert not observe_loopguard.decision_events("stop")
     assert count("loopguard.internal_errors") == 0
 

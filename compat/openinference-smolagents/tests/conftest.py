@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openinference.instrumentation import TraceConfig
 from openinference.instrumentation.smolagents import SmolagentsInstrumentor as OpenInference
 from otel_loopguard_smolagents import SmolagentsInstrumentor
 from otel_loopguard_testing import Testbed, harness_fixtures, instrumentor_fixture
+from otel_loopguard_testing.third_party import openinference_hidden_fixture
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "instrumentation/smolagents/tests"))
 
@@ -48,17 +48,4 @@ def ours_inside(make_loopguard) -> Iterator[Any]:
         TESTBED.instrument(TESTBED.instrumentor)
 
 
-@pytest.fixture
-def content_hidden() -> Iterator[None]:
-    """OpenInference with inputs and outputs hidden: ``__REDACTED__`` in their place."""
-    TESTBED.instrumentor.uninstrument()
-    hidden: Any = OpenInference()
-    hidden.instrument(
-        tracer_provider=TESTBED.provider,
-        config=TraceConfig(hide_inputs=True, hide_outputs=True),
-    )
-    try:
-        yield
-    finally:
-        hidden.uninstrument()
-        TESTBED.instrument(TESTBED.instrumentor)
+content_hidden = openinference_hidden_fixture(TESTBED, OpenInference)

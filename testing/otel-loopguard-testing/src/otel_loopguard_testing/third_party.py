@@ -1,0 +1,42 @@
+"""Fixtures of the ``compat/<name>/`` suites: a third-party instrumentation installed as the
+suite's instrumentor, installed again with other settings for one test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .harness import Testbed
+
+
+def reinstrumented_fixture(
+    name: str, testbed: Testbed, make: Callable[[], Any], **instrument_kwargs: Any
+) -> Any:
+    """A fixture ``name``: the suite's instrumentor (``testbed.instrumentor``) replaced for
+    the test by ``make()`` instrumented with ``instrument_kwargs`` (OpenInference's
+    ``config=TraceConfig(hide_inputs=True, hide_outputs=True)``: content hidden), put back
+    after it."""
+    import pytest
+
+    @pytest.fixture(name=name)
+    def reinstrumented() -> Iterator[None]:
+        testbed.instrumentor.uninstrument()
+        other = make()
+        other.instrument(tracer_provider=testbed.provider, **instrument_kwargs)
+        try:
+            yield
+        finally:
+            other.uninstrument()
+            testbed.instrument(testbed.instrumentor)
+
+    return reinstrumented
+
+
+def openinference_hidden_fixture(testbed: Testbed, make: Callable[[], Any]) -> Any:
+    """``content_hidden``: an OpenInference instrumentor with inputs and outputs hidden
+    (``OPENINFERENCE_HIDE_INPUTS`` / ``_OUTPUTS``: it writes ``__REDACTED__`` instead)."""
+    from openinference.instrumentation import TraceConfig
+
+    return reinstrumented_fixture(
+        "content_hidden", testbed, make, config=TraceConfig(hide_inputs=True, hide_outputs=True)
+    )
