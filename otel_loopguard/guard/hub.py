@@ -463,6 +463,8 @@ class LoopGuard:
             if not self.config.enabled:
                 return Decision(Action.CONTINUE)
             identity = self.resolve_run()
+            if self.shared_runs is not None:  # a STOP another process made counts too
+                self.shared_runs.check(identity.run_id)
             snapshot = self.monitor.run_snapshot(identity.run_id)
         except Exception as exc:
             self.telemetry.internal_error("check_current_run", exc)

@@ -184,6 +184,16 @@ class SharedRuns:
             sync.counts = tuple(min(a, b) for a, b in zip(old, counts, strict=True))  # type: ignore[assignment]
             sync.cost_unknown = sync.cost_unknown and cost_unknown
 
+    def check(self, run_id: str) -> None:
+        """``check_current_run``'s question, asked of the store too: a STOP made by
+        another process stops the run here (one read)."""
+        if not self.store.shared:
+            return
+        record = self.store.read_stop(run_id)
+        if record is not None:
+            self._sync(run_id)[0].stop_shared = True
+            self.monitor.adopt_stop(run_id, self._stop_decision(run_id, record))
+
     def _delta(
         self, run_id: str, sync: _Sync
     ) -> tuple[CounterDelta, tuple[int, int, int, int, float], bool]:

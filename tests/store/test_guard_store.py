@@ -115,3 +115,15 @@ def test_threads_of_one_run_count_each_call_once_in_the_store(redis_server: Redi
         worker.join()
     reply = redis_server.command("HGET", "loopguard:run:shared", "tool_calls")
     assert reply.split(b"\r\n")[1] == str(threads * calls).encode()
+
+
+def test_check_current_run_sees_a_stop_made_elsewhere(redis_server: RedisServer) -> None:
+    guard = LoopGuard(LoopGuardConfig(store=redis_server.url, mode="enforce"))
+    tracer = TracerProvider().get_tracer("test")
+    with guard.agent_run(tracer, "agent", conversation_id="c9"):
+        assert guard.check_current_run().action.value == "continue"
+        # another program (another language's agent, an operator) stops the run
+        redis_server.command("HSET", "loopguard:run:c9", "stop", "1", "stop_detectors", "operator")
+        with pytest.raises(LoopGuardInterrupt) as stopped:
+            guard.check_current_run()
+    assert stopped.value.decision.run_id == "c9"
