@@ -13,7 +13,9 @@ run in ten looping. Then:
 
 1. the baseline: every request parsed (``ExportTraceServiceRequest.FromString``) and read
    into span views (``otel_loopguard.serve.decode``), in this process: CPU spans/s;
-2. a real ``otel-loopguard serve`` process (source tree, default policy and detectors) on
+2. the same requests decoded and judged by the service's engine in this process, one
+   thread, no sockets (``Pipeline``): what the receivers add is the difference to 3;
+3. a real ``otel-loopguard serve`` process (source tree, default policy and detectors) on
    loopback ports; ``S`` sender threads POST the requests over OTLP/HTTP keep-alive
    connections (a 429 is retried after a pause), and the run ends when the service's health
    says every span was judged. Prints spans/s by wall time and by the service process's
@@ -165,6 +167,25 @@ def decode_rate(bodies: list[bytes], spans: int) -> float:
     return spans / elapsed
 
 
+def engine_rate(bodies: list[bytes], spans: int) -> float:
+    """Decode and judge in this process, one thread, no sockets: what the service's engine
+    costs without its receivers (CPU spans/s)."""
+    from otel_loopguard.engine.config import LoopGuardConfig
+    from otel_loopguard.serve.pipeline import Pipeline
+
+    pipeline = Pipeline(
+        LoopGuardConfig(),
+        lambda *_: None,
+        lambda _run: None,
+        max_pending=spans + 1,
+        on_error=lambda where, exc: print(f"{where}: {exc!r}", file=sys.stderr),
+    )
+    started = time.process_time()
+    for body in bodies:
+        pipeline._judge(decode_protobuf(body).views)
+    return spans / (time.process_time() - started)
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -264,6 +285,8 @@ def main() -> int:
     print(f"{spans:,} spans in {len(bodies):,} OTLP protobuf requests of {SPANS_PER_REQUEST}")
     decode = decode_rate(bodies, spans)
     print(f"protobuf decode alone (parse + span views):  {decode:>10,.0f} spans/s (CPU)")
+    engine = engine_rate(bodies, spans)
+    print(f"decode + engine in this process (no sockets):{engine:>10,.0f} spans/s (CPU)")
     wall, cpu, busy = serve_rate(bodies, spans, args.senders, args.installed)
     print(f"otel-loopguard serve, OTLP/HTTP loopback:    {cpu:>10,.0f} spans/s (its CPU)")
     print(
