@@ -162,6 +162,22 @@ class LoopGuardConfig(BaseModel):
 
     _split_lists = field_validator("read_only_tools", "shell_tools", mode="before")(_comma_list)
 
+    @field_validator("store")
+    @classmethod
+    def _store_url(cls, value: str) -> str:
+        if value.strip().lower() != "memory" and not value.strip().lower().startswith(
+            _STORE_SCHEMES
+        ):
+            raise ValueError("not `memory` or a Redis URL")
+        return value.strip()
+
+    @field_validator("store_prefix", "user_key")
+    @classmethod
+    def _plain_key(cls, value: str | None) -> str | None:
+        if value is not None and (not value.isprintable() or any(c.isspace() for c in value)):
+            raise ValueError("spaces or control characters")
+        return value
+
     @classmethod
     def env_name(cls, field_name: str) -> str:
         return ENV_PREFIX + field_name.upper()
@@ -225,6 +241,13 @@ class LoopGuardConfig(BaseModel):
 
 
 _PRICE_TABLE: TypeAdapter[dict[str, ModelPrice]] = TypeAdapter(dict[str, ModelPrice])
+_STORE_SCHEMES = ("redis://", "rediss://", "unix://")
+#: what a text setting with a rule of its own takes, for the warning
+_ACCEPTED_TEXT = {
+    "store": "`memory` or a redis://, rediss:// or unix:// URL",
+    "store_prefix": "text without spaces or control characters",
+    "user_key": "a baggage key (no spaces or control characters)",
+}
 _LIST_FIELDS = {"read_only_tools", "shell_tools"}
 _FIELD_ADAPTERS: dict[str, TypeAdapter[Any]] = {
     # every field is annotated: annotation is never None here
@@ -267,6 +290,8 @@ def _accepted(name: str) -> str:
         what = "a comma-separated list of names"
     elif get_origin(annotation) is Literal:
         what = "one of: " + ", ".join(str(choice) for choice in get_args(annotation))
+    elif name in _ACCEPTED_TEXT:
+        what = _ACCEPTED_TEXT[name]
     else:
         what = "text"
     bounds = [
