@@ -9,6 +9,7 @@ import asyncio
 
 import pytest
 from agents import RunConfig, Runner
+from otel_loopguard_testing.decided import stopped_at
 from otel_loopguard_testing.metrics import metric_counter
 from scripted import ANSWER, LOOP_TURNS, QUERIES, USAGE, looping, productive
 
@@ -41,10 +42,8 @@ def test_core_only_a_looping_agent_gets_a_stop_within_the_fourth_call(observe_lo
     assert len(scenario.executions) == LOOP_TURNS
     tools = _their_tool_spans(observe_loopguard)
     assert len(tools) == LOOP_TURNS
-    stops = _stops(observe_loopguard)
-    assert stops
-    _, event = stops[0]
-    assert sum(1 for s in tools if s.end_time <= event.timestamp * 1e9 + 1) <= 4
+    calls = stopped_at(observe_loopguard, tools)
+    assert calls is not None and calls <= 4, calls
     assert errors("loopguard.internal_errors") == 0
 
 
@@ -123,3 +122,13 @@ def test_beside_our_package_a_token_budget_stops_at_the_turn_over_it(with_our_pa
     assert len(scenario.api.requests) == 3  # 50 tokens a turn: the third goes over 120
     assert len(scenario.executions) == 2
     assert _our_run(harness).attributes["loopguard.run.state"] == "budget_exceeded"
+
+
+@pytest.mark.parametrize("model", ["chat", "responses"])
+def test_core_only_tokens_are_counted_from_their_chat_spans(make_loopguard, model):
+    harness = make_loopguard(mode="observe", token_budget=120)
+
+    _run(productive(model))
+
+    chats = [s for s in harness.spans() if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert stopped_at(harness, chats, "budget") == 3

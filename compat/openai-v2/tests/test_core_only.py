@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from hand_written import ANSWER, LOOP_TURNS, content_capture, looping, productive
+from otel_loopguard_testing.decided import stopped_at
 from otel_loopguard_testing.metrics import metric_counter
 
 from otel_loopguard.guard import get_guard
@@ -13,10 +14,6 @@ from otel_loopguard.guard import get_guard
 
 def _stops(harness) -> list:
     return [(d, e) for d, e in harness.decided if d.action.value == "stop"]
-
-
-def _requests_before(harness, event) -> int:
-    return sum(1 for s in harness.spans("chat ") if s.end_time <= event.timestamp * 1e9 + 1)
 
 
 def test_a_looping_hand_written_loop_gets_a_stop_within_the_fourth_call(observe_loopguard):
@@ -32,10 +29,10 @@ def test_a_looping_hand_written_loop_gets_a_stop_within_the_fourth_call(observe_
     assert observe_loopguard.tool_spans() == []  # chat spans only
     stops = _stops(observe_loopguard)
     assert stops, "no STOP for the same call returning the same empty result"
-    decision, event = stops[0]
-    assert "no_progress" in decision.detectors
+    assert "no_progress" in stops[0][0].detectors
     # the first three results are in the 2nd..4th requests: decided by the 4th at the latest
-    assert _requests_before(observe_loopguard, event) <= 4
+    requests = stopped_at(observe_loopguard, observe_loopguard.spans("chat "))
+    assert requests is not None and requests <= 4, requests
     assert errors("loopguard.internal_errors") == 0
 
 
@@ -82,3 +79,14 @@ def test_two_invocations_under_one_application_span_are_two_runs(observe_loopgua
 
     stopped = {event.run_id for _, event in _stops(observe_loopguard)}
     assert len(stopped) == 2
+
+
+def test_tokens_are_counted_from_their_chat_spans(make_loopguard):
+    """A 120-token budget in observe mode: 40 + 10 tokens a request, the STOP comes with
+    the third."""
+    harness = make_loopguard(mode="observe", token_budget=120)
+
+    with harness.app_tracer().start_as_current_span("agent loop"):
+        productive().run()
+
+    assert stopped_at(harness, harness.spans("chat "), "budget") == 3

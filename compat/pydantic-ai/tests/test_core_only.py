@@ -8,6 +8,7 @@ their content: a ``tool_call`` part with no ``arguments``, a ``text`` part with 
 from __future__ import annotations
 
 import pytest
+from otel_loopguard_testing.decided import stopped_at
 from otel_loopguard_testing.metrics import metric_counter
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from scripted_agents import FINAL_ANSWER, looping_agent, productive_agent
@@ -35,11 +36,8 @@ def test_a_looping_agent_gets_a_stop_within_the_fourth_call(observe_loopguard):
     assert len(tools) == LOOP_CALLS and {s.instrumentation_scope.name for s in tools} == {
         "pydantic-ai"
     }
-    stops = [
-        event for decision, event in observe_loopguard.decided if decision.action.value == "stop"
-    ]
-    assert stops
-    assert sum(1 for s in tools if s.end_time <= stops[0].timestamp * 1e9 + 1) <= 4
+    calls = stopped_at(observe_loopguard, tools)
+    assert calls is not None and calls <= 4, calls
     assert errors("loopguard.internal_errors") == 0
 
 
@@ -74,3 +72,13 @@ def test_two_invocations_under_one_application_span_are_two_runs(observe_loopgua
 
     stops = {e.run_id for d, e in observe_loopguard.decided if d.action.value == "stop"}
     assert len(stops) == 2
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content-on", "content-off"])
+def test_tokens_are_counted_from_their_chat_spans(make_loopguard, content):
+    harness = make_loopguard(mode="observe", token_budget=120)
+    scenario = productive_agent(instrument=_theirs(harness, content), usage=(40, 10))
+
+    scenario.agent.run_sync(QUESTION)
+
+    assert stopped_at(harness, harness.spans("chat "), "budget") == 3

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 from agents import build_react_graph, final_answer, looping_script, productive_script
+from otel_loopguard_testing.decided import stopped_at
 from otel_loopguard_testing.metrics import metric_counter
 from otel_loopguard_testing.scripted_models import ToolCounter
 
@@ -33,16 +34,6 @@ def _their_tool_spans(harness, tool: str):
     )
 
 
-def _calls_before_first_stop(harness, tool: str) -> int | None:
-    """How many of the tool's executions had ended when the first STOP was decided."""
-    stops = [event for decision, event in harness.decided if decision.action.value == "stop"]
-    if not stops:
-        return None
-    first = stops[0]
-    ended = [s for s in _their_tool_spans(harness, tool) if s.end_time <= first.timestamp * 1e9 + 1]
-    return len(ended)
-
-
 def test_a_looping_graph_gets_a_stop_within_the_fourth_call(observe_loopguard, monkeypatch):
     monkeypatch.setenv("TRACELOOP_TRACE_CONTENT", "true")
     errors = metric_counter(observe_loopguard)
@@ -54,7 +45,7 @@ def test_a_looping_graph_gets_a_stop_within_the_fourth_call(observe_loopguard, m
     assert final_answer(state) == "I could not find the price."  # observe: not enforced
     assert counter["search"] == LOOP_CALLS
     assert len(_their_tool_spans(observe_loopguard, "search")) == LOOP_CALLS
-    calls = _calls_before_first_stop(observe_loopguard, "search")
+    calls = stopped_at(observe_loopguard, _their_tool_spans(observe_loopguard, "search"))
     assert calls is not None and calls <= 4, calls
     assert observe_loopguard.decision_events("stop")
     assert errors("loopguard.internal_errors") == 0
@@ -112,3 +103,18 @@ def test_two_invocations_under_one_application_span_are_two_runs(observe_loopgua
         s.context.trace_id == app.context.trace_id
         for s in _their_tool_spans(observe_loopguard, "search")
     )
+
+
+def test_core_only_tokens_are_counted_from_their_model_spans(make_loopguard, monkeypatch):
+    """A 120-token budget in observe mode: their chat spans carry each turn's 40 + 10
+    tokens, so the budget STOP comes with the third turn."""
+    from agents import CountingChatModel, priced_script
+
+    monkeypatch.setenv("TRACELOOP_TRACE_CONTENT", "true")
+    harness = make_loopguard(mode="observe", token_budget=120)
+    model = CountingChatModel(messages=priced_script())
+
+    build_react_graph(iter(()), ToolCounter(), model=model).invoke(USER_INPUT)
+
+    chats = [s for s in harness.spans() if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert stopped_at(harness, chats, "budget") == 3

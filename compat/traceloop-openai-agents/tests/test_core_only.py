@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from agents import RunConfig, Runner
+from otel_loopguard_testing.decided import stopped_at
 from otel_loopguard_testing.metrics import metric_counter
 from scripted import ANSWER, LOOP_TURNS, QUERIES, looping, productive
 
@@ -36,10 +37,8 @@ def test_a_looping_agent_gets_a_stop_within_the_fourth_call(observe_loopguard):
     assert len(scenario.executions) == LOOP_TURNS
     tools = _their_tool_spans(observe_loopguard)
     assert len(tools) == LOOP_TURNS
-    stops = _stops(observe_loopguard)
-    assert stops
-    _, event = stops[0]
-    assert sum(1 for s in tools if s.end_time <= event.timestamp * 1e9 + 1) <= 4
+    calls = stopped_at(observe_loopguard, tools)
+    assert calls is not None and calls <= 4, calls
     assert errors("loopguard.internal_errors") == 0
 
 
@@ -65,3 +64,30 @@ def test_two_invocations_under_one_application_span_are_two_runs(observe_loopgua
             _run(looping())
 
     assert len({event.run_id for _, event in _stops(observe_loopguard)}) == 2
+
+
+def _chat_spans(harness) -> list:
+    return [s for s in harness.spans() if s.attributes.get("gen_ai.operation.name") == "chat"]
+
+
+def test_core_only_tokens_are_counted_from_their_responses_spans(make_loopguard):
+    """Their ``openai.response`` spans of the Responses model carry the usage: a 120-token
+    budget (observe mode) gets its STOP with the third turn."""
+    harness = make_loopguard(mode="observe", token_budget=120)
+
+    _run(productive("responses"))
+
+    assert stopped_at(harness, _chat_spans(harness), "budget") == 3
+
+
+def test_core_only_their_chat_completions_spans_carry_no_tokens(make_loopguard):
+    """With the Chat Completions model their spans have no usage: alone, our core counts the
+    steps but no tokens (our OpenAI Agents package beside it counts them)."""
+    harness = make_loopguard(mode="observe", token_budget=120, max_steps=3)
+
+    _run(productive("chat"))
+
+    stops = [d for d, _ in harness.decided if d.action.value == "stop"]
+    assert stops and all(d.detectors == ("budget",) for d in stops)
+    assert any("model turns" in d.reason for d in stops)
+    assert not any("tokens, over" in d.reason for d in stops)

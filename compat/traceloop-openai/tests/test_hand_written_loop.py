@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from hand_written import ANSWER, LOOP_TURNS, looping, productive
+from otel_loopguard_testing.decided import stopped_at
 from otel_loopguard_testing.metrics import metric_counter
 
 from otel_loopguard import LoopGuardInterrupt
@@ -35,10 +36,9 @@ def test_core_only_a_looping_loop_gets_a_stop_within_the_fourth_call(observe_loo
     assert len(loop.executions) == LOOP_TURNS  # observe mode: recorded, not enforced
     stops = _stops(observe_loopguard)
     assert stops
-    decision, event = stops[0]
-    assert "no_progress" in decision.detectors
-    chats = observe_loopguard.spans("openai.chat")
-    assert sum(1 for s in chats if s.end_time <= event.timestamp * 1e9 + 1) <= 4
+    assert "no_progress" in stops[0][0].detectors
+    requests = stopped_at(observe_loopguard, observe_loopguard.spans("openai.chat"))
+    assert requests is not None and requests <= 4, requests
     assert errors("loopguard.internal_errors") == 0
 
 
@@ -106,3 +106,12 @@ def test_beside_our_package_a_token_budget_stops_at_the_turn_over_it(with_openai
 
     assert raised.value.decision.detectors == ("budget",)
     assert len(loop.api.requests) == 3  # 50 tokens a turn: the third goes over 120
+
+
+def test_core_only_tokens_are_counted_from_their_chat_spans(make_loopguard):
+    harness = make_loopguard(mode="observe", token_budget=120)
+
+    with harness.app_tracer().start_as_current_span("agent loop"):
+        productive().run()
+
+    assert stopped_at(harness, harness.spans("openai.chat"), "budget") == 3
