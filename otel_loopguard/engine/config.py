@@ -207,7 +207,7 @@ class LoopGuardConfig(BaseModel):
                     "otel-loopguard: ignoring %s=%r (set by the variable or by "
                     "opentelemetry-instrument's --loopguard_%s flag): %s; using the default %s",
                     cls.env_name(name),
-                    raw,
+                    _shown(name, raw),
                     name,
                     _accepted(name),
                     _plain(info.default),
@@ -261,6 +261,16 @@ def _check_constraints(name: str, value: Any) -> None:
     LoopGuardConfig.__pydantic_validator__.validate_assignment(
         LoopGuardConfig.model_construct(), name, value
     )
+
+
+def _shown(name: str, raw: str) -> str:
+    """A value as a warning may show it: a store URL without its password."""
+    if name == "store" and "@" in raw:
+        scheme, _, rest = raw.rpartition("://")
+        return (
+            f"{scheme}://***@{rest.rsplit('@', 1)[1]}" if scheme else "***@" + raw.rsplit("@", 1)[1]
+        )
+    return raw
 
 
 def _plain(value: Any) -> str:

@@ -10,6 +10,7 @@ import time
 import pytest
 from otel_loopguard_testing.redis_server import RedisServer
 
+from otel_loopguard import LoopGuardConfig
 from otel_loopguard.engine.store import CounterDelta, StopRecord
 from otel_loopguard.engine.store import redis as redis_store
 from otel_loopguard.engine.store.redis import RedisStore
@@ -97,3 +98,13 @@ def test_the_password_never_reaches_the_log() -> None:
     assert redis_store.redacted("redis://user:s3cret@host:6379/0") == "redis://user:***@host:6379/0"
     url, timeout = redis_store.split_timeout("rediss://:pw@h:1/0?timeout=25&ssl_cert_reqs=none")
     assert timeout == 25.0 and "timeout" not in url and "ssl_cert_reqs=none" in url
+
+
+def test_a_mistyped_store_url_is_one_warning_without_its_password(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        config = LoopGuardConfig.from_env({"OTEL_LOOPGUARD_STORE": "redis//:s3cret@cache:6379"})
+    assert config.store == "memory"
+    warnings = [r.getMessage() for r in caplog.records if "OTEL_LOOPGUARD_STORE" in r.getMessage()]
+    assert len(warnings) == 1 and "s3cret" not in warnings[0] and "cache:6379" in warnings[0]
