@@ -76,3 +76,16 @@ def test_a_token_budget_stops_at_the_turn_that_goes_over_it(with_our_package, co
     assert len(scenario.model_calls) == 3
     assert len(scenario.executions) == 2  # the third turn's search never ran
     _run_span(harness)
+
+
+def test_with_content_off_the_loop_is_not_claimed_from_their_spans(with_our_package):
+    """Their spans carry no arguments nor results and our package makes none beside them:
+    nothing says the calls were the same, so the run is not interrupted (docs/compatibility.md
+    says how to have it stopped); the turns still count."""
+    harness = with_our_package(mode="enforce")
+    scenario = looping_agent(8, instrument=_theirs(harness, False))
+
+    assert scenario.agent.run_sync(QUESTION).output == "I could not find anything."
+
+    assert len(scenario.executions) == 8
+    assert harness.decision_events("stop") == []
