@@ -82,6 +82,10 @@ class Dialect:
     #: outermost such span is followed from its start as a possible agent (the follower's
     #: ``started_late``)
     late_kind_scopes: tuple[str, ...] = ()
+    #: span-name endings of spans of the model class that are no model call (OpenInference's
+    #: LlamaIndex tracer marks every method of an LLM class ``LLM``, its preparation of the
+    #: request too): not read as a model turn
+    not_model_call_suffixes: tuple[str, ...] = ()
     #: attributes whose string value alone makes the class (read after the name rules)
     marker_keys: Mapping[str, str] = field(default_factory=dict)
 
@@ -200,6 +204,7 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
             "openinference.instrumentation.langchain",
             "openinference.instrumentation.llama_index",
         ),
+        not_model_call_suffixes=("._prepare_chat_with_tools",),
         tool_name_keys=("tool.name",),
         call_id_keys=("tool_call.id",),
         kind_argument_keys=("input.value",),
@@ -326,6 +331,8 @@ TRANSPORT_TOOL_KINDS: Final[tuple[tuple[str, str], ...]] = tuple(
 
 #: scopes whose spans say what they are only at their end (Dialect.late_kind_scopes)
 LATE_KIND_SCOPES: Final[frozenset[str]] = frozenset(_joined(lambda d: d.late_kind_scopes))
+#: model-class spans that are no model call (a tuple: ``str.endswith`` takes one)
+NOT_MODEL_CALL_SUFFIXES: Final = _joined(lambda d: d.not_model_call_suffixes)
 
 # -- tool spans ------------------------------------------------------------------------------
 

@@ -53,7 +53,11 @@ from otel_loopguard.spans.classify import (
     SpanClass,
     is_mcp_tool_request,
 )
-from otel_loopguard.spans.dialects import CONVERSATION_KEY_SET, KIND_RULES
+from otel_loopguard.spans.dialects import (
+    CONVERSATION_KEY_SET,
+    KIND_RULES,
+    NOT_MODEL_CALL_SUFFIXES,
+)
 from otel_loopguard.spans.events import span_to_events
 from otel_loopguard.spans.executions import GATE, Executions
 from otel_loopguard.spans.identity import agent_name, conversation_in
@@ -61,6 +65,7 @@ from otel_loopguard.spans.tool_messages import INPUT_MESSAGES_KEY, answered_call
 from otel_loopguard.spans.view import SpanView
 
 _MAX_NESTED = 100_000
+_NOT_MODEL_CALLS = NOT_MODEL_CALL_SUFFIXES
 #: the kind attributes of the dialects, in table order: the first one a span carries names
 #: its source (which instrumentation's view of an execution it is)
 _KIND_KEYS = tuple(dict.fromkeys(key for key, _case, _kinds, _transport in KIND_RULES))
@@ -116,6 +121,7 @@ class TraceState:
         "agents",
         "conversation",
         "executions",
+        "fed_model_parents",
         "fed_tool_parents",
         "hex_trace_id",
         "late_spans",
@@ -134,6 +140,9 @@ class TraceState:
         self.agents: tuple[OpenAgent, ...] = ()
         # span ids that have a tool span child already fed (its parent must not be fed again)
         self.fed_tool_parents: set[Any] = set()
+        # the same for model spans: a model span around a fed one is the same call
+        # (OpenInference's LlamaIndex ``achat`` span around its ``chat`` span)
+        self.fed_model_parents: set[Any] = set()
         #: open spans of an instrumentation that says what a span is only at its end
         #: (``started_late``)
         self.late_spans: set[Any] = set()
@@ -400,6 +409,7 @@ class SpanFollower:
         if state is None:
             return None
         state.fed_tool_parents.discard(span_id)
+        state.fed_model_parents.discard(span_id)
         late = state.late_spans
         if late and span_id in late:
             late.discard(span_id)
@@ -440,6 +450,22 @@ class SpanFollower:
                     duplicate = True
                 else:
                     fed_tool_parents.add(parent_id)
+        elif span_class is LLM:
+            fed_models = state.fed_model_parents
+            if name.endswith(_NOT_MODEL_CALLS):
+                duplicate = True  # a model class's other method, not a call
+            elif parent_id is not None and not parent_remote and not managed:
+                if fed_models and span_id in fed_models:
+                    fed_models.discard(span_id)
+                    duplicate = True  # a model span inside it reported this call
+                if len(fed_models) >= _MAX_NESTED:  # spans that never end: stay bounded
+                    fed_models.clear()
+                fed_models.add(parent_id)  # and so does any model span around it
+            elif fed_models and span_id in fed_models:
+                fed_models.discard(span_id)
+                duplicate = True
+        if span_class is not LLM:
+            state.fed_model_parents.discard(span_id)
         fed_tool_parents.discard(span_id)
         if CONVERSATION_KEY_SET.isdisjoint(attributes.keys()):  # most spans: one C call
             conversation = state.conversation

@@ -142,3 +142,26 @@ def test_two_foreign_instrumentations_of_one_tool_count_it_once(stack: Stack) ->
             outer.set_attribute("traceloop.entity.name", "search")
             outer.end()
         assert guard.monitor.run_snapshot(run_id).counters.tool_calls == 2
+
+
+def test_a_model_span_around_another_of_the_same_call_counts_once(stack: Stack) -> None:
+    """OpenInference's LlamaIndex tracer: a subclass's ``achat`` around the base class's
+    ``achat`` around ``chat``, one call with its tokens on each, and the request's preparation
+    marked LLM too: one turn, its tokens once."""
+    guard, tracer = stack.guard, stack.tracer
+    llm = {"openinference.span.kind": "LLM"}
+    usage = {**llm, "llm.token_count.prompt": 60, "llm.token_count.completion": 10}
+    with guard.agent_run(tracer, "researcher"):
+        run_id = guard.resolve_run().run_id
+        for _ in range(2):
+            with tracer.start_as_current_span("Agent.run_agent_step"):
+                with tracer.start_as_current_span("ScriptedLLM._prepare_chat_with_tools") as prep:
+                    prep.set_attributes(llm)
+                with tracer.start_as_current_span("ScriptedLLM.achat") as outer:
+                    with tracer.start_as_current_span("MockLLM.achat") as inner:
+                        with tracer.start_as_current_span("MockLLM.chat") as chat:
+                            chat.set_attributes(usage)
+                        inner.set_attributes(usage)
+                    outer.set_attributes(usage)
+        counters = guard.monitor.run_snapshot(run_id).counters
+    assert (counters.steps, counters.input_tokens, counters.output_tokens) == (2, 120, 20)

@@ -1,0 +1,75 @@
+"""Our core alone beside OpenInference's LlamaIndex instrumentation, observe mode."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from agents import (
+    ToolCounter,
+    build_agent,
+    build_usage_agent,
+    looping_script,
+    productive_script,
+    run_to_end,
+)
+from otel_loopguard_testing import metric_counter
+
+
+async def test_a_looping_agent_is_stopped_within_the_fourth_call(observe_loopguard) -> None:
+    count = metric_counter(observe_loopguard)
+    counter = ToolCounter()
+    decided: list[tuple[str, int]] = []
+    observe_loopguard.guard.on_decision(
+        lambda d, _e: decided.append((d.action.value, counter["search"]))
+    )
+    result = await asyncio.wait_for(run_to_end(build_agent(looping_script(8), counter)), 30)
+
+    assert str(result) == "I could not find the price."
+    assert counter["search"] == 8  # observe mode: the run goes on
+    assert next(n for action, n in decided if action == "stop") <= 4
+    (run,) = observe_loopguard.named("loopguard.run")
+    assert run.attributes["loopguard.run.state"] == "stopped"
+    assert count("loopguard.internal_errors") == 0
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["content", "content hidden"])
+async def test_a_productive_agent_gets_no_stop(observe_loopguard, request, hidden: bool) -> None:
+    if hidden:
+        request.getfixturevalue("content_hidden")
+    count = metric_counter(observe_loopguard)
+    counter = ToolCounter()
+    result = await asyncio.wait_for(run_to_end(build_agent(productive_script(), counter)), 30)
+
+    assert str(result).startswith("Answer: Pro plan costs 20 EUR")
+    tools = [s for s in observe_loopguard.spans() if s.attributes.get("tool.name") == "lookup"]
+    assert len(tools) == 3
+    assert (tools[0].attributes["output.value"] == "__REDACTED__") is hidden
+    assert not observe_loopguard.decision_events("stop")
+    assert count("loopguard.internal_errors") == 0
+
+
+async def test_each_model_turn_counts_once(observe_loopguard) -> None:
+    """Their ``achat`` span around their ``chat`` span, and the request's preparation
+    (``_prepare_chat_with_tools``), are one model turn: 4 turns of 60 + 10 tokens."""
+    counter = ToolCounter()
+    agent, llm = build_usage_agent(productive_script(), counter)
+    await asyncio.wait_for(run_to_end(agent), 30)
+    assert llm.calls == 4
+    (run,) = observe_loopguard.named("loopguard.run")
+    assert run.attributes["loopguard.run.steps"] == 4
+    assert run.attributes["loopguard.run.tool_calls"] == 3
+
+
+async def test_two_invocations_under_one_application_span_are_two_runs(observe_loopguard) -> None:
+    count = metric_counter(observe_loopguard)
+    with observe_loopguard.app_tracer().start_as_current_span("handle_request"):
+        await run_to_end(build_agent(looping_script(8), ToolCounter()))
+        await run_to_end(build_agent(productive_script(), ToolCounter()))
+
+    first, second = observe_loopguard.named("loopguard.run")
+    assert first.attributes["loopguard.run.id"] != second.attributes["loopguard.run.id"]
+    assert first.attributes["loopguard.run.state"] == "stopped"
+    assert second.attributes["loopguard.run.state"] == "completed"
+    assert count("loopguard.runs") == 2
+    assert count("loopguard.internal_errors") == 0
