@@ -66,7 +66,10 @@ class HTTPReceiver:
         app = web.Application(client_max_size=self.intake.max_request_bytes)
         app.router.add_post("/v1/traces", self._traces)
         app.router.add_get("/health", self._health_check)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # auto_decompress off: the body is inflated by decode.inflate, bounded by the limit
+        self._runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, auto_decompress=False
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl)
         await site.start()

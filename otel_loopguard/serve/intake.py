@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import hmac
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import metrics
@@ -39,9 +40,16 @@ class Outcome(str, enum.Enum):
 
 class Intake:
     def __init__(
-        self, pipeline: Pipeline, meter: metrics.Meter, *, token: str | None, max_request_bytes: int
+        self,
+        pipeline: Pipeline,
+        meter: metrics.Meter,
+        *,
+        token: str | None,
+        max_request_bytes: int,
+        on_error: Callable[[str, BaseException], None] | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.on_error = on_error
         self.max_request_bytes = max_request_bytes
         self._token = ("Bearer " + token).encode() if token else None
         self.draining = False
@@ -82,6 +90,10 @@ class Intake:
         except TooLarge:
             return self.count(transport, Outcome.TOO_LARGE)
         except MalformedRequest:
+            return self.count(transport, Outcome.MALFORMED)
+        except Exception as exc:  # a body no decoder expected: still an answer, and counted
+            if self.on_error is not None:
+                self.on_error("serve.decode", exc)
             return self.count(transport, Outcome.MALFORMED)
         return self.admit(transport, decoded)
 

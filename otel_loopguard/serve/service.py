@@ -70,6 +70,7 @@ class Service:
             meter,
             token=settings.token,
             max_request_bytes=settings.max_request_bytes,
+            on_error=self.telemetry.internal_error,
         )
         self.grpc: Any = None
         self.http: Any = None

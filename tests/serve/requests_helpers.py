@@ -3,12 +3,14 @@ classes, sent over real sockets with the standard library's HTTP client and grpc
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
 from urllib.parse import urlsplit
 
 import grpc
+from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
@@ -76,6 +78,19 @@ def looping_trace(
         ]
     )
     return trace_id.hex(), request
+
+
+def otlp_json(request: ExportTraceServiceRequest) -> dict:
+    """The request in OTLP/JSON: protobuf's JSON mapping, but trace and span ids in hex (the
+    OTLP/JSON rule) where the mapping writes bytes in base64."""
+    document = json_format.MessageToDict(request)
+    for block in document["resourceSpans"]:
+        for scope in block["scopeSpans"]:
+            for span in scope["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return document
 
 
 def merged(requests: list[ExportTraceServiceRequest]) -> ExportTraceServiceRequest:

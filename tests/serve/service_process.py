@@ -129,11 +129,21 @@ class ServeProcess:
         wait_for(lambda: self.health()[1]["pending_spans"] == 0, timeout)
 
 
-def run_agent(protocol: str, endpoint: str, run: str, service: str, *extra: str) -> str:
-    """Run the agent process to its end; its trace id."""
+def run_agent(
+    protocol: str,
+    endpoint: str,
+    run: str,
+    service: str,
+    *extra: str,
+    env: dict[str, str] | None = None,
+) -> str:
+    """Run the agent process to its end (``env``: more of its variables); its trace id."""
     # requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE (set on some machines) override the
     # CA file the HTTP exporter passes it; the agent is to trust the test's CA only
-    env = {k: v for k, v in os.environ.items() if k not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")}
+    agent_env = {
+        k: v for k, v in os.environ.items() if k not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+    }
+    agent_env.update(env or {})
     done = subprocess.run(
         [
             sys.executable,
@@ -152,7 +162,7 @@ def run_agent(protocol: str, endpoint: str, run: str, service: str, *extra: str)
         text=True,
         timeout=120,
         check=True,
-        env=env,
+        env=agent_env,
     )
     return done.stdout.strip().splitlines()[-1]
 

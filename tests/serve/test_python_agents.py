@@ -5,11 +5,13 @@ agent's own trace, received by an OTLP receiver in the test; a healthy run shows
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
 from otel_loopguard_testing import OTLPReceiver
 
+from .requests_helpers import looping_trace, otlp_json, post
 from .service_process import ServeProcess, run_agent, wait_for
 
 
@@ -42,7 +44,9 @@ def test_a_looping_run_is_stopped_in_prometheus_and_in_its_trace(
 ) -> None:
     service = f"looping-agent-{protocol}"
     endpoint = serve.grpc if protocol == "grpc" else serve.http
-    trace_id = run_agent(protocol, endpoint, "loop", service)
+    # the exporters' gzip (gRPC: the runtime's message compression; HTTP: Content-Encoding)
+    gzip = {"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"}
+    trace_id = run_agent(protocol, endpoint, "loop", service, env=gzip)
 
     wait_for(lambda: serve.metric("loopguard_decisions_total", action="stop", service_name=service))
     stops = wait_for(lambda: _decision_spans(backend, trace_id, "stop"))
@@ -69,3 +73,13 @@ def test_a_healthy_run_shows_no_decision(serve: ServeProcess, backend: OTLPRecei
         for span in backend.spans()
         if span.trace_id == trace_id and span.name == "loopguard.decision"
     ]
+
+
+def test_otlp_json_is_judged_too(serve: ServeProcess, backend: OTLPReceiver) -> None:
+    trace_id, request = looping_trace(6, service="json-agent")
+    body = json.dumps(otlp_json(request)).encode()
+    assert post(serve.http, body, content_type="application/json")[0] == 200
+    wait_for(
+        lambda: serve.metric("loopguard_decisions_total", action="stop", service_name="json-agent")
+    )
+    assert wait_for(lambda: _decision_spans(backend, trace_id, "stop"))
