@@ -93,6 +93,7 @@ def test_no_progress_alone_warns() -> None:
         (signal("budget", "cost"), Action.STOP, RunEndState.BUDGET_EXCEEDED),
         (signal("budget_proximity", "tokens"), Action.WARN, None),
         (signal("truncation", "exhausted"), Action.STOP, RunEndState.STOPPED),
+        (signal("truncation", "ended"), Action.WARN, None),
         (signal("premature_end", "exhausted"), Action.STOP, RunEndState.STOPPED),
         (signal("some_plugin"), Action.WARN, None),
     ],
@@ -375,12 +376,12 @@ def test_default_stops_a_run_over_max_steps_as_max_steps() -> None:
     assert monitor.end_run("r").end_state is RunEndState.MAX_STEPS
 
 
-def test_default_replans_truncations_then_stops_when_recoveries_are_used_up() -> None:
+def test_default_replans_truncations_then_only_warns_when_recoveries_are_used_up() -> None:
     monitor = default_monitor(max_tokens_recoveries=2)
     decisions = [monitor.observe(model_turn("r", finish="length")) for _ in range(3)]
-    assert [d.action for d in decisions] == [Action.REPLAN, Action.REPLAN, Action.STOP]
+    assert [d.action for d in decisions] == [Action.REPLAN, Action.REPLAN, Action.WARN]
     assert decisions[0].recommendation and decisions[0].detectors == ("truncation",)
-    assert decisions[2].end_state is RunEndState.STOPPED
+    assert decisions[2].end_state is None
 
 
 def test_default_nudges_a_read_only_loop_with_replan() -> None:

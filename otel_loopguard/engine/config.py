@@ -115,6 +115,9 @@ class LoopGuardConfig(BaseModel):
     max_tokens_recoveries: int = Field(
         2, ge=0, description="truncations answered with a continuation"
     )
+    truncation_stops: bool = Field(
+        False, description="stop at the truncation after the continuations, not warn"
+    )
     max_premature_end_recoveries: int = Field(2, ge=0, description="empty end-turns re-prompted")
     shell_failure_threshold: int = Field(2, ge=1, description="consecutive shell failures")
     shell_tools: tuple[str, ...] = Field(

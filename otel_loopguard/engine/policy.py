@@ -35,8 +35,10 @@ is stuck, not merely busy:
   ``OTEL_LOOPGUARD_REPEATED_TEXT_THRESHOLD`` turns) it **stops**.
 - ``read_only_loop``, ``shell_failure`` and ``truncation`` / ``premature_end`` of kind
   ``recovery`` answer **replan** with the signal's ``recommendation`` (the read-only nudge,
-  the shell hint, the continuation prompt); ``truncation`` / ``premature_end`` of kind
-  ``exhausted`` (recoveries used up) **stop**.
+  the shell hint, the continuation prompt); ``truncation`` of kind ``ended`` (the
+  continuations used up, the answer taken as the end of the turn) **warns**: truncation
+  alone never stops a run; ``premature_end`` of kind ``exhausted`` (recoveries used up),
+  and ``truncation`` of that kind (``OTEL_LOOPGUARD_TRUNCATION_STOPS=true``), **stop**.
 - a signal from a detector the policy does not know (a user plug-in) **warns**.
 
 Sub-agents: a STOP the presets would make (``default`` only; ``strict`` stops) on loop
@@ -230,6 +232,8 @@ def _verdict(
     if detector in _RECOVERY_DETECTORS:
         if signal.kind == "exhausted":
             return Action.STOP, RunEndState.STOPPED, (signal,)
+        if signal.kind == "ended":  # a truncation taken as the end of the turn
+            return Action.WARN, None, (signal,)
         return Action.REPLAN, None, (signal,)
     if detector in _REPLAN_DETECTORS:
         return Action.REPLAN, None, (signal,)

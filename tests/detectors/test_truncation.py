@@ -1,4 +1,6 @@
-"""Truncation: continuation prompts up to the recovery limit, then exhausted."""
+"""Truncation: continuation prompts up to the recovery limit, then the truncated answer is
+taken as the end of the turn (a warn): truncation alone never stops a run (issue 18,
+point 7), unless ``truncation_stops`` asks for it."""
 
 from __future__ import annotations
 
@@ -49,18 +51,26 @@ def test_other_finishes_are_not_truncations(reason: str | None) -> None:
     assert _kinds(detector, detector.new_state(), [_response(reason)] * 4) == [None] * 4
 
 
-def test_two_continuations_then_exhausted() -> None:
+def test_two_continuations_then_the_answer_is_taken_as_the_end_of_the_turn() -> None:
     detector = TruncationDetector(LoopGuardConfig())
     state = detector.new_state()
-    signals = [detector.observe(_response("length"), state, RunCounters()) for _ in range(3)]
-    first, second, third = signals
-    assert first and second and third
-    assert (first.kind, second.kind, third.kind) == ("recovery", "recovery", "exhausted")
+    signals = [detector.observe(_response("length"), state, RunCounters()) for _ in range(4)]
+    first, second, third, fourth = signals
+    assert first and second and third and fourth
+    assert [s.kind for s in signals] == ["recovery", "recovery", "ended", "ended"]
     assert first.recommendation and "cut off" in first.recommendation
     assert "Continue exactly where you stopped" in first.recommendation
     assert "recovery 2 of 2" in second.message
-    assert third.recommendation is None and third.score > second.score
+    assert third.recommendation is None and "end of the turn" in third.message
     assert third.evidence["truncations"] == 3 and third.evidence["output_tokens"] == 4096
+
+
+def test_with_truncation_stops_the_third_is_exhausted() -> None:
+    detector = TruncationDetector(LoopGuardConfig(truncation_stops=True))
+    state = detector.new_state()
+    signals = [detector.observe(_response("length"), state, RunCounters()) for _ in range(3)]
+    assert [s.kind for s in signals if s] == ["recovery", "recovery", "exhausted"]
+    assert signals[2] and signals[2].score > signals[1].score
 
 
 def test_normal_finish_resets_the_consecutive_count() -> None:
@@ -80,15 +90,15 @@ def test_tool_events_between_truncations_do_not_reset() -> None:
         _response("max_tokens"),
         _response("MAX_TOKENS"),
     ]
-    assert _kinds(detector, state, events) == ["recovery", None, None, "recovery", "exhausted"]
+    assert _kinds(detector, state, events) == ["recovery", None, None, "recovery", "ended"]
 
 
 def test_threshold_from_config() -> None:
     detector = TruncationDetector(LoopGuardConfig(max_tokens_recoveries=0))
-    assert _kinds(detector, detector.new_state(), [_response("length")]) == ["exhausted"]
+    assert _kinds(detector, detector.new_state(), [_response("length")]) == ["ended"]
     detector = TruncationDetector(LoopGuardConfig(max_tokens_recoveries=4))
     kinds = _kinds(detector, detector.new_state(), [_response("length")] * 5)
-    assert kinds == ["recovery"] * 4 + ["exhausted"]
+    assert kinds == ["recovery"] * 4 + ["ended"]
 
 
 def test_export_restore_mid_run() -> None:
@@ -96,17 +106,32 @@ def test_export_restore_mid_run() -> None:
     state = detector.new_state()
     _kinds(detector, state, [_response("length")] * 2)
     restored = detector.restore_state(json.loads(json.dumps(detector.export_state(state))))
-    assert _kinds(detector, restored, [_response("length")]) == ["exhausted"]
+    assert _kinds(detector, restored, [_response("length")]) == ["ended"]
     assert detector.restore_state({"consecutive": "two"}).consecutive == 0
 
 
-def test_monitor_replans_with_the_continuation_prompt_then_stops() -> None:
+def test_monitor_replans_with_the_continuation_prompt_then_warns_and_never_stops() -> None:
     monitor = Monitor(LoopGuardConfig())
+    decisions = [monitor.observe(_response("length")) for _ in range(6)]
+    assert [d.action for d in decisions] == [Action.REPLAN] * 2 + [Action.WARN] * 4
+    assert decisions[0].recommendation == CONTINUATION_PROMPT
+    assert decisions[2].detectors == ("truncation",)
+    assert not monitor.run_snapshot("run-1").stopped
+
+
+def test_monitor_truncation_still_ends_a_run_over_its_budget() -> None:
+    """Budget and other evidence still stop a run that keeps running into the limit."""
+    monitor = Monitor(LoopGuardConfig(token_budget=10_000))
+    decisions = [monitor.observe(_response("length")) for _ in range(3)]
+    assert decisions[-1].action is Action.STOP
+    assert decisions[-1].end_state is RunEndState.BUDGET_EXCEEDED
+
+
+def test_monitor_with_truncation_stops_stops_after_the_continuations() -> None:
+    monitor = Monitor(LoopGuardConfig(truncation_stops=True))
     decisions = [monitor.observe(_response("length")) for _ in range(3)]
     assert [d.action for d in decisions] == [Action.REPLAN, Action.REPLAN, Action.STOP]
-    assert decisions[0].recommendation == CONTINUATION_PROMPT
     assert decisions[2].end_state is RunEndState.STOPPED
-    assert decisions[2].detectors == ("truncation",)
 
 
 def test_truncated_genai_chat_spans_get_the_continuation_prompt_as_a_span_event() -> None:
@@ -117,9 +142,10 @@ def test_truncated_genai_chat_spans_get_the_continuation_prompt_as_a_span_event(
             chat_span(stack, finish, output_tokens=4096)
     stack.provider.shutdown()
     decisions = stack.decisions()
-    # two continuations; the normal finish (stop) resets the count; two more, then exhausted
-    assert [d["loopguard.action"] for d in decisions] == ["replan"] * 4 + ["stop"]
+    # two continuations; the normal finish (stop) resets the count; two more, then the
+    # truncated answer is taken as the end of the turn: a warn, and the run completes
+    assert [d["loopguard.action"] for d in decisions] == ["replan"] * 4 + ["warn"]
     assert decisions[0]["loopguard.recommendation"] == CONTINUATION_PROMPT
     assert decisions[-1]["loopguard.detectors"] == ("truncation",)
     (run,) = stack.spans("loopguard.run")
-    assert run.attributes["loopguard.run.state"] == "stopped"
+    assert run.attributes["loopguard.run.state"] == "completed"

@@ -143,7 +143,7 @@ def test_token_budget_stops_before_the_request_that_would_exceed_it(make_loopgua
 
 
 def test_max_tokens_turns_get_the_continuation_then_stop(make_loopguard):
-    guard = make_loopguard(mode="enforce", max_tokens_recoveries=2)
+    guard = make_loopguard(mode="enforce", max_tokens_recoveries=2, truncation_stops=True)
     api = ScriptedMessagesAPI(truncating())
 
     with pytest.raises(LoopGuardInterrupt) as raised:

@@ -66,7 +66,7 @@ def test_max_steps_stops_the_model_call_past_the_limit(make_loopguard, serve):
 
 
 def test_truncation_replans_with_continuation_then_stops_after_recoveries(make_loopguard, serve):
-    lg = make_loopguard(mode="enforce", max_tokens_recoveries=2)
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=2, truncation_stops=True)
     api = serve([Turn(text=f"part {i}", finish_reason="length") for i in range(6)])
 
     with pytest.raises(LoopGuardInterrupt) as stopped:

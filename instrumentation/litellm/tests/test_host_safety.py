@@ -68,7 +68,7 @@ def test_a_name_bound_after_instrumenting_and_the_main_module_are_covered(make_l
 
 def test_mock_responses_are_judged_like_real_ones(make_loopguard):
     # framework test suites run LiteLLM on ``mock_response``: the answers still count
-    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0)
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0, truncation_stops=True)
 
     with get_guard().agent_run(TRACER, "assistant"):
         litellm.completion(model=MODEL, messages=MESSAGES, mock_response="done")

@@ -57,7 +57,7 @@ def _three_responses_stopped(api: Any) -> Any:
 
 
 def test_incomplete_responses_replan_then_stop(make_loopguard, serve):
-    lg = make_loopguard(mode="enforce", max_tokens_recoveries=1)
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=1, truncation_stops=True)
     api = serve([Turn(text="cut", finish_reason="length")] * 3)
 
     stopped = _three_responses_stopped(api)
@@ -80,7 +80,7 @@ def test_repeated_function_calls_stop_under_the_strict_policy(make_loopguard, se
 
 
 def test_streamed_and_async_responses_are_judged_at_their_end(make_loopguard, serve):
-    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0)
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0, truncation_stops=True)
     api = serve([Turn(text="cut", finish_reason="length")] * 2)
 
     async def read() -> None:
@@ -102,7 +102,7 @@ def test_streamed_and_async_responses_are_judged_at_their_end(make_loopguard, se
 
 
 def test_sync_responses_stream_is_judged_at_its_end(make_loopguard, serve):
-    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0)
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0, truncation_stops=True)
     api = serve([Turn(text="cut", finish_reason="length")] * 2)
 
     with get_guard().agent_run(TRACER, "writer"):

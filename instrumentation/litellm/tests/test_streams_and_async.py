@@ -45,7 +45,7 @@ def _stream_turns(api, turns: int) -> list[str]:
 
 
 def test_streamed_turns_are_judged_at_their_end_and_stop_the_reading_loop(make_loopguard, serve):
-    lg = make_loopguard(mode="enforce", max_tokens_recoveries=1)
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=1, truncation_stops=True)
     api = serve([Turn(text="long text", finish_reason="length", output_tokens=9)] * 4)
 
     with pytest.raises(LoopGuardInterrupt) as stopped:
@@ -71,14 +71,14 @@ def test_streamed_tool_calls_are_reassembled_and_usage_counts(make_loopguard, se
 
 
 def test_stream_closed_early_ends_its_span_once_without_a_judgement(make_loopguard, serve):
-    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0)
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0, truncation_stops=True)
     api = serve([Turn(text="a long answer", finish_reason="length")])
 
     close_a_stream_early(lg, TRACER, lambda: litellm.completion(**_request(api, stream=True)))
 
 
 def test_stream_dropped_half_read_ends_its_span_when_collected(make_loopguard, serve):
-    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0)
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0, truncation_stops=True)
     api = serve([Turn(text="a long answer", finish_reason="length")])
 
     with get_guard().agent_run(TRACER, "writer"):
@@ -119,7 +119,7 @@ def test_async_completion_is_spanned_and_counted(make_loopguard, serve):
 
 
 def test_async_stream_is_judged_at_its_end_and_interrupts(make_loopguard, serve):
-    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0)
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0, truncation_stops=True)
     api = serve([Turn(text="cut", finish_reason="length")] * 2)
 
     async def consume() -> None:

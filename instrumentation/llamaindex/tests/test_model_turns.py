@@ -216,7 +216,8 @@ async def test_a_model_cut_off_again_and_again_is_stopped(make_loopguard, withou
     with without_model_turns():
         await asyncio.wait_for(run_to_end(baseline), timeout=30)
     assert baseline_llm.calls == 4
-    guard = make_loopguard(mode="enforce")  # a fresh guard and spans
+    # a fresh guard and spans; the truncation STOP is opt-in (issue 18, point 7)
+    guard = make_loopguard(mode="enforce", truncation_stops=True)
 
     counter = ToolCounter()
     llm = CutOffLLM(response_generator=productive_script())
@@ -273,8 +274,9 @@ class ProviderShapedLLM(UsageLLM):
 @pytest.mark.parametrize("shape", ["ollama", "bedrock", "gemini"])
 async def test_usage_and_truncation_are_read_in_each_providers_shape(make_loopguard, shape):
     """Every answer is cut off at the output limit: the run is stopped for truncation (two
-    continuations allowed), and the turns' tokens are on the run, whatever the provider."""
-    guard = make_loopguard(mode="enforce")
+    continuations allowed, the stop asked for), and the turns' tokens are on the run,
+    whatever the provider."""
+    guard = make_loopguard(mode="enforce", truncation_stops=True)
     counter = ToolCounter()
     llm = ProviderShapedLLM(response_generator=productive_script(), shape=shape)
     agent = FunctionAgent(name="support_agent", tools=make_tools(counter), llm=llm)

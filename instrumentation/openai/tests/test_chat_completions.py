@@ -37,44 +37,61 @@ def test_chat_span_follows_the_genai_conventions(make_loopguard):
     assert not any("pricing" in str(value) for value in attrs.values())
 
 
-def test_truncation_replans_with_continuation_then_stops_after_recoveries(make_loopguard):
+def test_truncation_replans_with_continuation_then_takes_the_answer_as_final(make_loopguard):
+    """Truncation alone never stops a run (issue 18, point 7): after the two continuations
+    the third cut answer is the end of the turn, as the chat loop takes it, in enforce mode
+    too."""
     lg = make_loopguard(mode="enforce", max_tokens_recoveries=2)
+    api = ScriptedAPI([Turn(text=f"part {i}", finish_reason="length") for i in range(6)])
+
+    outcome = run_chat_agent(api.client(), TRACER, {})
+
+    actions = [decision.action.value for decision, _ in lg.decided]
+    assert actions == ["replan", "replan", "warn"]
+    recommendation = lg.decided[0][0].recommendation
+    assert recommendation and "continue" in recommendation.lower()
+    # the loop sent each continuation prompt back to the model, then took "part 2" as final
+    assert [m["content"] for m in api.requests[2]["messages"] if m["role"] == "user"][1:] == [
+        recommendation,
+        recommendation,
+    ]
+    assert outcome.answer == "part 2"
+    assert len(api.requests) == 3
+    chats = lg.spans("chat ")
+    events = [lg.decisions_on(span) for span in chats]
+    assert [e[0]["loopguard.action"] for e in events] == ["replan", "replan", "warn"]
+    assert events[0][0]["loopguard.recommendation"] == recommendation
+    (agent,) = lg.spans("invoke_agent")
+    assert agent.attributes["loopguard.run.state"] == "completed"
+
+
+def test_truncation_stops_after_recoveries_when_asked_to(make_loopguard):
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=2, truncation_stops=True)
     api = ScriptedAPI([Turn(text=f"part {i}", finish_reason="length") for i in range(6)])
 
     with pytest.raises(LoopGuardInterrupt) as stopped:
         run_chat_agent(api.client(), TRACER, {})
 
-    actions = [decision.action.value for decision, _ in lg.decided]
-    assert actions == ["replan", "replan", "stop"]
-    recommendation = lg.decided[0][0].recommendation
-    assert recommendation and "continue" in recommendation.lower()
-    # the loop sent each continuation prompt back to the model
-    assert [m["content"] for m in api.requests[2]["messages"] if m["role"] == "user"][1:] == [
-        recommendation,
-        recommendation,
-    ]
+    assert [decision.action.value for decision, _ in lg.decided] == ["replan", "replan", "stop"]
     assert "truncation" in stopped.value.decision.detectors
     assert len(api.requests) == 3  # no request after the STOP
-    chats = lg.spans("chat ")
-    events = [lg.decisions_on(span) for span in chats]
-    assert [e[0]["loopguard.action"] for e in events] == ["replan", "replan", "stop"]
-    assert events[0][0]["loopguard.recommendation"] == recommendation
 
 
 def test_truncation_in_observe_mode_records_but_never_raises(make_loopguard):
     lg = make_loopguard(mode="observe", max_tokens_recoveries=2)
-    api = ScriptedAPI([Turn(text="cut", finish_reason="length")] * 4 + [Turn(text="done")])
+    cut = [Turn(text=f"cut {i}", finish_reason="length") for i in range(4)]
+    api = ScriptedAPI([*cut, Turn(text="done")])
 
     outcome = run_chat_agent(api.client(), TRACER, {})
 
     # the loop injected the two continuations, then took the third cut answer as final
-    assert outcome.answer == "cut"
+    assert outcome.answer == "cut 2"
     assert len(outcome.injected) == 2
     assert len(api.requests) == 3
     third = lg.spans("chat ")[2]
-    assert [e["loopguard.action"] for e in lg.decisions_on(third)] == ["stop"]
+    assert [e["loopguard.action"] for e in lg.decisions_on(third)] == ["warn"]
     (agent,) = lg.spans("invoke_agent")
-    assert agent.attributes["loopguard.run.state"] == "stopped"
+    assert agent.attributes["loopguard.run.state"] == "completed"
 
 
 def test_empty_end_of_turn_after_failing_tool_replans(make_loopguard):

@@ -28,7 +28,7 @@ def test_response_with_function_call_makes_a_chat_span(make_loopguard):
 
 
 def test_incomplete_responses_count_as_truncations(make_loopguard):
-    lg = make_loopguard(mode="enforce", max_tokens_recoveries=1)
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=1, truncation_stops=True)
     api = ScriptedAPI([Turn(text="cut", finish_reason="length")] * 3)
     client = api.client()
 

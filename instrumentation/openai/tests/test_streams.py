@@ -35,7 +35,7 @@ def _stream_turns(client, turns: int) -> list[str]:
 
 
 def test_streamed_turns_are_judged_and_stop_the_consumer_at_stop(make_loopguard):
-    lg = make_loopguard(mode="enforce", max_tokens_recoveries=1)
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=1, truncation_stops=True)
     api = ScriptedAPI([Turn(text="long text", finish_reason="length")] * 4)
 
     with pytest.raises(LoopGuardInterrupt) as stopped:
@@ -123,7 +123,7 @@ def test_stream_that_breaks_mid_way_ends_its_span_with_the_error(make_loopguard)
 
 
 def test_async_stream_is_judged_and_interrupts(make_loopguard):
-    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0)
+    lg = make_loopguard(mode="enforce", max_tokens_recoveries=0, truncation_stops=True)
     api = ScriptedAPI([Turn(text="cut", finish_reason="length")] * 2)
 
     async def consume() -> None:

@@ -1,11 +1,14 @@
 """Model output cut off at the token limit, answered with a continuation up to a limit.
 
 A model that stops for ``length`` / ``max_tokens`` left its answer unfinished. The usual
-repair is to ask it to continue, but a model that runs into the limit again and again is
-stuck (it keeps rewriting the same long output). Each truncation is a ``recovery`` signal
-carrying the continuation prompt in :attr:`Signal.recommendation`, until
-``max_tokens_recoveries`` continuations were used; the next truncation is ``exhausted``
-and the policy stops.
+repair is to ask it to continue. Each truncation is a ``recovery`` signal carrying the
+continuation prompt in :attr:`Signal.recommendation`, until ``max_tokens_recoveries``
+continuations were used. After that, as the reference agent loops do, the next truncation
+is taken as a normal end of turn, not an error: kind ``ended`` (the policy warns).
+Truncation alone never stops a run; a model that keeps rewriting the same long output is
+stopped by other evidence (its repeated text, a budget). ``truncation_stops``
+(``OTEL_LOOPGUARD_TRUNCATION_STOPS=true``) restores the stop: the truncation after the
+continuations is then ``exhausted`` and the policy stops.
 
 Counting is **consecutive**: any model response that finished for another reason resets
 it, because a continuation that let the model finish was a successful recovery, and a
@@ -56,13 +59,15 @@ class TruncationState:
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class TruncationDetector:
-    """``recovery`` for each truncation up to ``max_tokens_recoveries``, then ``exhausted``."""
+    """``recovery`` for each truncation up to ``max_tokens_recoveries``, then ``ended``
+    (or ``exhausted`` with ``truncation_stops``)."""
 
     name: ClassVar[str] = NAME
     event_kinds: ClassVar[frozenset[EventKind]] = frozenset({EventKind.LLM_RESPONSE})
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self._recoveries = config.max_tokens_recoveries
+        self._stops = config.truncation_stops
 
     def new_state(self) -> TruncationState:
         return TruncationState()
@@ -92,6 +97,18 @@ class TruncationDetector:
                 ),
                 evidence=evidence,
                 recommendation=CONTINUATION_PROMPT,
+            )
+        if not self._stops:
+            return Signal(
+                detector=NAME,
+                kind="ended",
+                score=0.3,
+                message=(
+                    f"model output was cut off at the token limit {state.consecutive} times in "
+                    f"a row; the {self._recoveries} continuation(s) allowed are used up, the "
+                    "answer is taken as the end of the turn"
+                ),
+                evidence=evidence,
             )
         return Signal(
             detector=NAME,
