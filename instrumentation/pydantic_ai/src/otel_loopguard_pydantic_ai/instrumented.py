@@ -33,10 +33,27 @@ def tool_manager_makes_own_spans(tool_manager: Any) -> bool:
         return False
 
 
+def tool_spans_record_content(tool_manager: Any) -> bool:
+    """True when pydantic-ai's own tool spans of this run step record the arguments and
+    results (``InstrumentationSettings(include_content=True)``, the default). Without them
+    its spans are no evidence of a repeated call: our gate then spans the call itself."""
+    try:
+        return any(
+            getattr(leaf.settings, "include_content", True) is not False
+            for leaf in _instrumentations(tool_manager.root_capability)
+        )
+    except Exception:
+        return True  # private API moved: as before, leave the spans to pydantic-ai
+
+
 def _has_instrumentation(capability: Any) -> bool:
+    return bool(_instrumentations(capability))
+
+
+def _instrumentations(capability: Any) -> list[Any]:
     if capability is None:
-        return False
+        return []
     from pydantic_ai.capabilities._ordering import collect_leaves
     from pydantic_ai.capabilities.instrumentation import Instrumentation
 
-    return any(isinstance(leaf, Instrumentation) for leaf in collect_leaves(capability))
+    return [leaf for leaf in collect_leaves(capability) if isinstance(leaf, Instrumentation)]

@@ -8,7 +8,10 @@ from opentelemetry.trace import Tracer
 
 from otel_loopguard.kit.scoped_call import Wrapper
 from otel_loopguard.kit.tool_gate import CHECK_AROUND, CheckOnly, GatedCall, tool_gate_wrapper
-from otel_loopguard_pydantic_ai.instrumented import tool_manager_makes_own_spans
+from otel_loopguard_pydantic_ai.instrumented import (
+    tool_manager_makes_own_spans,
+    tool_spans_record_content,
+)
 
 
 def tool_wrapper(tracer: Tracer) -> Wrapper:
@@ -24,9 +27,12 @@ def _read_call(
     name = getattr(call, "tool_name", None)
     if not isinstance(name, str):  # a call shape we do not know: stay out of the way
         return None
-    if tool_manager_makes_own_spans(instance):
+    if tool_manager_makes_own_spans(instance) and tool_spans_record_content(instance):
         # pydantic-ai's own execute_tool span ends inside the call; the span processor
-        # turns it into events, then we only enforce its decision.
+        # turns it into events, then we only enforce its decision. With its content off
+        # (include_content=False) that span says nothing of the arguments: our gate spans
+        # the call around it (signatures, never content), and the processor, which feeds
+        # a tool span nested in a gate span never, reads ours.
         return CHECK_AROUND
     return GatedCall(
         name,
