@@ -15,12 +15,13 @@ import json
 import ssl
 import threading
 from collections.abc import Callable
-from typing import Any
-
-from aiohttp import web
+from typing import TYPE_CHECKING, Any
 
 from otel_loopguard.serve.intake import Intake, Outcome
 from otel_loopguard.serve.settings import RETRY_AFTER_SECONDS
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 _STATUS = {
     Outcome.OK: 200,
@@ -42,6 +43,11 @@ class HTTPReceiver:
         ssl_context: ssl.SSLContext | None = None,
         max_in_flight: int = 32,
     ) -> None:
+        # imported here: the module imports without the [serve] extra (the package's
+        # modules all import with only the core's dependencies)
+        from aiohttp import web as aiohttp_web
+
+        self._web = aiohttp_web
         self.intake = intake
         self.host = host
         self.port = port
@@ -63,6 +69,7 @@ class HTTPReceiver:
         return asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(30)
 
     async def _start(self) -> int:
+        web = self._web
         app = web.Application(client_max_size=self.intake.max_request_bytes)
         app.router.add_post("/v1/traces", self._traces)
         app.router.add_get("/health", self._health_check)
@@ -97,7 +104,7 @@ class HTTPReceiver:
         self._in_flight += 1  # the event loop's one thread: no lock needed
         try:
             body = await request.read()
-        except web.HTTPRequestEntityTooLarge:
+        except self._web.HTTPRequestEntityTooLarge:
             return self._answer(intake.count("http", Outcome.TOO_LARGE), json_body)
         finally:
             self._in_flight -= 1
@@ -116,13 +123,13 @@ class HTTPReceiver:
         if status == 200:
             # an empty ExportTraceServiceResponse: no partial success to report
             if json_body:
-                return web.Response(body=b"{}", content_type="application/json")
-            return web.Response(body=b"", content_type="application/x-protobuf")
-        return web.Response(status=status, text=outcome.value, headers=headers)
+                return self._web.Response(body=b"{}", content_type="application/json")
+            return self._web.Response(body=b"", content_type="application/x-protobuf")
+        return self._web.Response(status=status, text=outcome.value, headers=headers)
 
     async def _health_check(self, _request: web.Request) -> web.Response:
         serving, details = self._health()
-        return web.Response(
+        return self._web.Response(
             status=200 if serving else 503,
             text=json.dumps(details),
             content_type="application/json",
