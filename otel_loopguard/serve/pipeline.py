@@ -12,6 +12,10 @@ Bounded: at most ``max_pending`` spans wait (``offer`` answers False past it, an
 receivers tell the sender to retry later); live runs are capped at the config's
 ``max_runs`` (the least recently touched finished first); the follower and the monitor
 bound their own tables. ``drain`` judges everything accepted, then stops the thread.
+
+Span times are the monitor's clock (as in replay), so timeouts and the run TTL are measured
+in the agents' time; a span ending more than a minute ahead of this machine's clock is
+taken as ending now, so a sender with a wrong clock cannot expire other senders' runs.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Decision
 from otel_loopguard.engine.events import Event
 from otel_loopguard.spans.view import SpanView
+
+#: how far ahead of this machine's clock a span's time may be before it counts as now
+MAX_CLOCK_AHEAD_NS = 60 * 1_000_000_000
 
 DecisionHook = Callable[[RunRecord, DecisionRecord, Decision, Event, "str | None"], None]
 
@@ -114,7 +121,17 @@ class Pipeline:
 
     def _judge(self, views: list[SpanView]) -> None:
         parts: dict[str, list[SpanView]] = {}
+        # the monitor's clock is span time, and the latest end time seen is the watermark
+        # that expires idle conversations: one sender whose clock runs ahead must not end
+        # every other sender's runs, so a time in the future counts as now (plus a minute)
+        latest = time.time_ns() + MAX_CLOCK_AHEAD_NS
         for view in views:
+            end = view.end_time_unix_nano
+            if end is not None and end > latest:
+                view.end_time_unix_nano = latest
+                start = view.start_time_unix_nano
+                if start is not None and start > latest:
+                    view.start_time_unix_nano = latest
             part = parts.get(view.trace_id)
             if part is None:
                 parts[view.trace_id] = [view]

@@ -1,7 +1,11 @@
 """A live service gets a trace in the parts its exporter batched, the agent span (which
-ends last) in the last part: the run is still one run, keyed as the earlier parts were."""
+ends last) in the last part: the run is still one run, keyed as the earlier parts were.
+Requests of several traces are judged trace by trace; a sender whose clock runs days ahead
+does not end another sender's conversation."""
 
 from __future__ import annotations
+
+import time
 
 from otel_loopguard.analyze.replay import RunRecord
 from otel_loopguard.engine.config import LoopGuardConfig
@@ -52,3 +56,22 @@ def test_a_request_of_many_traces_is_judged_trace_by_trace() -> None:
         "agent-1",
         "agent-2",
     ]
+
+
+def test_a_sender_with_a_clock_days_ahead_does_not_end_other_conversations() -> None:
+    now = time.time_ns()
+    day = 86_400 * 1_000_000_000
+
+    def turn(service: str, start_ns: int, conversation: str) -> list:
+        _, request = looping_trace(2, service=service, start_ns=start_ns, conversation=conversation)
+        return decode_message(request).views
+
+    runs, decisions = _judge(
+        [
+            turn("steady", now, "conv-steady"),  # two identical calls: no STOP yet
+            turn("ahead", now + 10 * day, "conv-ahead"),  # a clock ten days ahead
+            turn("steady", now + 1_000_000_000, "conv-steady"),  # two more: the loop
+        ]
+    )
+    assert ("stop", "steady") in decisions
+    assert sum(run.tool_calls for run in runs if run.run_id == "conv-steady") == 4
