@@ -55,13 +55,21 @@ class DecisionOutput:
         service: str | None,
     ) -> None:
         telemetry = self.telemetry
-        try:
-            telemetry.record_decision(decision, event, service=service)
-        except Exception as exc:
-            telemetry.internal_error("serve.decision_metrics", exc)
+        parent: SpanContext | None = None
         if item.trace_id and item.span_id:
             try:
                 parent = SpanContext(int(item.trace_id, 16), int(item.span_id, 16), True, _SAMPLED)
+            except ValueError:  # ids are hex from the decoder; a plug-in's event may differ
+                parent = None
+        try:
+            # in the decided span's context: the SDK's trace-based exemplar filter links
+            # the count to the agent's trace, as in-process
+            context = trace.set_span_in_context(trace.NonRecordingSpan(parent)) if parent else None
+            telemetry.record_decision(decision, event, context=context, service=service)
+        except Exception as exc:
+            telemetry.internal_error("serve.decision_metrics", exc)
+        if parent is not None:
+            try:
                 telemetry.emit_decision_span(self.tracer, decision, event, parent, time.time_ns())
                 self.decision_spans += 1
             except Exception as exc:

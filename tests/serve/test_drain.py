@@ -39,6 +39,19 @@ def _last_sum(bodies: list[bytes], name: str, **labels: str) -> float:
     return last
 
 
+def _exemplar_traces(bodies: list[bytes], name: str) -> set[str]:
+    """Trace ids of the exemplars on counter ``name``'s points."""
+    found = set()
+    for body in bodies:
+        for resource in ExportMetricsServiceRequest.FromString(body).resource_metrics:
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    if metric.name == name:
+                        for point in metric.sum.data_points:
+                            found |= {exemplar.trace_id.hex() for exemplar in point.exemplars}
+    return found
+
+
 def test_sigterm_judges_and_flushes_everything_accepted_before_exiting() -> None:
     with OTLPReceiver() as traces_backend, OTLPReceiver() as metrics_backend:
         serve = ServeProcess(
@@ -82,3 +95,6 @@ def test_sigterm_judges_and_flushes_everything_accepted_before_exiting() -> None
         assert _last_sum(metrics_backend.bodies, "loopguard.decisions", action="stop") == len(
             trace_ids
         )
+        # the counts link to the traces that looped (exemplars), as in-process
+        exemplars = _exemplar_traces(metrics_backend.bodies, "loopguard.decisions")
+        assert exemplars and exemplars <= set(trace_ids)
