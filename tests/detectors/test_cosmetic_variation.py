@@ -11,10 +11,12 @@ Under the real monitor and default policy, one model turn per call.
 
 from __future__ import annotations
 
+from scripted_runs import Driver, exchange
 from test_iteration_is_not_a_loop import Step, turns
 
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Action, Decision
+from otel_loopguard.engine.detectors.repetition import RepetitionDetector
 from otel_loopguard.engine.monitor import Monitor
 
 
@@ -39,8 +41,9 @@ def test_the_same_command_with_a_display_counter_is_stopped() -> None:
     assert stop is not None, "the same command, the same output, 39 times"
     evidence = [s.evidence for s in stop.reasons if s.detector == "repetition"]
     assert evidence and evidence[0]["unchanged_outputs"] >= 2
-    # it stops as early as exact repeats do: at the third identical answer
-    assert sum(d.action is Action.STOP for d in _decisions(steps[:3])) == 1
+    # one answer later than exact repeats: the first reworded call's answer is the reference
+    assert Action.STOP not in {d.action for d in _decisions(steps[:3])}
+    assert Action.STOP in {d.action for d in _decisions(steps[:4])}
 
 
 PARAPHRASES = [
@@ -94,3 +97,25 @@ def test_a_description_that_is_the_work_is_not_cosmetic() -> None:
         for i in range(6)
     ]
     assert _worst(steps) < Action.STOP
+
+
+def test_rewording_while_other_work_progresses_is_not_stopped() -> None:
+    steps: list[Step] = []
+    for i, query in enumerate(PARAPHRASES):
+        steps.append(("search", {"query": query}, {"results": []}))
+        steps.append(("job_status", {"job": "build-7"}, f"{i * 20}% done"))
+    assert _worst(steps) < Action.STOP
+
+
+def test_followed_answers_survive_a_reload() -> None:
+    """A reloaded conversation (state exported to JSON and restored) goes on counting."""
+    driver = Driver(RepetitionDetector)
+    steps = [exchange("search", {"query": q}, "no results") for q in PARAPHRASES[:3]]
+    for step in steps[:2]:
+        driver.feed(step)
+    driver.reload()
+    fired = [s for step in steps[2:] for s in driver.feed(step)]
+    fired += driver.feed(exchange("search", {"query": PARAPHRASES[3]}, "no results"))
+    assert [s.evidence.get("unchanged_outputs") for s in fired if s.kind == "near_duplicate"][
+        -1
+    ] == 2

@@ -18,6 +18,7 @@ from sdk_stack import AGENT, chat_span, sdk_stack, tool_span
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Action
 from otel_loopguard.engine.detectors import DEFAULT_DETECTORS
+from otel_loopguard.engine.detectors.base import RunCounters
 from otel_loopguard.engine.detectors.repeated_text import RepeatedTextDetector
 from otel_loopguard.engine.events import Event, EventKind
 from otel_loopguard.engine.monitor import Monitor
@@ -87,7 +88,7 @@ def test_only_hashes_are_kept() -> None:
     detector = RepeatedTextDetector(LoopGuardConfig())
     state = detector.new_state()
     for _ in range(2):
-        detector.observe(_turn(APOLOGY), state, None)  # type: ignore[arg-type]
+        detector.observe(_turn(APOLOGY), state, RunCounters())
     exported = detector.export_state(state)
     assert exported["streak"] == 2 and "sketch" not in exported
     assert "apolog" not in json.dumps(exported).lower()

@@ -51,9 +51,9 @@ class ActionCycleState:
         # (short lists, not deques: a deque allocates a 64-slot block)
         self.steps: list[int] = []
         self.tools: list[str] = []
-        self.waited: list[bool] = []  # per step: it waited, or came long after the previous
+        self.waited = 0  # bit i: the step i places back waited (or came long after the one before)
         self.match = [0] * (max_period + 1)  # index = period; 0 and 1 unused
-        self.sleeping: list[int] = []  # fingerprints of pending calls whose command sleeps
+        self.sleeping: tuple[int, ...] = ()  # calls whose shell command sleeps (rare)
         self.last_time = 0.0
 
 
@@ -70,6 +70,7 @@ class ActionCycleDetector:
     def __init__(self, config: LoopGuardConfig) -> None:
         self._shell = ToolNameMatcher(config.shell_tools)
         self.max_period = config.cycle_max_period
+        self._waited_mask = (1 << 2 * self.max_period) - 1  # two periods of the longest
         self.min_periods = config.cycle_min_periods
         self._periods = range(2, self.max_period + 1)
         # matched steps a cycle of each period needs: (min_periods - 1) full periods
@@ -85,8 +86,7 @@ class ActionCycleDetector:
         if kind is _TOOL_CALL:
             shell = event.arguments is not None and self._shell[event.tool_name]
             if shell and counters.call_key and command_sleeps(event.arguments):
-                state.sleeping.append(counters.call_key)
-                del state.sleeping[:-SLEEPING_CALLS_CAP]
+                state.sleeping = (*state.sleeping, counters.call_key)[-SLEEPING_CALLS_CAP:]
             return None
         if kind is not _TOOL_RESULT and kind is not _TOOL_ERROR:
             return None
@@ -118,10 +118,9 @@ class ActionCycleDetector:
                 match[period] = 0
         steps.append(step)
         state.tools.append(tool)
-        state.waited.append(waited)
+        state.waited = ((state.waited << 1) | waited) & self._waited_mask
         if size >= self.max_period:
             del steps[0], state.tools[0]
-        del state.waited[: -2 * self.max_period]  # two periods of the longest cycle
         if not candidate:
             return None
         for period in self._periods:
@@ -139,7 +138,7 @@ class ActionCycleDetector:
                 "threshold": self.min_periods,
                 "tools": tools,
             }
-            if not any(state.waited[-2 * period :]):  # no waiting in the last two periods
+            if not state.waited & ((1 << 2 * period) - 1):  # no wait in the last two periods
                 evidence["unchanged_outputs"] = (periods - 1) * period
             return Signal(
                 detector=self.name,
@@ -168,7 +167,7 @@ class ActionCycleDetector:
             "steps": list(state.steps),
             "tools": list(state.tools),
             "match": state.match[2:],
-            "waited": [int(waited) for waited in state.waited],
+            "waited": state.waited,
             "sleeping": list(state.sleeping),
             "last_time": state.last_time,
         }
@@ -177,8 +176,10 @@ class ActionCycleDetector:
         state = ActionCycleState(self.max_period)
         state.steps = [int(step) for step in data.get("steps") or []][-self.max_period :]
         state.tools = [str(tool) for tool in data.get("tools") or []][-self.max_period :]
-        state.waited = [bool(w) for w in data.get("waited") or []][-2 * self.max_period :]
-        state.sleeping = [int(call) for call in data.get("sleeping") or []][-SLEEPING_CALLS_CAP:]
+        waited = data.get("waited")
+        state.waited = waited & self._waited_mask if isinstance(waited, int) else 0
+        sleeping = [int(call) for call in data.get("sleeping") or []]
+        state.sleeping = tuple(sleeping[-SLEEPING_CALLS_CAP:])
         state.last_time = float(data.get("last_time") or 0.0)
         saved = [int(value) for value in data.get("match") or []]
         for period in range(2, self.max_period + 1):

@@ -16,18 +16,22 @@ Reworded calls bring their own no-progress evidence. The no-progress detector co
 exact calls, so it sees each paraphrase of a query, or the same shell command with a
 display counter in its description (``"description": "noop17"``: left out of the near key,
 see :mod:`~otel_loopguard.engine.signatures`), as new work. This detector therefore also
-follows the answers of each near-duplicate key, by the no-progress rule: a repeat counts
-when the answer is unchanged and nothing new happened in between (no first-time key, no
-changed answer anywhere in the run). When a key whose calls were not all identical has had
-``no_progress_threshold`` unchanged repeats and ``repetition_threshold`` calls, the answer
-fires a ``near_duplicate`` signal whose evidence holds ``unchanged_outputs``, on which the
-default policy stops. Paraphrases with different answers, distinct queries with the same
-empty answer, and pages behind opaque cursors (different keys) never get there.
+follows the answers of a near-duplicate key once its calls are seen to vary (the key has
+more calls than the call's exact signature: a reworded call), by the no-progress rule: a
+repeat counts when the answer is unchanged and nothing new happened in between (no
+first-time key, no answer unseen among the run's latest :data:`RECENT_OUTPUTS`). At
+``no_progress_threshold`` unchanged repeats of a key with ``repetition_threshold`` calls,
+the answer fires a ``near_duplicate`` signal whose evidence holds ``unchanged_outputs``,
+on which the default policy stops (the fourth such answer by default: the first reworded
+call's answer is the one the others are compared with). Paraphrases with different
+answers, distinct queries with the same empty answer, and pages behind opaque cursors
+(different keys) never get there. Calls whose key does not vary cost nothing more.
 """
 
 from __future__ import annotations
 
 import logging
+from array import array
 from collections import deque
 from typing import Any, ClassVar
 
@@ -49,17 +53,38 @@ SIMILARITY_TOOLS = 32  # tools whose recent call texts are kept for the hook
 _TOOL_CALL = EventKind.TOOL_CALL
 _TOOL_RESULT = EventKind.TOOL_RESULT
 _EPOCH_MASK = 0xFFFFFFFF  # as no_progress: epochs are only compared for equality
-NEAR_OF_CALL_CAP = 64  # exact call -> near key, for pairing answers with their key
+RECENT_CALLS = 16  # latest followed calls remembered with their near key, to pair answers
+RECENT_OUTPUTS = 32  # latest answers: one not among them is news (the world moved)
+ANSWERED_KEYS_CAP = 32  # near keys whose answers are followed
+
+
+class Following:
+    """The answers of near keys whose calls vary: made for a run at its first such call.
+
+    Most runs never reword a call; they carry ``None`` instead of this (per-run memory).
+    Fingerprints are kept in ``array("I")`` (4 bytes each, not a 28-byte ``int``).
+    """
+
+    __slots__ = ("answers", "calls", "epoch", "nears", "outputs")
+
+    def __init__(self) -> None:
+        # followed near key fingerprint -> (answer fingerprint, unchanged repeats, epoch
+        # of the last answer)
+        self.answers = FingerprintTable(ANSWERED_KEYS_CAP, "IHI")
+        # the latest followed calls and their near keys, oldest first (an answer follows
+        # its call closely); the latest answers, to tell news from a repeat
+        self.calls = array("I")
+        self.nears = array("I")
+        self.outputs = array("I")
+        self.epoch = 0
 
 
 class RepetitionState:
     __slots__ = (
-        "answers",
-        "epoch",
         "exact",
+        "following",
         "last_signature",
         "near",
-        "near_of_call",
         "similar_texts",
         "streak",
     )
@@ -72,11 +97,7 @@ class RepetitionState:
         self.streak = 0
         # tool -> recent capped call texts; only with a similarity hook configured
         self.similar_texts: dict[str, deque[str]] = {}
-        # near key fingerprint -> (answer fingerprint, unchanged repeats, epoch of the last
-        # answer, last exact call fingerprint, calls not all identical)
-        self.answers = FingerprintTable(history_size, "IHIIB")
-        self.near_of_call: dict[int, int] = {}  # exact call fingerprint -> near key's
-        self.epoch = 0
+        self.following: Following | None = None  # see Following
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -109,12 +130,19 @@ class RepetitionDetector:
             return None
         signature = event.signature
         near_count = 0
+        count = state.exact.bump(counters.call_key)  # the signature's, from the monitor
         if self.near_enabled and event.near_key:
             # per agent within a run, like call_key (counters.agent_key: 0 for the run's own)
             near = (fingerprint(event.near_key) ^ counters.agent_key) or 1
             near_count = state.near.bump(near)
-            self._follow(near, counters.call_key, state)
-        count = state.exact.bump(counters.call_key)  # the signature's, from the monitor
+            following = state.following
+            if near_count == 1:  # a first-time key is new work
+                if following is not None:
+                    following.epoch = (following.epoch + 1) & _EPOCH_MASK
+            elif near_count > count and counters.call_key:  # the key's calls vary
+                if following is None:
+                    following = state.following = Following()
+                self._follow(near, counters.call_key, following)
         if signature == state.last_signature:
             state.streak += 1
         else:
@@ -149,37 +177,47 @@ class RepetitionDetector:
             evidence=evidence,
         )
 
-    def _follow(self, near: int, call: int, state: RepetitionState) -> None:
-        """Note a call of near key ``near``: a first-time key is new work (a new epoch)."""
-        touch(state.near_of_call, call, near, NEAR_OF_CALL_CAP)
-        answers = state.answers
-        entry = answers.get(near)
-        if entry is None:
-            state.epoch = (state.epoch + 1) & _EPOCH_MASK
-            answers.insert(near, 0, 0, 0, call, 0)
-        elif entry[3] != call:  # another wording of the same call
-            answers.update(near, entry[0], entry[1], entry[2], call, 1)
+    @staticmethod
+    def _follow(near: int, call: int, following: Following) -> None:
+        """Pair the next answer to ``call`` with its varying near key ``near``."""
+        calls, nears = following.calls, following.nears
+        calls.append(call)
+        nears.append(near)
+        if len(calls) > RECENT_CALLS:
+            del calls[0], nears[0]
+        if following.answers.get(near) is None:
+            following.answers.insert(near, 0, 0, following.epoch)
 
     def _answer(self, event: Event, state: RepetitionState, counters: RunCounters) -> Signal | None:
-        """An answer to a near key's call: unchanged since its last one, with nothing new?"""
-        near = state.near_of_call.get(counters.call_key) if counters.call_key else None
-        if near is None or counters.failed:
-            return None
-        answers = state.answers
-        entry = answers.get(near)
+        """An answer: news moves the epoch; a followed key's answer unchanged is a repeat."""
+        following = state.following
         output = counters.outcome_key
+        if following is None or counters.failed or not output:
+            return None  # nothing followed in this run: the usual case
+        outputs = following.outputs
+        if output not in outputs:  # an answer not seen lately: the world moved
+            following.epoch = (following.epoch + 1) & _EPOCH_MASK
+            outputs.append(output)
+            if len(outputs) > RECENT_OUTPUTS:
+                del outputs[0]
+        call = counters.call_key
+        recent = following.calls
+        if not call or call not in recent:
+            return None
+        at = len(recent) - 1 - recent[::-1].index(call)  # its latest call
+        near = following.nears[at]
+        answers = following.answers
+        entry = answers.get(near)
         if entry is None:
             return None
-        last, repeats, epoch, call, varied = entry
-        if last != output or epoch != state.epoch:
-            if last != output:
-                state.epoch = (state.epoch + 1) & _EPOCH_MASK  # a new or changed answer
-            answers.update(near, output, 0, state.epoch, call, varied)
+        last, repeats, epoch = entry
+        if last != output or epoch != following.epoch:
+            answers.update(near, output, 0, following.epoch)
             return None
         repeats = min(repeats + 1, FingerprintTable.MAX_COUNT)
-        answers.update(near, output, repeats, state.epoch, call, varied)
-        if not varied or repeats < self.no_progress_threshold:
-            return None  # identical calls: the no-progress detector's case
+        answers.update(near, output, repeats, following.epoch)
+        if repeats < self.no_progress_threshold:
+            return None
         found = state.near.get(near)
         calls = found[0] if found is not None else 0
         if calls < self.threshold:
@@ -241,10 +279,16 @@ class RepetitionDetector:
             "near": state.near.to_json(),
             "last": state.last_signature,
             "streak": state.streak,
-            "answers": state.answers.to_json(),
-            "near_of_call": [[call, near] for call, near in state.near_of_call.items()],
-            "epoch": state.epoch,
         }
+        following = state.following
+        if following is not None:
+            data["following"] = {
+                "answers": following.answers.to_json(),
+                "calls": following.calls.tolist(),
+                "nears": following.nears.tolist(),
+                "outputs": following.outputs.tolist(),
+                "epoch": following.epoch,
+            }
         # the hook's texts are raw (capped) arguments: persisted only with content capture on
         if self.config.capture_content and state.similar_texts:
             data["similar"] = [[tool, list(texts)] for tool, texts in state.similar_texts.items()]
@@ -256,13 +300,30 @@ class RepetitionDetector:
         state.near.load_json(data.get("near"))
         state.last_signature = str(data.get("last") or "")
         state.streak = int(data.get("streak") or 0)
-        state.answers.load_json(data.get("answers"))
-        for pair in (data.get("near_of_call") or [])[-NEAR_OF_CALL_CAP:]:
-            if isinstance(pair, list) and len(pair) == 2:
-                state.near_of_call[int(pair[0])] = int(pair[1])
-        state.epoch = int(data.get("epoch") or 0) & _EPOCH_MASK
+        saved = data.get("following")
+        if isinstance(saved, dict):
+            state.following = _restore_following(saved)
         for tool, texts in (data.get("similar") or [])[-SIMILARITY_TOOLS:]:
             state.similar_texts[str(tool)] = deque(
                 (str(text) for text in texts), maxlen=SIMILARITY_WINDOW
             )
         return state
+
+
+def _restore_following(saved: dict[str, Any]) -> Following:
+    """A :class:`Following` from its export; bad values are left out, never raised."""
+    following = Following()
+    following.answers.load_json(saved.get("answers"))
+    calls, nears = _fingerprints(saved.get("calls")), _fingerprints(saved.get("nears"))
+    if len(calls) == len(nears):  # else unpaired: forget the pairs
+        following.calls.extend(calls[-RECENT_CALLS:])
+        following.nears.extend(nears[-RECENT_CALLS:])
+    following.outputs.extend(_fingerprints(saved.get("outputs"))[-RECENT_OUTPUTS:])
+    following.epoch = int(saved.get("epoch") or 0) & _EPOCH_MASK
+    return following
+
+
+def _fingerprints(values: Any) -> list[int]:
+    if not isinstance(values, list):
+        return []
+    return [v for v in values if isinstance(v, int) and 0 <= v <= _EPOCH_MASK]
