@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from typing import Any
 
 import pytest
 from opentelemetry import baggage, context
@@ -127,3 +128,41 @@ def test_check_current_run_sees_a_stop_made_elsewhere(redis_server: RedisServer)
         with pytest.raises(LoopGuardInterrupt) as stopped:
             guard.check_current_run()
     assert stopped.value.decision.run_id == "c9"
+
+
+def test_store_latency_and_outages_are_metrics(redis_server: RedisServer) -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    guard = LoopGuard(
+        LoopGuardConfig(store=redis_server.url), meter_provider=MeterProvider([reader])
+    )
+    tracer = TracerProvider().get_tracer("test")
+
+    def points(name: str) -> list[Any]:
+        data = reader.get_metrics_data()
+        return [
+            point
+            for resource in (data.resource_metrics if data else ())
+            for scope in resource.scope_metrics
+            for metric in scope.metrics
+            if metric.name == name
+            for point in metric.data.data_points
+        ]
+
+    with guard.agent_run(tracer, "agent", conversation_id="m1"):
+        for n in range(3):
+            with guard.tool_call(tracer, "lookup", {"q": n}) as call:
+                call.set_result(n)
+    by_operation = {p.attributes["operation"]: p.count for p in points("loopguard.store.duration")}
+    assert by_operation["gate"] >= 3 and by_operation["load_state"] >= 1
+    assert by_operation["save_state"] >= 1
+    redis_server.kill()
+    with guard.agent_run(tracer, "agent", conversation_id="m1"):
+        with guard.tool_call(tracer, "lookup", {"q": "after"}) as call:
+            call.set_result("")
+    errors = [
+        p for p in points("loopguard.internal_errors") if p.attributes.get("where") == "store"
+    ]
+    assert sum(p.value for p in errors) >= 1
