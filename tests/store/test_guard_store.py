@@ -166,3 +166,15 @@ def test_store_latency_and_outages_are_metrics(redis_server: RedisServer) -> Non
         p for p in points("loopguard.internal_errors") if p.attributes.get("where") == "store"
     ]
     assert sum(p.value for p in errors) >= 1
+
+
+def test_the_user_may_come_from_the_agent_spans_attribute() -> None:
+    guard = LoopGuard(LoopGuardConfig(user_token_budget=100, mode="enforce"))
+    tracer = TracerProvider().get_tracer("test")
+    user = {"gen_ai.user.id": "frank"}
+    with guard.agent_run(tracer, "agent", conversation_id="f1", attributes=user):
+        guard.preflight_llm()
+        guard.observe_llm_response(model="m", input_tokens=150, output_tokens=0)
+    with pytest.raises(LoopGuardInterrupt):
+        with guard.agent_run(tracer, "agent", conversation_id="f2", attributes=user):
+            guard.preflight_llm()
