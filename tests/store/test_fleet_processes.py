@@ -176,3 +176,17 @@ def test_a_users_cost_budget_priced_from_the_installed_table(redis_server: Redis
         "cost",
         "user",
     )
+
+
+def test_two_live_replicas_taking_turns_in_turn_keep_the_conversations_windows(
+    redis_server: RedisServer,
+) -> None:
+    env = agent_env(redis_server.url)
+    with AgentProcess("conv-1", env) as first, AgentProcess("conv-1", env) as second:
+        # a load balancer's round robin: each replica resumes the run the other advanced
+        turns = [first.turn(), second.turn(), first.turn(), second.turn(), first.turn()]
+        first.finish()
+        second.finish()
+    in_one = run_turns("conv-2", 5, agent_env("memory"))
+    assert [t["executed"] for t in turns] == [t["executed"] for t in in_one]
+    assert [t["executed"] for t in turns] == [True, True, True, False, False]
