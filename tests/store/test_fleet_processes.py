@@ -190,3 +190,4 @@ def test_two_live_replicas_taking_turns_in_turn_keep_the_conversations_windows(
     in_one = run_turns("conv-2", 5, agent_env("memory"))
     assert [t["executed"] for t in turns] == [t["executed"] for t in in_one]
     assert [t["executed"] for t in turns] == [True, True, True, False, False]
+    assert turns[2]["interrupted"] == in_one[2]["interrupted"] is not None  # the third call
