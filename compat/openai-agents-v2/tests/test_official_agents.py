@@ -9,6 +9,7 @@ import asyncio
 
 import pytest
 from agents import RunConfig, Runner
+from opentelemetry import trace
 from otel_loopguard_testing.decided import stopped_at
 from otel_loopguard_testing.metrics import metric_counter
 from scripted import ANSWER, LOOP_TURNS, QUERIES, USAGE, looping, productive
@@ -82,14 +83,16 @@ def test_beside_our_package_the_loop_is_interrupted_after_at_most_four_execution
     harness = with_our_package(mode="enforce")
     errors = metric_counter(harness)
 
-    with harness.app_tracer().start_as_current_span("handle request"):
+    with harness.app_tracer().start_as_current_span("handle request") as app:
         for _ in range(invocations):
             scenario = looping()
             with pytest.raises(LoopGuardInterrupt):
                 _run(scenario)
             assert 1 <= len(scenario.executions) <= 4, scenario.executions
+            assert trace.get_current_span() is app  # no span of theirs left current
 
     assert errors("loopguard.internal_errors") == 0
+    harness.assert_every_span_ended_once()
 
 
 @pytest.mark.parametrize("sensitive", [True, False], ids=["content-on", "content-off"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from hand_written import ANSWER, looping, productive
+from opentelemetry import trace
 from otel_loopguard_testing.metrics import metric_counter
 
 from otel_loopguard import LoopGuardInterrupt
@@ -28,12 +29,13 @@ def test_the_looping_run_is_interrupted_after_at_most_four_executions(
     errors = metric_counter(harness)
     tracer = harness.app_tracer()
 
-    with tracer.start_as_current_span("handle request"):
+    with tracer.start_as_current_span("handle request") as app:
         for _ in range(invocations):
             loop = looping()
             with pytest.raises(LoopGuardInterrupt), get_guard().agent_run(tracer, "assistant"):
                 loop.run()
             assert 1 <= len(loop.executions) <= 4, loop.executions
+            assert trace.get_current_span() is app  # no span of theirs left current
 
     assert len(harness.spans("chat ")) == len(
         [
@@ -43,6 +45,7 @@ def test_the_looping_run_is_interrupted_after_at_most_four_executions(
         ]
     )  # theirs only, never a second span of ours
     assert errors("loopguard.internal_errors") == 0
+    harness.assert_every_span_ended_once()
 
 
 def test_the_productive_run_completes_with_the_real_steps_and_tokens(with_openai_package):

@@ -19,6 +19,7 @@ from agents import (
     looping_script,
     priced_script,
 )
+from opentelemetry import trace
 from otel_loopguard_testing.metrics import metric_counter
 from otel_loopguard_testing.scripted_models import ToolCounter
 
@@ -51,13 +52,14 @@ def test_the_looping_run_is_interrupted_after_at_most_four_executions(
     errors = metric_counter(harness)
     tracer = harness.app_tracer()
 
-    with tracer.start_as_current_span("handle request"):
+    with tracer.start_as_current_span("handle request") as app:
         for _ in range(invocations):
             counter = ToolCounter()
             graph = build_react_graph(looping_script(), counter)
             with pytest.raises(LoopGuardInterrupt):
                 graph.invoke(USER_INPUT)
             assert 1 <= counter["search"] <= 4, counter["search"]
+            assert trace.get_current_span() is app  # no span of theirs left current
 
     assert errors("loopguard.internal_errors") == 0
     harness.assert_every_span_ended_once()

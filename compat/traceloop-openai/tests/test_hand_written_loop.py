@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from hand_written import ANSWER, LOOP_TURNS, looping, productive
+from opentelemetry import trace
 from otel_loopguard_testing.decided import stopped_at
 from otel_loopguard_testing.metrics import metric_counter
 
@@ -74,14 +75,16 @@ def test_beside_our_package_the_loop_is_interrupted_after_at_most_four_execution
     errors = metric_counter(harness)
     tracer = harness.app_tracer()
 
-    with tracer.start_as_current_span("handle request"):
+    with tracer.start_as_current_span("handle request") as app:
         for _ in range(invocations):
             loop = looping()
             with pytest.raises(LoopGuardInterrupt), get_guard().agent_run(tracer, "assistant"):
                 loop.run()
             assert 1 <= len(loop.executions) <= 4, loop.executions
+            assert trace.get_current_span() is app  # no span of theirs left current
 
     assert errors("loopguard.internal_errors") == 0
+    harness.assert_every_span_ended_once()
 
 
 def test_beside_our_package_the_productive_run_counts_the_real_tokens(with_openai_package):
