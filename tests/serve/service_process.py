@@ -10,6 +10,7 @@ import re
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -73,6 +74,14 @@ class ServeProcess:
                 break
         else:
             raise RuntimeError("serve did not start: " + "".join(self.stderr_lines))
+        # keep reading its log: a full pipe would block the service
+        self._reader = threading.Thread(target=self._read_log, daemon=True)
+        self._reader.start()
+
+    def _read_log(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr_lines.append(line)
 
     @property
     def grpc(self) -> str:
@@ -85,11 +94,8 @@ class ServeProcess:
     def stop(self, timeout: float = 60) -> int:
         if self.process.poll() is None:
             self.process.terminate()
-        try:
-            code = self.process.wait(timeout)
-        finally:
-            assert self.process.stderr is not None
-            self.stderr_lines += self.process.stderr.readlines()
+        code = self.process.wait(timeout)
+        self._reader.join(10)
         return code
 
     def kill(self) -> None:

@@ -83,3 +83,12 @@ def test_otlp_json_is_judged_too(serve: ServeProcess, backend: OTLPReceiver) -> 
         lambda: serve.metric("loopguard_decisions_total", action="stop", service_name="json-agent")
     )
     assert wait_for(lambda: _decision_spans(backend, trace_id, "stop"))
+
+
+def test_no_argument_or_result_in_the_log(serve: ServeProcess) -> None:
+    """Last in this module: stops the service to read its whole log."""
+    assert serve.stop() == 0
+    log = "".join(serve.stderr_lines)
+    assert "listening" in log and "stopped" in log
+    for content in ("pricing", "no results", "found page"):
+        assert content not in log
