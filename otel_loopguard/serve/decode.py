@@ -65,6 +65,29 @@ def inflate(body: bytes, encoding: str, max_bytes: int) -> bytes:
     return data
 
 
+def success_response(rejected: int, json_body: bool) -> bytes:
+    """The ``ExportTraceServiceResponse`` of an accepted request: empty, or the partial
+    success naming how many spans were rejected (unusable trace or span ids)."""
+    if json_body:
+        if not rejected:
+            return b"{}"
+        return json.dumps(
+            {"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": _REJECTED}}
+        ).encode()
+    if not rejected:
+        return b""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTracePartialSuccess,
+        ExportTraceServiceResponse,
+    )
+
+    partial = ExportTracePartialSuccess(rejected_spans=rejected, error_message=_REJECTED)
+    return ExportTraceServiceResponse(partial_success=partial).SerializeToString()
+
+
+_REJECTED = "spans without a 16-byte trace id and an 8-byte span id were rejected"
+
+
 def decode_protobuf(data: bytes) -> Decoded:
     try:
         request = ExportTraceServiceRequest.FromString(data)

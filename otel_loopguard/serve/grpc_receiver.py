@@ -16,6 +16,7 @@ from typing import Any
 
 import grpc
 
+from otel_loopguard.serve.decode import success_response
 from otel_loopguard.serve.intake import Intake, Outcome
 from otel_loopguard.serve.settings import RETRY_AFTER_SECONDS
 
@@ -78,12 +79,13 @@ class GRPCReceiver:
         for key, value in context.invocation_metadata():
             if key == "authorization":
                 authorization = value
+        rejected = 0
         if not intake.authorized(authorization):
             outcome = intake.count("grpc", Outcome.UNAUTHORIZED)
         else:
-            outcome = intake.body("grpc", body, "", "application/x-protobuf")
+            outcome, rejected = intake.body("grpc", body, "", "application/x-protobuf")
         if outcome is Outcome.OK:
-            return b""  # an empty ExportTraceServiceResponse
+            return success_response(rejected, json_body=False)
         if outcome is Outcome.BUSY:
             if self._retry_info is None:
                 self._retry_info = _retry_info()

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from otel_loopguard.serve.decode import success_response
 from otel_loopguard.serve.intake import Intake, Outcome
 from otel_loopguard.serve.settings import RETRY_AFTER_SECONDS
 
@@ -108,23 +109,24 @@ class HTTPReceiver:
             return self._answer(intake.count("http", Outcome.TOO_LARGE), json_body)
         finally:
             self._in_flight -= 1
-        outcome = intake.body(
+        outcome, rejected = intake.body(
             "http", body, request.headers.get("Content-Encoding", ""), request.content_type or ""
         )
-        return self._answer(outcome, json_body)
+        return self._answer(outcome, json_body, rejected)
 
-    def _answer(self, outcome: Outcome, json_body: bool) -> web.Response:
+    def _answer(self, outcome: Outcome, json_body: bool, rejected: int = 0) -> web.Response:
         status = _STATUS[outcome]
         headers = {}
+        if outcome is Outcome.UNAUTHORIZED:
+            headers["WWW-Authenticate"] = "Bearer"
         if outcome is Outcome.BUSY or outcome is Outcome.DRAINING:
             headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
         if outcome is Outcome.TOO_LARGE:
             headers["Connection"] = "close"  # the unread rest of the body is not wanted
         if status == 200:
-            # an empty ExportTraceServiceResponse: no partial success to report
-            if json_body:
-                return self._web.Response(body=b"{}", content_type="application/json")
-            return self._web.Response(body=b"", content_type="application/x-protobuf")
+            kind = "application/json" if json_body else "application/x-protobuf"
+            answer = success_response(rejected, json_body)
+            return self._web.Response(body=answer, content_type=kind)
         return self._web.Response(status=status, text=outcome.value, headers=headers)
 
     async def _health_check(self, _request: web.Request) -> web.Response:

@@ -1,6 +1,7 @@
 """What both receivers do with a request: check, decode, admit, count.
 
-A request is answered by one :class:`Outcome`, which each transport turns into its own
+A request is answered by one :class:`Outcome` (and, when it is accepted, by how many of its
+spans were rejected: OTLP's partial success), which each transport turns into its own
 status (HTTP 200/400/401/413/429/503, gRPC OK/INVALID_ARGUMENT/UNAUTHENTICATED/
 RESOURCE_EXHAUSTED/UNAVAILABLE). Every outcome is counted in
 ``loopguard.serve.requests{transport, outcome}`` and the spans in
@@ -13,7 +14,6 @@ from __future__ import annotations
 import enum
 import hmac
 from collections.abc import Callable
-from typing import Any
 
 from opentelemetry import metrics
 
@@ -22,7 +22,6 @@ from otel_loopguard.serve.decode import (
     MalformedRequest,
     TooLarge,
     decode_json,
-    decode_message,
     decode_protobuf,
     inflate,
 )
@@ -79,8 +78,11 @@ class Intake:
             return True
         return header is not None and hmac.compare_digest(header.strip().encode(), self._token)
 
-    def body(self, transport: str, body: bytes, encoding: str, content_type: str) -> Outcome:
-        """An HTTP body (after the transport checked its declared size)."""
+    def body(
+        self, transport: str, body: bytes, encoding: str, content_type: str
+    ) -> tuple[Outcome, int]:
+        """A request body (after the transport checked its declared size): the outcome, and
+        how many of its spans were rejected for unusable ids (OTLP's partial success)."""
         try:
             if len(body) > self.max_request_bytes:
                 raise TooLarge("body over the limit")
@@ -88,22 +90,14 @@ class Intake:
             json_body = "json" in content_type.lower()
             decoded = decode_json(data) if json_body else decode_protobuf(data)
         except TooLarge:
-            return self.count(transport, Outcome.TOO_LARGE)
+            return self.count(transport, Outcome.TOO_LARGE), 0
         except MalformedRequest:
-            return self.count(transport, Outcome.MALFORMED)
+            return self.count(transport, Outcome.MALFORMED), 0
         except Exception as exc:  # a body no decoder expected: still an answer, and counted
             if self.on_error is not None:
                 self.on_error("serve.decode", exc)
-            return self.count(transport, Outcome.MALFORMED)
-        return self.admit(transport, decoded)
-
-    def message(self, transport: str, request: Any) -> Outcome:
-        """A request the gRPC runtime parsed already."""
-        try:
-            decoded = decode_message(request)
-        except Exception:  # a message the runtime parsed but we cannot read
-            return self.count(transport, Outcome.MALFORMED)
-        return self.admit(transport, decoded)
+            return self.count(transport, Outcome.MALFORMED), 0
+        return self.admit(transport, decoded), decoded.rejected
 
     def admit(self, transport: str, decoded: Decoded) -> Outcome:
         if decoded.rejected:

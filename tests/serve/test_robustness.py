@@ -5,14 +5,16 @@ the next good request."""
 from __future__ import annotations
 
 import gzip
+import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from otel_loopguard_testing import OTLPReceiver
 
-from .requests_helpers import grpc_export, looping_trace, merged, post
+from .requests_helpers import GRPC_METHOD, grpc_export, looping_trace, merged, post
 from .service_process import ServeProcess, wait_for
 
 MAX_PENDING = 2_000
@@ -86,3 +88,22 @@ def test_a_flood_beyond_capacity_is_told_to_retry(serve: ServeProcess) -> None:
     wait_for(lambda: serve.metric("loopguard_serve_spans_total", outcome="refused") >= 2_200 * 2)
     serve.idle()
     _still_serving(serve, "after-flood")
+
+
+def test_spans_with_unusable_ids_are_a_partial_success(serve: ServeProcess) -> None:
+    _, request = looping_trace(3, service="partly-broken")
+    request.resource_spans[0].scope_spans[0].spans[0].trace_id = b"\x01\x02\x03\x04"
+    body = request.SerializeToString()
+    answer = urllib.request.urlopen(
+        urllib.request.Request(
+            f"{serve.http}/v1/traces", body, {"Content-Type": "application/x-protobuf"}
+        ),
+        timeout=30,
+    )
+    assert answer.status == 200
+    response = ExportTraceServiceResponse.FromString(answer.read())
+    assert response.partial_success.rejected_spans == 1
+    with grpc.insecure_channel(serve.grpc) as channel:
+        raw = channel.unary_unary(GRPC_METHOD)(body, timeout=30)
+    assert ExportTraceServiceResponse.FromString(raw).partial_success.rejected_spans == 1
+    wait_for(lambda: serve.metric("loopguard_serve_spans_total", outcome="rejected") == 2)
