@@ -1,8 +1,9 @@
 """When another OpenAI instrumentation already makes the ``chat`` span, we make none.
 
-opentelemetry-instrumentation-openai-v2 (2.4b0, the newest here) does not import against
-the httpx2-based SDK, so these tests open the other instrumentation's span by hand, with
-the attributes it sets, around the real SDK call: the same situation our wrapper meets.
+These tests open the other instrumentation's span by hand, with the attributes it sets,
+around the real SDK call: the same situation our wrapper meets, in this suite's venv.
+compat/openai-v2 runs the real opentelemetry-instrumentation-openai-v2 2.4b0 beside us (it
+imports httpx, which the httpx2-based SDK no longer brings: that suite pins it).
 """
 
 from __future__ import annotations
