@@ -71,6 +71,7 @@ from otel_loopguard.spans.dialects import (
     LEGACY_OUTPUT_TOKEN_KEYS,
     OUTPUT_TOKEN_KEYS,
 )
+from otel_loopguard.spans.executions import GATE
 from otel_loopguard.spans.follower import OpenAgent, SpanFollower, TraceState
 from otel_loopguard.spans.sdk import PLAIN_CLASSES, status_and_end
 from otel_loopguard.spans.view import SpanView, detection_view
@@ -191,6 +192,15 @@ class LoopGuard:
             run_id, attributes.get("gen_ai.response.id"), by_wrapper=False
         )
 
+    def _reported_below(self, context: Any, started: int, now: int) -> bool:
+        """Another instrumentation's model span of this very call (it overlaps the call in
+        this trace) was fed already: OpenInference's OpenAI span ends inside our OpenAI
+        package's call. The turn counted then; this report is the same one again."""
+        if not context.is_valid:
+            return False
+        state = self.follower.get(context.trace_id)
+        return state is not None and state.executions.claim("llm", None, None, started, now, GATE)
+
     def tracer(self) -> trace.Tracer:
         """Our own tracer, for zero-duration ``loopguard.decision`` / ``loopguard.run`` spans."""
         if self._tracer is None:
@@ -297,11 +307,21 @@ class LoopGuard:
 
             target = span if span is not None else trace.get_current_span()
             identity = self.resolve_run(target)
-            if not self.reported_answers.first_report(
+            context = target.get_span_context()
+            now = time.time_ns()
+            started = (getattr(span, "start_time", None) if span is not None else None) or (
+                open_turn_started() or now
+            )
+            paired = not self.reported_answers.first_report(
                 identity.run_id, response_id, by_wrapper=True
-            ):
+            )
+            below = not paired and self._reported_below(context, started, now)
+            if paired or below:
                 if span is not None:
                     self.managed.add_span(span)  # nor may the processor read it as a turn
+                if below and raise_on_stop:
+                    # what their span's turn decided is enforced here, before the tools run
+                    return self.check_current_run()
                 return Decision(Action.CONTINUE)
             requested = None
             if requested_tool_calls is not None:
@@ -312,7 +332,6 @@ class LoopGuard:
                         for name, args in requested_tool_calls
                     )
                 )
-            context = target.get_span_context()
             handle = _CURRENT_RUN.get()
             event = Event(
                 EventKind.LLM_RESPONSE,
@@ -339,14 +358,13 @@ class LoopGuard:
             if context.is_valid:
                 # another instrumentation's span of this model call (OpenInference's
                 # LangChain span ends after the wrapper reported) is not fed again
-                now = time.time_ns()
                 self.follower.execution_started(
                     context.trace_id,
                     ("llm", next(self._reported_turns)),
                     "llm",
                     None,
                     None,
-                    open_turn_started() or now,
+                    started,
                     now,
                 )
         except Exception as exc:

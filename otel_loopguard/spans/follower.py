@@ -61,7 +61,11 @@ from otel_loopguard.spans.dialects import (
 from otel_loopguard.spans.events import span_to_events
 from otel_loopguard.spans.executions import GATE, Executions
 from otel_loopguard.spans.identity import agent_name, conversation_in
-from otel_loopguard.spans.tool_messages import INPUT_MESSAGES_KEY, answered_calls
+from otel_loopguard.spans.tool_messages import (
+    INPUT_MESSAGES_KEY,
+    OPENINFERENCE_FIRST_ROLE,
+    answered_calls,
+)
 from otel_loopguard.spans.view import SpanView
 
 _MAX_NESTED = 100_000
@@ -528,7 +532,7 @@ class SpanFollower:
             span_class is LLM
             and not managed
             and not state.tool_spans_seen
-            and INPUT_MESSAGES_KEY in attributes
+            and (INPUT_MESSAGES_KEY in attributes or OPENINFERENCE_FIRST_ROLE in attributes)
         ):
             # a hand-written loop traced by a model-call instrumentation alone: the tools'
             # answers are in this request's messages (even when the turn itself was

@@ -26,6 +26,7 @@ from typing import Any, Final
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.events import Event, EventKind
 from otel_loopguard.engine.signatures import call_signature, output_signature
+from otel_loopguard.spans.dialects import PLACEHOLDERS
 from otel_loopguard.spans.view import SpanView
 
 #: the request's messages, as one JSON string (GenAI semantic conventions)
@@ -34,6 +35,13 @@ INPUT_MESSAGES_KEY: Final = "gen_ai.input.messages"
 _INPUT_MESSAGES_LIMIT: Final = 262_144
 #: answers read from one request at most
 _MAX_ANSWERS: Final = 64
+#: OpenInference's indexed request messages (``llm.input_messages.{i}.message.*``); the
+#: first one's role tells a span has them
+_OPENINFERENCE_MESSAGE: Final = "llm.input_messages."
+OPENINFERENCE_FIRST_ROLE: Final = "llm.input_messages.0.message.role"
+#: indexed messages read at most (a longer conversation's tail is not read)
+_MAX_INDEXED_MESSAGES: Final = 512
+_PLACEHOLDERS: Final = PLACEHOLDERS
 
 
 def answered_calls(
@@ -41,15 +49,19 @@ def answered_calls(
 ) -> list[Event]:
     """``tool_call`` and ``tool_result`` events, in pairs, for the tool answers at the end of
     a model span's request; empty when it records none. Never raises on odd shapes."""
-    text = view.attributes.get(INPUT_MESSAGES_KEY)
-    if not isinstance(text, str) or "tool_call_response" not in text:
-        return []
-    if len(text) > _INPUT_MESSAGES_LIMIT:
-        return []
-    try:
-        messages = json.loads(text)
-    except ValueError:
-        return []
+    attributes = view.attributes
+    text = attributes.get(INPUT_MESSAGES_KEY)
+    if text is None and OPENINFERENCE_FIRST_ROLE in attributes:
+        messages: Any = openinference_messages(attributes)
+    else:
+        if not isinstance(text, str) or "tool_call_response" not in text:
+            return []
+        if len(text) > _INPUT_MESSAGES_LIMIT:
+            return []
+        try:
+            messages = json.loads(text)
+        except ValueError:
+            return []
     if not isinstance(messages, list):
         return []
     last_assistant = -1
@@ -89,6 +101,49 @@ def answered_calls(
                 )
             )
     return events
+
+
+def openinference_messages(attributes: Any) -> list[dict[str, Any]]:
+    """OpenInference's request messages (``llm.input_messages.{i}.message.*``: ``role``,
+    ``content``, a tool message's ``tool_call_id``, an assistant message's
+    ``tool_calls.{j}.tool_call.id`` / ``.function.name`` / ``.function.arguments``) in the
+    conventions' shape read above; hidden content (``__REDACTED__``) is left out, as not
+    recorded. Only the messages from the last assistant message on get their parts."""
+    roles: list[str] = []
+    for index in range(_MAX_INDEXED_MESSAGES):
+        role = attributes.get(f"{_OPENINFERENCE_MESSAGE}{index}.message.role")
+        if not isinstance(role, str):
+            break
+        roles.append(role)
+    last = max((i for i, role in enumerate(roles) if role == "assistant"), default=-1)
+    messages: list[dict[str, Any]] = [{"role": role, "parts": []} for role in roles]
+    for index in range(max(last, 0), len(roles)):
+        prefix = f"{_OPENINFERENCE_MESSAGE}{index}.message."
+        parts = messages[index]["parts"]
+        if roles[index] == "tool":
+            content = attributes.get(prefix + "content")
+            if content is not None and content not in _PLACEHOLDERS:
+                call_id = attributes.get(prefix + "tool_call_id")
+                parts.append({"type": "tool_call_response", "id": call_id, "response": content})
+        elif roles[index] == "assistant":
+            for number in range(_MAX_ANSWERS):
+                call = f"{prefix}tool_calls.{number}.tool_call."
+                name = attributes.get(call + "function.name")
+                if not isinstance(name, str):
+                    break
+                part: dict[str, Any] = {
+                    "type": "tool_call",
+                    "id": attributes.get(call + "id"),
+                    "name": name,
+                }
+                arguments = attributes.get(call + "function.arguments")
+                if isinstance(arguments, str) and arguments not in _PLACEHOLDERS:
+                    try:
+                        part["arguments"] = json.loads(arguments)
+                    except ValueError:
+                        part["arguments"] = arguments
+                parts.append(part)
+    return messages
 
 
 def _parts(message: Any) -> list[dict[str, Any]]:

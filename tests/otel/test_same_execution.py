@@ -165,3 +165,20 @@ def test_a_model_span_around_another_of_the_same_call_counts_once(stack: Stack) 
                     outer.set_attributes(usage)
         counters = guard.monitor.run_snapshot(run_id).counters
     assert (counters.steps, counters.input_tokens, counters.output_tokens) == (2, 120, 20)
+
+
+def test_their_model_span_inside_our_reported_call_counts_once(stack: Stack) -> None:
+    """OpenInference's OpenAI span ends inside our OpenAI package's ``chat`` span (they wrap
+    the client's request, below our wrapper): fed first, it is the turn; our report of the
+    same call after it is not a second one."""
+    guard, tracer = stack.guard, stack.tracer
+    usage = {"openinference.span.kind": "LLM", "llm.token_count.prompt": 40}
+    with guard.agent_run(tracer, "researcher"):
+        run_id = guard.resolve_run().run_id
+        for _ in range(2):
+            with tracer.start_as_current_span("chat gpt-test") as ours:
+                with tracer.start_as_current_span("ChatCompletion", attributes=usage):
+                    pass
+                guard.observe_llm_response(input_tokens=40, output_tokens=10, span=ours)
+        counters = guard.monitor.run_snapshot(run_id).counters
+    assert (counters.steps, counters.input_tokens) == (2, 80)

@@ -1,0 +1,57 @@
+"""Our OpenAI SDK package beside OpenInference's OpenAI instrumentation, enforce mode: their
+``ChatCompletion`` span ends inside our ``chat`` span (they wrap the client's request, below
+our wrapper); each model call counts once, and what their span's request tells (the tools'
+answers) is enforced by ours before the next tools run."""
+
+from __future__ import annotations
+
+import pytest
+from hand_written import ANSWER, looping, productive
+from otel_loopguard_testing import metric_counter
+
+from otel_loopguard import LoopGuardInterrupt
+from otel_loopguard.guard import get_guard
+
+
+@pytest.mark.parametrize("invocations", [1, 2])
+def test_the_looping_loop_is_interrupted_after_at_most_four_executions(
+    beside_ours, invocations
+) -> None:
+    harness = beside_ours(mode="enforce")
+    count = metric_counter(harness)
+    tracer = harness.app_tracer()
+    with tracer.start_as_current_span("handle request"):
+        for _ in range(invocations):
+            loop = looping()
+            with pytest.raises(LoopGuardInterrupt), get_guard().agent_run(tracer, "assistant"):
+                loop.run()
+            assert 1 <= len(loop.executions) <= 4, loop.executions
+    states = [s.attributes["loopguard.run.state"] for s in harness.named("invoke_agent assistant")]
+    assert states == ["stopped"] * invocations
+    assert count("loopguard.internal_errors") == 0
+
+
+def test_the_productive_loop_completes_with_the_real_steps_and_tokens(beside_ours) -> None:
+    harness = beside_ours(mode="enforce")
+    count = metric_counter(harness)
+    loop = productive()
+    with get_guard().agent_run(harness.app_tracer(), "assistant"):
+        assert loop.run() == ANSWER
+    assert harness.run_state("assistant") == "completed"
+    assert harness.run_usage("assistant") == (5 * 40, 5 * 10)  # five turns, once each
+    assert not harness.decision_events("stop")
+    assert count("loopguard.internal_errors") == 0
+
+
+def test_a_token_budget_stops_at_the_right_turn(beside_ours) -> None:
+    harness = beside_ours(mode="enforce", token_budget=120)  # 50 a turn: the 3rd goes over
+    count = metric_counter(harness)
+    loop = productive()
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        with get_guard().agent_run(harness.app_tracer(), "assistant"):
+            loop.run()
+    assert stopped.value.decision.detectors == ("budget",)
+    assert len(loop.api.requests) == 3  # counted twice, the 2nd answer would stop it
+    assert harness.run_state("assistant") == "budget_exceeded"
+    assert harness.run_usage("assistant") == (120, 30)
+    assert count("loopguard.internal_errors") == 0
