@@ -44,10 +44,13 @@ def _our_run(harness, agent: str = "support_agent"):
     return span
 
 
+@pytest.mark.parametrize("content", ["true", "false"], ids=["content-on", "content-off"])
 @pytest.mark.parametrize("invocations", [1, 2])
 def test_the_looping_run_is_interrupted_after_at_most_four_executions(
-    with_our_package, invocations
+    with_our_package, invocations, content, monkeypatch
 ):
+    """Content off too: our gate's spans carry the signatures their spans lack."""
+    monkeypatch.setenv("TRACELOOP_TRACE_CONTENT", content)
     harness = with_our_package(mode="enforce")
     errors = metric_counter(harness)
     tracer = harness.app_tracer()

@@ -36,10 +36,12 @@ def _our_run(harness):
     return span
 
 
+@pytest.mark.parametrize("sensitive", [True, False], ids=["content-on", "content-off"])
 @pytest.mark.parametrize("invocations", [1, 2])
 def test_the_looping_run_is_interrupted_after_at_most_four_executions(
-    with_our_package, invocations
+    with_our_package, invocations, sensitive
 ):
+    """Content off too: our gate's spans carry the signatures their spans lack."""
     harness = with_our_package(mode="enforce")
     errors = metric_counter(harness)
 
@@ -47,7 +49,7 @@ def test_the_looping_run_is_interrupted_after_at_most_four_executions(
         for _ in range(invocations):
             scenario = looping()
             with pytest.raises(LoopGuardInterrupt):
-                _run(scenario)
+                _run(scenario, sensitive=sensitive)
             assert 1 <= len(scenario.executions) <= 4, scenario.executions
             assert trace.get_current_span() is app  # no span of theirs left current
 
