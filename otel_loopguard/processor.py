@@ -104,8 +104,10 @@ class LoopGuardSpanProcessor(SpanProcessor):
             if _FILTER_KEYS.isdisjoint(attributes) and (
                 name[:1] not in _NAME_FIRSTS or name[:7].lower() not in _NAME_PREFIXES
             ):
-                if not attributes:  # it may say what it is only at its end
-                    self._start_late(span, name)
+                if not attributes:  # it may say what it is only at its end (one look)
+                    scope = getattr(span, "_instrumentation_scope", None)
+                    if scope is not None and scope.name in LATE_KIND_SCOPES:
+                        self._start_late(span, name)
                 return  # most spans of a service: nothing to track
             if not (self.enabled and self.guard.config.enabled):
                 return
