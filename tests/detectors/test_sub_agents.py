@@ -142,3 +142,17 @@ def test_sdk_a_looping_sub_agent_gets_replan_decisions_that_name_it() -> None:
     assert replans, stack.decisions()
     assert {d["gen_ai.agent.name"] for d in replans} == {"coder"}
     assert "The sub-agent coder" in replans[0]["loopguard.recommendation"]
+
+
+def test_unusable_replan_counts_in_an_export_restore_as_none() -> None:
+    monitor = manager_monitor()
+    monitor.observe(handoff("manager", "coder"))
+    data = json.loads(json.dumps(monitor.export_run(RUN)))
+    data["agent_replans"] = {"coder": "many", "tester": -1, "fixer": 2}
+    restored = Monitor(LoopGuardConfig())
+    restored.restore_run(data)
+    assert restored.internal_errors == 0
+    assert restored.export_run(RUN)["agent_replans"] == {"fixer": 2}
+    data["agent_replans"] = ["not", "a", "dict"]
+    restored.restore_run(data)
+    assert restored.internal_errors == 0 and restored.export_run(RUN)["agent_replans"] == {}

@@ -100,8 +100,7 @@ def restore_run_state(
     run.max_risk = float(data.get("max_risk", 0.0))
     run.max_action = Action(data.get("max_action", Action.CONTINUE.value))
     run.agent = data.get("agent")
-    replans = data.get("agent_replans") or {}
-    run.agent_replans = {str(name): int(count) for name, count in list(replans.items())[:64]}
+    run.agent_replans = _agent_replans(data.get("agent_replans"))
     run.keyed_by = data.get("keyed_by")
     stop = data.get("stop")
     if stop:
@@ -117,6 +116,16 @@ def restore_run_state(
             where.get("span_id"),
         )
     return run
+
+
+def _agent_replans(data: Any) -> dict[str, int]:
+    """Sub-agent replans of an export; what does not read as ``{name: count}`` is skipped."""
+    replans: dict[str, int] = {}
+    if isinstance(data, dict):
+        for name, count in list(data.items())[:64]:
+            if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+                replans[str(name)] = count
+    return replans
 
 
 def decision_to_dict(decision: Decision) -> dict[str, Any]:
