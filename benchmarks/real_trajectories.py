@@ -15,7 +15,7 @@ precision, loop runs stopped before their loop began, tool calls a STOP saved on
 runs, and the replay's time. Exit status 1 when a gate given fails (as ``analyze``), 2
 when the corpus is missing.
 
-The corpus is looked up in ``--corpus``, then ``$LOOPGUARD_TRAJECTORIES``, then
+The corpus is ``--corpus``; without it, ``$LOOPGUARD_TRAJECTORIES``, then
 ``shared/trajectories`` beside the repository (where the steering side keeps data files).
 """
 
@@ -40,12 +40,13 @@ CORPUS_ENV = "LOOPGUARD_TRAJECTORIES"
 
 
 def find_corpus(explicit: str | None = None) -> Path | None:
-    """The corpus folder (``labels.json`` and ``*.otlp.jsonl.gz``), or ``None``."""
-    candidates = [
-        explicit,
-        os.environ.get(CORPUS_ENV),
-        str(HERE.parent.parent / "shared" / "trajectories"),
-    ]
+    """The corpus folder (``labels.json`` and ``*.otlp.jsonl.gz``), or ``None``; a folder
+    named explicitly is the only one looked at."""
+    candidates = (
+        [explicit]
+        if explicit
+        else [os.environ.get(CORPUS_ENV), str(HERE.parent.parent / "shared" / "trajectories")]
+    )
     for candidate in candidates:
         if candidate and (Path(candidate) / "labels.json").is_file():
             return Path(candidate)
@@ -141,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     corpus = find_corpus(args.corpus)
     if corpus is None:
         print(
-            "real_trajectories: no corpus (labels.json and *.otlp.jsonl.gz) in --corpus, "
-            f"${CORPUS_ENV} or shared/trajectories; see benchmarks/trajectories/README.md",
+            "real_trajectories: no corpus (labels.json and *.otlp.jsonl.gz) in "
+            + (args.corpus or f"${CORPUS_ENV} or shared/trajectories")
+            + "; see benchmarks/trajectories/README.md",
             file=sys.stderr,
         )
         return 2

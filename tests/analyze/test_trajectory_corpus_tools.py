@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -176,3 +178,47 @@ def test_sample_of_no_clean_runs_keeps_the_loops() -> None:
     clean = run_of([RUN_TESTS], name="set/ok")
     chosen, _ = convert.sample([loop, clean], clean_per_set=0, seed=1)
     assert [run.id for run in chosen] == ["set/loop"]
+
+
+def make_corpus(folder: Path) -> Path:
+    loop = run_of([("bash", {"command": "ls"}, "a")] + [RUN_TESTS] * 4, name="set/loop")
+    clean = run_of([("bash", {"command": f"cat f{n}"}, f"{n}") for n in range(2)], name="set/ok")
+    chosen, verdicts = convert.sample([loop, clean], clean_per_set=5, seed=1)
+    folder.mkdir()
+    (folder / "set.otlp.jsonl.gz").write_bytes(
+        gzip.compress(convert.otlp_lines(convert.Converter(), chosen))
+    )
+    (folder / "labels.json").write_text(json.dumps(convert.labels_document(chosen, verdicts)))
+    return folder
+
+
+def benchmark(*args: str) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k != "LOOPGUARD_TRAJECTORIES"}
+    environment["PYTHONPATH"] = str(Path(__file__).parent)  # replay_policies
+    return subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "real_trajectories.py"), *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_benchmark_prints_one_row_per_set_and_gates_like_analyze(tmp_path) -> None:
+    corpus = make_corpus(tmp_path / "corpus")
+    passed = benchmark("--corpus", str(corpus), "--policy", STOP_POLICY, "--min-recall", "100%")
+    assert passed.returncode == 0, passed.stderr
+    rows = {line.split()[0]: line.split() for line in passed.stdout.splitlines() if line}
+    assert rows["s"][1:4] == ["2", "1", "1"] and rows["all"][1:4] == ["2", "1", "1"]
+    assert rows["all"][4:6] == ["1/1", "100.0%"]  # recall
+    # the observe preset never stops: recall 0, the gate fails
+    failed = benchmark("--corpus", str(corpus), "--policy", "observe", "--min-recall", "0.9")
+    assert failed.returncode == 1 and "gate failed: recall 0.0% < 90.0%" in failed.stdout
+    assert "missed: set/loop" in failed.stdout
+
+
+def test_the_benchmark_with_no_corpus_where_told_says_so_and_exits_2(tmp_path) -> None:
+    result = benchmark("--corpus", str(tmp_path / "nowhere"))
+    assert result.returncode == 2
+    assert f"no corpus (labels.json and *.otlp.jsonl.gz) in {tmp_path / 'nowhere'}" in result.stderr
