@@ -119,3 +119,11 @@ def test_followed_answers_survive_a_reload() -> None:
     assert [s.evidence.get("unchanged_outputs") for s in fired if s.kind == "near_duplicate"][
         -1
     ] == 2
+
+
+def test_distinct_reads_of_files_with_the_same_content_are_not_stopped() -> None:
+    steps: list[Step] = [
+        ("Read", {"file_path": f"src/pkg{i}/__init__.py", "description": "read it"}, "")
+        for i in range(12)
+    ]
+    assert _worst(steps) < Action.STOP

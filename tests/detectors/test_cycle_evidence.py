@@ -13,8 +13,11 @@ from test_iteration_is_not_a_loop import Step, turns
 
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Action
-from otel_loopguard.engine.events import EventKind
+from otel_loopguard.engine.events import EventKind, tool_call, tool_result
 from otel_loopguard.engine.monitor import Monitor
+from otel_loopguard.spans.events import handoff_event
+
+RUN = "handoffs"
 
 
 def _answers_until_stop(steps: list[Step]) -> tuple[int | None, set[str]]:
@@ -77,3 +80,23 @@ def test_polling_with_a_shell_sleep_in_the_cycle_is_not_stopped_at_two_periods()
     ] * 4
     done: list[Step] = [("bash", {"command": "gh run view 7 --json status"}, "completed")]
     assert _answers_until_stop(polls + done) == (None, set())
+
+
+def test_a_cycle_of_handoff_tools_is_left_to_the_handoff_cycle() -> None:
+    """Agents handing a task around are judged at the run's level, by handoff_cycle."""
+    monitor = Monitor(LoopGuardConfig())
+    first_stop: set[str] = set()
+    hops = [("triage", "billing"), ("billing", "triage")] * 3
+    for number, (source, target) in enumerate(hops):
+        tool = f"transfer_to_{target}"
+        call = tool_call(RUN, tool, {}, call_id=f"h{number}")
+        events = [
+            call,
+            tool_result(RUN, tool, "transferred", call_id=f"h{number}"),
+            handoff_event(RUN, source, target, tool_name=tool),
+        ]
+        for event in events:
+            decision = monitor.observe(event)
+            if decision.action is Action.STOP and not first_stop:
+                first_stop = set(decision.detectors)
+    assert first_stop == {"handoff_cycle"}

@@ -21,7 +21,9 @@ answers that repeated, ``(periods - 1) * period``) and the default policy stops 
 ``[]`` twice round), without waiting for one call's third identical answer. Not when the
 cycle waits (a wait tool, a shell command that sleeps, :mod:`.waiting`, or
 :data:`~otel_loopguard.engine.detectors.waiting.WAIT_SECONDS` between two of its steps):
-polling between waits gets the no-progress detector's patience instead.
+polling between waits gets the no-progress detector's patience instead. Nor when a tool of
+the cycle made a handoff (a ``handoff`` event named it: ``transfer_to_billing_agent``):
+agents handing a task around are the handoff-cycle detector's, at the run's level.
 """
 
 from __future__ import annotations
@@ -40,11 +42,13 @@ from otel_loopguard.engine.events import Event, EventKind
 _TOOL_CALL = EventKind.TOOL_CALL
 _TOOL_ERROR = EventKind.TOOL_ERROR
 _TOOL_RESULT = EventKind.TOOL_RESULT
+_HANDOFF = EventKind.HANDOFF
 SLEEPING_CALLS_CAP = 16  # calls in flight whose shell command sleeps
+HANDOFF_TOOLS_CAP = 8  # tools seen making a handoff
 
 
 class ActionCycleState:
-    __slots__ = ("last_time", "match", "sleeping", "steps", "tools", "waited")
+    __slots__ = ("handoff_tools", "last_time", "match", "sleeping", "steps", "tools", "waited")
 
     def __init__(self, max_period: int) -> None:
         # a step: call fingerprint, output (or error) fingerprint and failure flag in one int
@@ -54,6 +58,7 @@ class ActionCycleState:
         self.waited = 0  # bit i: the step i places back waited (or came long after the one before)
         self.match = [0] * (max_period + 1)  # index = period; 0 and 1 unused
         self.sleeping: tuple[int, ...] = ()  # calls whose shell command sleeps (rare)
+        self.handoff_tools: tuple[str, ...] = ()  # tools that made a handoff (rare)
         self.last_time = 0.0
 
 
@@ -64,7 +69,7 @@ class ActionCycleDetector:
     name: ClassVar[str] = "action_cycle"
     # the monitor calls us for these only (it pairs results with their calls itself)
     event_kinds: ClassVar[frozenset[EventKind]] = frozenset(
-        {EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.TOOL_ERROR}
+        {EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.TOOL_ERROR, EventKind.HANDOFF}
     )
 
     def __init__(self, config: LoopGuardConfig) -> None:
@@ -87,6 +92,11 @@ class ActionCycleDetector:
             shell = event.arguments is not None and self._shell[event.tool_name]
             if shell and counters.call_key and command_sleeps(event.arguments):
                 state.sleeping = (*state.sleeping, counters.call_key)[-SLEEPING_CALLS_CAP:]
+            return None
+        if kind is _HANDOFF:
+            tool = event.tool_name
+            if tool and tool not in state.handoff_tools:
+                state.handoff_tools = (*state.handoff_tools, tool)[-HANDOFF_TOOLS_CAP:]
             return None
         if kind is not _TOOL_RESULT and kind is not _TOOL_ERROR:
             return None
@@ -138,7 +148,10 @@ class ActionCycleDetector:
                 "threshold": self.min_periods,
                 "tools": tools,
             }
-            if not state.waited & ((1 << 2 * period) - 1):  # no wait in the last two periods
+            handoffs = state.handoff_tools
+            if not state.waited & ((1 << 2 * period) - 1) and not (
+                handoffs and any(tool in handoffs for tool in tools)
+            ):  # no wait in the last two periods, no handoff tool in the cycle
                 evidence["unchanged_outputs"] = (periods - 1) * period
             return Signal(
                 detector=self.name,
@@ -169,6 +182,7 @@ class ActionCycleDetector:
             "match": state.match[2:],
             "waited": state.waited,
             "sleeping": list(state.sleeping),
+            "handoff_tools": list(state.handoff_tools),
             "last_time": state.last_time,
         }
 
@@ -180,6 +194,8 @@ class ActionCycleDetector:
         state.waited = waited & self._waited_mask if isinstance(waited, int) else 0
         sleeping = [int(call) for call in data.get("sleeping") or []]
         state.sleeping = tuple(sleeping[-SLEEPING_CALLS_CAP:])
+        handoffs = [str(tool) for tool in data.get("handoff_tools") or []]
+        state.handoff_tools = tuple(handoffs[-HANDOFF_TOOLS_CAP:])
         state.last_time = float(data.get("last_time") or 0.0)
         saved = [int(value) for value in data.get("match") or []]
         for period in range(2, self.max_period + 1):
