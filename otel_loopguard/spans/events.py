@@ -208,6 +208,8 @@ def _tool_events(
     if view.events or view.status_code == "error" or "error.type" in attrs:
         error = error_info(view)
         if error is not None:
+            if error.message is None:  # no exception message nor status description
+                error = _with_result_as_message(view, error)
             outcome = tool_error(
                 run_id,
                 name,
@@ -232,6 +234,28 @@ def _tool_events(
         max_chars,
     )
     return [call, outcome]
+
+
+_ERROR_TEXT_CAP = 4096  # characters of a failed call's result taken as its error message
+
+
+def _with_result_as_message(view: SpanView, error: ErrorInfo) -> ErrorInfo:
+    """A failed tool span whose only account of the failure is its result attribute (the
+    error text a tool returned, recorded with ``error.type``): that text is the error's
+    message, so two different failures are two outcomes and the wording classifies it."""
+    result = tool_output(view)
+    if result is _MISSING or result is None:
+        return error
+    if isinstance(result, str):
+        text = result[:_ERROR_TEXT_CAP]
+    else:
+        try:
+            text = json.dumps(result, default=str)[:_ERROR_TEXT_CAP]
+        except (TypeError, ValueError):
+            return error
+    if not text.strip():
+        return error
+    return ErrorInfo(type=error.type, message=text, status_code=error.status_code)
 
 
 def _signed_event(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from opentelemetry.trace import Status, StatusCode
 from scripted_runs import exchange, failing
 from sdk_stack import AGENT, SdkStack, sdk_stack
 
@@ -107,3 +108,36 @@ def test_monitor_a_retry_that_succeeds_is_no_stop() -> None:
     events = failing("fetch", {"url": "/a"}, "Read timed out") * 3
     events += exchange("fetch", {"url": "/a"}, "page")
     assert max(_monitor_actions(events)) < Action.PAUSE
+
+
+def error_typed_span(stack: SdkStack, tool: str, arguments: dict, result: str) -> None:
+    """A failed tool span that records only ``error.type``, an ERROR status without a
+    description, and the error text the tool returned as its result."""
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool,
+        "gen_ai.tool.call.arguments": json.dumps(arguments),
+        "gen_ai.tool.call.result": result,
+        "error.type": "ToolError",
+    }
+    with stack.tracer.start_as_current_span(f"execute_tool {tool}", attributes=attributes) as span:
+        span.set_status(Status(StatusCode.ERROR))
+
+
+def test_the_result_of_an_error_typed_span_is_its_error_message() -> None:
+    """Different failures of one call are different outcomes (a test run getting closer is
+    not stuck); the same failure's wording classifies it (no such file: permanent)."""
+    stack = sdk_stack()
+    with stack.tracer.start_as_current_span("invoke_agent writer", attributes=AGENT):
+        for failed in (3, 2, 1):
+            error_typed_span(stack, "run_tests", {"k": "calc"}, f"{failed} of 7 tests failed")
+    stack.provider.shutdown()
+    assert "stop" not in actions(stack)
+
+    stack = sdk_stack()
+    with stack.tracer.start_as_current_span("invoke_agent writer", attributes=AGENT):
+        for _ in range(2):
+            error_typed_span(stack, "read_file", {"path": "a.py"}, "No such file: a.py")
+    stack.provider.shutdown()
+    (stop,) = [d for d in stack.decisions() if d["loopguard.action"] == "stop"]
+    assert stop["loopguard.detectors"] == ("permanent_failure",)
