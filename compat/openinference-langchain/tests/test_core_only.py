@@ -10,9 +10,11 @@ import pytest
 from agents import (
     RUN_CONFIG,
     USER_INPUT,
+    CountingChatModel,
     build_react_graph,
     final_answer,
     looping_script,
+    priced_script,
     productive_script,
 )
 from otel_loopguard_testing import metric_counter
@@ -90,4 +92,24 @@ def test_two_invocations_under_one_application_span_are_two_runs(observe_loopgua
     assert second.attributes["loopguard.run.state"] == "completed"
     assert second.attributes["loopguard.run.tool_calls"] == 3
     assert count("loopguard.runs") == 2
+    assert count("loopguard.internal_errors") == 0
+
+
+def test_their_model_spans_count_the_tokens(make_loopguard) -> None:
+    """A 120-token budget in observe mode: their model spans carry each turn's 40 + 10
+    tokens, so the budget STOP comes with the third model call, and the run has 4 steps."""
+    observe_loopguard = make_loopguard(mode="observe", token_budget=120)
+    count = metric_counter(observe_loopguard)
+    model = CountingChatModel(messages=priced_script())
+    calls_at_stop: list[int] = []
+    observe_loopguard.guard.on_decision(
+        lambda d, _e: calls_at_stop.append(model.calls) if "budget" in d.detectors else None
+    )
+    build_react_graph(iter(()), ToolCounter(), model=model).invoke(USER_INPUT, RUN_CONFIG)
+
+    assert model.calls == 4  # observe mode: the run goes on
+    assert calls_at_stop[-1] == 3
+    (run,) = observe_loopguard.named("loopguard.run")
+    assert run.attributes["loopguard.run.state"] == "budget_exceeded"
+    assert run.attributes["loopguard.run.steps"] == 4
     assert count("loopguard.internal_errors") == 0
