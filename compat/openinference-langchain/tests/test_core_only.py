@@ -113,3 +113,32 @@ def test_their_model_spans_count_the_tokens(make_loopguard) -> None:
     assert run.attributes["loopguard.run.state"] == "budget_exceeded"
     assert run.attributes["loopguard.run.steps"] == 4
     assert count("loopguard.internal_errors") == 0
+
+
+def test_replay_of_their_exported_spans_reaches_the_same_decisions(observe_loopguard, tmp_path):
+    """Their spans saved (OTLP JSON) and replayed by ``otel-loopguard analyze``: the same
+    runs and decisions as the processor reached live (their kinds are there from the start
+    in a saved span; live, the follower held their graph span as the agent until it ended)."""
+    import json
+
+    from otel_loopguard.analyze.readers import read_spans
+    from otel_loopguard.analyze.replay import Replayer
+    from otel_loopguard.engine.config import LoopGuardConfig
+    from otel_loopguard.spans.otlp_json import spans_to_otlp_json
+
+    with observe_loopguard.app_tracer().start_as_current_span("handle_request"):
+        build_react_graph(looping_script(give_up_after=8), ToolCounter()).invoke(
+            USER_INPUT, RUN_CONFIG
+        )
+        build_react_graph(productive_script(), ToolCounter()).invoke(USER_INPUT, RUN_CONFIG)
+    online = [(e.run_id, d.action.value, e.kind.value) for d, e in observe_loopguard.decided]
+    theirs = [s for s in observe_loopguard.spans() if not s.name.startswith("loopguard.")]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(spans_to_otlp_json(theirs)), encoding="utf-8")
+    runs: list = []
+    replayer = Replayer(LoopGuardConfig(), runs.append)
+    replayer.feed(read_spans([str(path)]))
+    replayer.finish()
+    replayed = [(run.run_id, d.action.value, d.event_kind) for run in runs for d in run.decisions]
+    assert "stop" in [action for _, action, _ in online]
+    assert replayed == online
