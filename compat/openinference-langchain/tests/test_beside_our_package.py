@@ -16,6 +16,7 @@ from agents import (
     priced_script,
     productive_script,
 )
+from opentelemetry import trace
 from otel_loopguard_testing import metric_counter
 from otel_loopguard_testing.scripted_models import ToolCounter
 
@@ -35,11 +36,13 @@ def test_a_looping_graph_is_interrupted_in_every_invocation(beside_ours) -> None
             build_react_graph(looping_script(), counter).invoke(USER_INPUT, RUN_CONFIG)
         assert "no_progress" in stopped.value.decision.detectors
         assert 1 <= counter["search"] <= 4
+        assert not trace.get_current_span().get_span_context().is_valid  # nothing attached
     assert len(_their_spans(harness, "TOOL")) == 6  # both at work: their span per execution
     states = [
         s.attributes["loopguard.run.state"] for s in harness.named("invoke_agent support_agent")
     ]
     assert states == ["stopped", "stopped"]
+    assert harness.open_spans() == []  # theirs too: each ended once
     assert count("loopguard.internal_errors") == 0
 
 
