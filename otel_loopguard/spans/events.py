@@ -45,7 +45,7 @@ from otel_loopguard.spans.classify import (
     tool_name_in,
 )
 from otel_loopguard.spans.identity import agent_name
-from otel_loopguard.spans.payloads import unwrap_arguments, unwrap_result
+from otel_loopguard.spans.payloads import unwrap_arguments, unwrap_result, wrapped_failure
 from otel_loopguard.spans.view import SpanView
 
 # Above these sizes a string is not decoded: its signature is computed from the text.
@@ -222,6 +222,21 @@ def _tool_events(
                 timestamp=timestamp,
             )
             return [call, outcome]
+    output = tool_output(view)
+    failure = wrapped_failure(output)
+    if failure is not None:  # a ToolMessage with status "error": the tool failed
+        outcome = tool_error(
+            run_id,
+            name,
+            ErrorInfo(type="ToolException", message=failure[:_ERROR_TEXT_CAP]),
+            actor=actor,
+            call_id=call_id,
+            max_chars=max_chars,
+            trace_id=view.trace_id or None,
+            span_id=view.span_id or None,
+            timestamp=timestamp,
+        )
+        return [call, outcome]
     outcome = _signed_event(
         _KIND_TOOL_RESULT,
         view,
@@ -230,7 +245,7 @@ def _tool_events(
         name,
         call_id,
         timestamp,
-        unwrap_result(tool_output(view)),
+        unwrap_result(output),
         max_chars,
     )
     return [call, outcome]

@@ -77,3 +77,22 @@ def unwrap_result(value: Any) -> Any:
         if isinstance(data, dict) and "content" in data and "tool_call_id" in data:
             return data["content"]
     return value
+
+
+def wrapped_failure(value: Any) -> str | None:
+    """The error text of a LangChain ``ToolMessage`` with ``status="error"`` (a tool's
+    exception that LangGraph's ``ToolNode(handle_tool_errors=True)`` handed to the model as
+    text), in any of the shapes above; None for anything else."""
+    if not isinstance(value, dict):
+        return None
+    if "output" in value and _RESULT_ENVELOPE.issuperset(value):
+        value = value["output"]
+        if not isinstance(value, dict):
+            return None
+    message = value.get("kwargs") if value.get("type") == "constructor" else value
+    if isinstance(message, dict) and isinstance(message.get("data"), dict):
+        message = message["data"]
+    if not isinstance(message, dict) or message.get("status") != "error":
+        return None
+    content = message.get("content")
+    return content if isinstance(content, str) and content else "tool error"

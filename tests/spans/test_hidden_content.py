@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.events import EventKind
 from otel_loopguard.engine.monitor import Monitor
 from otel_loopguard.spans.events import span_to_events
 from otel_loopguard.spans.view import SpanView
@@ -108,3 +109,17 @@ def test_redacted_tool_call_arguments_are_not_identical_steps() -> None:
     signatures = {span_to_events(turn(i), "run", CONFIG)[0].requested_tool_calls for i in range(4)}
     assert len(signatures) == 4
     assert "warn" not in _decisions([turn(i) for i in range(4)])
+
+
+def test_a_tool_message_with_error_status_is_a_tool_error() -> None:
+    """LangGraph's ``ToolNode(handle_tool_errors=True)`` hands a tool's exception to the model
+    as a ToolMessage with ``status="error"``: a failure, so the same permission error twice
+    is a permanent failure."""
+    text = "Error: PermissionError('403 permission denied: /admin')\\n Please fix your mistakes."
+    spans = [
+        _tool_span(i, "/admin", _tool_message(text, f"call_{i}", status="error")) for i in range(3)
+    ]
+    _call, outcome = span_to_events(spans[0], "run", CONFIG)
+    assert outcome.kind is EventKind.TOOL_ERROR
+    assert "permission denied" in (outcome.error.message or "")
+    assert "stop" in _decisions(spans)
