@@ -123,6 +123,7 @@ class TraceState:
     __slots__ = (
         "_identity",
         "agents",
+        "answered_ids",
         "conversation",
         "executions",
         "fed_model_parents",
@@ -154,6 +155,8 @@ class TraceState:
         #: a tool span ended in this trace (ours or another's): the tool answers in a model
         #: span's request are then not read as executions (spans.tool_messages)
         self.tool_spans_seen = False
+        #: ids of the tool answers read from requests already (spans.tool_messages)
+        self.answered_ids: set[str] = set()
         #: tool executions and model calls seen, by any source (spans.executions)
         self.executions = Executions()
         self.trace_run_used = False
@@ -544,6 +547,7 @@ class SpanFollower:
                 identity.run_id,
                 self.config,
                 innermost.name if innermost is not None else None,
+                state.answered_ids,
             )
             if answered:
                 events = answered + events

@@ -35,6 +35,8 @@ INPUT_MESSAGES_KEY: Final = "gen_ai.input.messages"
 _INPUT_MESSAGES_LIMIT: Final = 262_144
 #: answers read from one request at most
 _MAX_ANSWERS: Final = 64
+#: answer ids a trace remembers as read
+_MAX_READ: Final = 4096
 #: OpenInference's indexed request messages (``llm.input_messages.{i}.message.*``); the
 #: first one's role tells a span has them
 _OPENINFERENCE_MESSAGE: Final = "llm.input_messages."
@@ -45,10 +47,18 @@ _PLACEHOLDERS: Final = PLACEHOLDERS
 
 
 def answered_calls(
-    view: SpanView, run_id: str, config: LoopGuardConfig, actor: str | None
+    view: SpanView,
+    run_id: str,
+    config: LoopGuardConfig,
+    actor: str | None,
+    read: set[str] | None = None,
 ) -> list[Event]:
     """``tool_call`` and ``tool_result`` events, in pairs, for the tool answers at the end of
-    a model span's request; empty when it records none. Never raises on odd shapes."""
+    a model span's request; empty when it records none. Never raises on odd shapes.
+
+    ``read``: the answers read already in this trace, by run and id (updated here). A
+    request the application sends again (its own retry after a failure) carries the same
+    answers; read twice they would be the same call twice, and a third time a loop."""
     attributes = view.attributes
     text = attributes.get(INPUT_MESSAGES_KEY)
     if text is None and OPENINFERENCE_FIRST_ROLE in attributes:
@@ -87,6 +97,15 @@ def answered_calls(
             if call is None or len(events) >= 2 * _MAX_ANSWERS:
                 continue
             name, arguments, call_id = call
+            if read is not None:
+                # per run: two runs in one trace may reuse ids (two invocations under one
+                # application span, each of whose conversations starts again at call_1)
+                key = f"{run_id}\x00{answer_id if isinstance(answer_id, str) else call_id}"
+                if key in read:
+                    continue
+                if len(read) >= _MAX_READ:
+                    read.clear()  # bounded: a trace of thousands of tool answers
+                read.add(key)
             events.extend(
                 _pair(
                     view,

@@ -119,3 +119,23 @@ def test_replay_reads_the_requests_answers_alike(stack: Stack, tmp_path: Path) -
     replayed = [d.action.value for run in runs for d in run.decisions]
     assert "stop" in online
     assert replayed == online
+
+
+def test_a_request_sent_again_is_not_its_answers_again(stack: Stack) -> None:
+    """The application retries the same request (its own retry after a failure): the tool
+    answers it carries were read once; read on every retry they would be a loop."""
+    messages = [
+        {"role": "user", "parts": [{"type": "text", "content": "price?"}]},
+        {
+            "role": "assistant",
+            "parts": [{"type": "tool_call", "id": "c1", "name": "search", "arguments": {"q": "x"}}],
+        },
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": ""}]},
+    ]
+    with stack.tracer.start_as_current_span("handle request"):
+        for attempt in range(4):
+            _chat(stack.tracer, messages, attempt, [{"type": "text", "content": f"try {attempt}"}])
+
+    assert _stops(stack) == []
+    detectors = [e.attributes["loopguard.detectors"] for _s, e in stack.decision_events()]
+    assert not [d for d in detectors if "repetition" in d or "no_progress" in d]
