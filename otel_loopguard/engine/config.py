@@ -110,7 +110,7 @@ class LoopGuardConfig(BaseModel):
     )
     handoff_cycle_threshold: int = Field(2, ge=1, description="closed handoff cycles")
     sub_agent_replans: int = Field(
-        3, ge=0, description="loop stops about a sub-agent answered with replan first"
+        1, ge=0, description="loop stops about a sub-agent answered with replan first"
     )
     max_tokens_recoveries: int = Field(
         2, ge=0, description="truncations answered with a continuation"

@@ -45,9 +45,11 @@ Sub-agents: a STOP the presets would make (``default`` only; ``strict`` stops) o
 evidence alone (repetition, cycles, identical tool steps, no progress, the same failure:
 counted per agent within a run) about a *sub-agent* (the event's agent is not the run's own
 agent) is answered with **replan** instead, with a message for the manager naming the
-sub-agent, the first ``OTEL_LOOPGUARD_SUB_AGENT_REPLANS`` (3) times for that sub-agent;
-the next one stops the run. A handoff cycle, a budget and a truncation or premature end
-are run-level and stop as above.
+sub-agent, the first ``OTEL_LOOPGUARD_SUB_AGENT_REPLANS`` (1) times for that sub-agent;
+the next one stops the run: a sub-agent that keeps looping is stopped one decision later,
+before its next call runs; one that hands back after its loop leaves the run to its
+manager. A handoff cycle, a budget and a truncation or premature end are run-level and
+stop as above.
 
 When several signals arrive at once the most severe action wins; its ``reasons`` are the
 signals that drove it (for a stop on a loop: the loop signal and the no-progress evidence).
