@@ -82,6 +82,11 @@ def test_the_same_preamble_before_different_tool_calls_is_not_a_loop() -> None:
     assert set(_actions(turns)) == {Action.CONTINUE}
 
 
+def test_short_answers_that_repeat_are_not_a_loop() -> None:
+    turns = [_turn(text) for text in ["ok", "Done.", "ok", "Thanks!", "ok", "ok", "ok", "ok"]]
+    assert set(_actions(turns)) == {Action.CONTINUE}
+
+
 def test_only_hashes_are_kept() -> None:
     signature, near = text_signature(APOLOGY)
     assert len(signature) == len(near) == 16 and "apolog" not in signature + near

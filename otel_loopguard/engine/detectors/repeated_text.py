@@ -17,9 +17,10 @@ same"). At ``repeated_text_threshold`` consecutive turns that each say the same 
 one before, the signal (kind ``repeating``) asks for a replan with a recommendation to
 change course; at twice the threshold (kind ``persistent``) the default policy stops.
 
-Not repeated text: a turn whose text differs; a short preamble beside tool calls ("Let me
-check the next file." before each read, fewer than :data:`MIN_WORDS_WITH_CALLS` content
-words), which is skipped and leaves the count as it was; a turn with no recorded text.
+Not repeated text: a turn whose text differs; a short answer ("ok", "Done.", fewer than
+:data:`MIN_WORDS` content words) or a short preamble beside tool calls ("Let me check the
+next file." before each read, fewer than :data:`MIN_WORDS_WITH_CALLS`), which is skipped
+and leaves the count as it was; a turn with no recorded text.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from otel_loopguard.engine.events import Event, EventKind
 
 NAME = "repeated_text"
 SIMILAR_WORDS = 0.75  # Jaccard of the content words from which two texts are "the same"
-MIN_WORDS_WITH_CALLS = 8  # shorter text beside tool calls is a preamble: not judged
+MIN_WORDS_WITH_CALLS = 6  # shorter text beside tool calls is a preamble: not judged
+MIN_WORDS = 4  # shorter answers ("ok", "Done.", "Thanks!") may well repeat: not judged
 
 _LLM_RESPONSE = EventKind.LLM_RESPONSE
 
@@ -94,8 +96,9 @@ class RepeatedTextDetector:
             return None  # no text recorded: nothing to compare
         found = event.details.get("text_sketch") if event.details else None
         sketch: tuple[int, ...] = tuple(found) if isinstance(found, (tuple, list)) else ()
-        if event.requested_tool_calls and len(sketch) < MIN_WORDS_WITH_CALLS:
-            return None  # a short preamble to tool calls
+        minimum = MIN_WORDS_WITH_CALLS if event.requested_tool_calls else MIN_WORDS
+        if sketch and len(sketch) < minimum:
+            return None  # a short answer, or a short preamble to tool calls
         same = bool(state.signature) and (
             event.signature == state.signature
             or (bool(event.near_key) and event.near_key == state.near_key)

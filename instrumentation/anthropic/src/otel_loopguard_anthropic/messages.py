@@ -15,6 +15,8 @@ from typing import Any
 # a tool_use block's streamed JSON is kept up to this many characters; past it the
 # arguments are signed from the truncated text (signatures cap every value far below this)
 MAX_STREAMED_ARGUMENT_CHARS = 65_536
+# the answer's text kept for its signature (the repeated-text detector hashes it)
+MAX_TEXT_CHARS = 8192
 
 
 @dataclass(slots=True)
@@ -26,6 +28,12 @@ class Turn:
     output_tokens: int | None = None
     tool_calls: list[tuple[str, Any]] = field(default_factory=list)
     has_text: bool = False
+    text: str = ""  # the first MAX_TEXT_CHARS of the answer's text, hashed by the guard
+
+    def add_text(self, text: str) -> None:
+        self.has_text = True
+        if len(self.text) < MAX_TEXT_CHARS:
+            self.text = (self.text + text)[:MAX_TEXT_CHARS]
 
     @property
     def empty(self) -> bool:
@@ -73,7 +81,7 @@ def _add_block(turn: Turn, block: Any) -> None:
     elif kind == "text":
         text = _get(block, "text")
         if isinstance(text, str) and text.strip():
-            turn.has_text = True
+            turn.add_text(text)
     elif kind is not None:  # thinking, images, ...: the model produced something
         turn.has_text = turn.has_text or kind not in ("thinking", "redacted_thinking")
 
@@ -142,8 +150,8 @@ class StreamedTurn:
                 block[2] += len(part)
         elif kind == "text_delta":
             text = _get(delta, "text")
-            if isinstance(text, str) and text.strip():
-                self.turn.has_text = True
+            if isinstance(text, str) and text:
+                self.turn.add_text(text)
 
     def _block_stop(self, index: Any) -> None:
         block = self._blocks.pop(index, None)

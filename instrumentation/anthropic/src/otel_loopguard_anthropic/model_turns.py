@@ -184,6 +184,7 @@ class ModelCall:
                     empty=turn.empty,
                     requested_tool_calls=turn.tool_calls,
                     span=span,
+                    text=turn.text or None,
                 )
         except LoopGuardInterrupt as interrupt:
             self._end_own(interrupt)
