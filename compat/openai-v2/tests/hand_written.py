@@ -59,6 +59,23 @@ def looping(usage: tuple[int, int] = (10, 5)) -> Loop:
     return Loop(ScriptedAPI([*turns, Turn(text="I gave up.")]), lambda query: "no results")
 
 
+def looping_in_a_run(harness: Any) -> Callable[[], tuple[Callable[[], Any], Callable[[], int]]]:
+    """For ``assert_interrupted_in_each_invocation``: a fresh looping loop inside
+    ``agent_run`` (the application marks its run), and its executions."""
+    from otel_loopguard.guard import get_guard
+
+    def start() -> tuple[Callable[[], Any], Callable[[], int]]:
+        loop = looping()
+
+        def run() -> None:
+            with get_guard().agent_run(harness.app_tracer(), "assistant"):
+                loop.run()
+
+        return run, lambda: len(loop.executions)
+
+    return start
+
+
 def productive(usage: tuple[int, int] = (40, 10)) -> Loop:
     """Distinct searches with changing results, then the answer: five turns of ``usage``."""
     turns = [

@@ -8,7 +8,7 @@ their content: a ``tool_call`` part with no ``arguments``, a ``text`` part with 
 from __future__ import annotations
 
 import pytest
-from otel_loopguard_testing.decided import stopped_at
+from otel_loopguard_testing.decided import calls_before_stop, stopped_at
 from otel_loopguard_testing.metrics import metric_counter
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from scripted_agents import FINAL_ANSWER, looping_agent, productive_agent
@@ -36,7 +36,7 @@ def test_a_looping_agent_gets_a_stop_within_the_fourth_call(observe_loopguard):
     assert len(tools) == LOOP_CALLS and {s.instrumentation_scope.name for s in tools} == {
         "pydantic-ai"
     }
-    calls = stopped_at(observe_loopguard, tools)
+    calls = calls_before_stop(observe_loopguard, tools)
     assert calls is not None and calls <= 4, calls
     assert errors("loopguard.internal_errors") == 0
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from agents import build_react_graph, final_answer, looping_script, productive_script
-from otel_loopguard_testing.decided import stopped_at
+from otel_loopguard_testing.decided import calls_before_stop, stopped_at
 from otel_loopguard_testing.metrics import metric_counter
 from otel_loopguard_testing.scripted_models import ToolCounter
 
@@ -45,7 +45,7 @@ def test_a_looping_graph_gets_a_stop_within_the_fourth_call(observe_loopguard, m
     assert final_answer(state) == "I could not find the price."  # observe: not enforced
     assert counter["search"] == LOOP_CALLS
     assert len(_their_tool_spans(observe_loopguard, "search")) == LOOP_CALLS
-    calls = stopped_at(observe_loopguard, _their_tool_spans(observe_loopguard, "search"))
+    calls = calls_before_stop(observe_loopguard, _their_tool_spans(observe_loopguard, "search"))
     assert calls is not None and calls <= 4, calls
     assert observe_loopguard.decision_events("stop")
     assert errors("loopguard.internal_errors") == 0

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 from agents import RunConfig, Runner
-from otel_loopguard_testing.decided import stopped_at
+from otel_loopguard_testing.decided import calls_before_stop, stopped_at
 from otel_loopguard_testing.metrics import metric_counter
 from scripted import ANSWER, LOOP_TURNS, QUERIES, looping, productive
 
@@ -37,7 +37,7 @@ def test_a_looping_agent_gets_a_stop_within_the_fourth_call(observe_loopguard):
     assert len(scenario.executions) == LOOP_TURNS
     tools = _their_tool_spans(observe_loopguard)
     assert len(tools) == LOOP_TURNS
-    calls = stopped_at(observe_loopguard, tools)
+    calls = calls_before_stop(observe_loopguard, tools)
     assert calls is not None and calls <= 4, calls
     assert errors("loopguard.internal_errors") == 0
 

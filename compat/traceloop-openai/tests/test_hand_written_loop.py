@@ -6,8 +6,8 @@ requests carry the tools' calls and results in ``gen_ai.input.messages``
 from __future__ import annotations
 
 import pytest
-from hand_written import ANSWER, LOOP_TURNS, looping, productive
-from opentelemetry import trace
+from hand_written import ANSWER, LOOP_TURNS, looping, looping_in_a_run, productive
+from otel_loopguard_testing.compat_checks import assert_interrupted_in_each_invocation
 from otel_loopguard_testing.decided import stopped_at
 from otel_loopguard_testing.metrics import metric_counter
 
@@ -72,19 +72,8 @@ def test_beside_our_package_the_loop_is_interrupted_after_at_most_four_execution
     with_openai_package, invocations
 ):
     harness = with_openai_package(mode="enforce")
-    errors = metric_counter(harness)
-    tracer = harness.app_tracer()
 
-    with tracer.start_as_current_span("handle request") as app:
-        for _ in range(invocations):
-            loop = looping()
-            with pytest.raises(LoopGuardInterrupt), get_guard().agent_run(tracer, "assistant"):
-                loop.run()
-            assert 1 <= len(loop.executions) <= 4, loop.executions
-            assert trace.get_current_span() is app  # no span of theirs left current
-
-    assert errors("loopguard.internal_errors") == 0
-    harness.assert_every_span_ended_once()
+    assert_interrupted_in_each_invocation(harness, invocations, looping_in_a_run(harness))
 
 
 def test_beside_our_package_the_productive_run_counts_the_real_tokens(with_openai_package):

@@ -34,3 +34,21 @@ def stopped_at(harness: Any, spans: Iterable[Any], detector: str | None = None) 
     """The position (:func:`position`) of the first STOP among ``spans``; None: no STOP."""
     event = first_stop(harness, detector)
     return None if event is None else position(spans, event)
+
+
+def calls_before_stop(
+    harness: Any, calls: Iterable[Any], detector: str | None = None
+) -> int | None:
+    """How many of ``calls`` (tool spans) had ended when the first STOP was decided, on
+    whichever span it was read from (a tool's result, or the model's next request for the
+    same call); None: no STOP, or its span is not among the harness's."""
+    event = first_stop(harness, detector)
+    if event is None:
+        return None
+    decided_on = [
+        span for span in harness.spans() if format(span.context.span_id, "016x") == event.span_id
+    ]
+    if not decided_on:
+        return None
+    end = decided_on[0].end_time
+    return sum(1 for span in calls if span.end_time <= end)
