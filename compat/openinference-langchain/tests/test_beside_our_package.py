@@ -82,3 +82,18 @@ def test_a_token_budget_stops_at_the_third_turn(beside_ours) -> None:
     assert harness.run_state("support_agent") == "budget_exceeded"
     assert harness.run_usage("support_agent") == (120, 30)
     assert count("loopguard.internal_errors") == 0
+
+
+def test_with_their_content_hidden_the_looping_graph_is_interrupted_too(
+    content_hidden, beside_ours
+) -> None:
+    harness = beside_ours(mode="enforce")
+    count = metric_counter(harness)
+    counter = ToolCounter()
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        build_react_graph(looping_script(), counter).invoke(USER_INPUT, RUN_CONFIG)
+    assert "no_progress" in stopped.value.decision.detectors
+    assert 1 <= counter["search"] <= 4
+    tools = _their_spans(harness, "TOOL")
+    assert tools and all(s.attributes["output.value"] == "__REDACTED__" for s in tools)
+    assert count("loopguard.internal_errors") == 0

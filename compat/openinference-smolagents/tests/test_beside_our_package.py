@@ -90,3 +90,17 @@ def test_a_token_budget_stops_at_the_right_turn(beside_ours) -> None:
     assert harness.run_state("ToolCallingAgent") == "budget_exceeded"
     assert harness.run_usage("ToolCallingAgent") == (60, 15)  # three turns, counted once
     assert count("loopguard.internal_errors") == 0
+
+
+def test_with_their_content_hidden_the_looping_agent_is_interrupted_too(
+    content_hidden, beside_ours
+) -> None:
+    harness = beside_ours(mode="enforce")
+    count = metric_counter(harness)
+    search = empty_search()
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        looping_agent(search).run(TASK)
+    assert "no_progress" in stopped.value.decision.detectors
+    assert 1 <= len(search.executions) <= 4
+    assert harness.open_spans() == []
+    assert count("loopguard.internal_errors") == 0
