@@ -68,3 +68,17 @@ async def test_a_token_budget_stops_at_the_right_turn(beside_ours) -> None:
     assert harness.run_state("support_agent") == "budget_exceeded"
     assert harness.run_usage("support_agent") == (180, 30)
     assert count("loopguard.internal_errors") == 0
+
+
+async def test_with_their_content_hidden_the_looping_agent_is_interrupted_too(
+    content_hidden, beside_ours
+) -> None:
+    harness = beside_ours(mode="enforce")
+    count = metric_counter(harness)
+    counter = ToolCounter()
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        await asyncio.wait_for(run_to_end(build_agent(looping_script(), counter)), 30)
+    assert "no_progress" in stopped.value.decision.detectors
+    assert 1 <= counter["search"] <= 4
+    assert harness.open_spans() == []
+    assert count("loopguard.internal_errors") == 0

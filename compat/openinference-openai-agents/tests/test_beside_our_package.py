@@ -70,3 +70,16 @@ def test_a_token_budget_stops_at_the_third_turn(beside_ours) -> None:
     assert harness.run_state("researcher") == "budget_exceeded"
     assert harness.run_usage("researcher") == (120, 30)
     assert count("loopguard.internal_errors") == 0
+
+
+def test_with_their_content_hidden_the_looping_agent_is_interrupted_too(
+    content_hidden, beside_ours
+) -> None:
+    harness = beside_ours(mode="enforce")
+    count = metric_counter(harness)
+    scenario = looping_agent()
+    with pytest.raises(LoopGuardInterrupt) as stopped:
+        Runner.run_sync(scenario.agent, "What does it cost?")
+    assert "no_progress" in stopped.value.decision.detectors
+    assert 1 <= len(scenario.executions) <= 4
+    assert count("loopguard.internal_errors") == 0

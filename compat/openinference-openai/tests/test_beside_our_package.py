@@ -55,3 +55,20 @@ def test_a_token_budget_stops_at_the_right_turn(beside_ours) -> None:
     assert harness.run_state("assistant") == "budget_exceeded"
     assert harness.run_usage("assistant") == (120, 30)
     assert count("loopguard.internal_errors") == 0
+
+
+def test_with_their_content_hidden_the_loop_is_counted_not_claimed(
+    content_hidden, beside_ours
+) -> None:
+    """The tools are plain code (no tool span, no gate): with their content hidden no request
+    says what they returned, so nothing shows the calls made no progress; the turns still
+    count once each (a token budget or max_steps would still stop it)."""
+    harness = beside_ours(mode="enforce")
+    count = metric_counter(harness)
+    loop = looping()
+    with get_guard().agent_run(harness.app_tracer(), "assistant"):
+        loop.run()
+    assert loop.answer == "I gave up."
+    assert harness.run_usage("assistant") == (9 * 10, 9 * 5)  # nine turns, once each
+    assert not harness.decision_events("stop")
+    assert count("loopguard.internal_errors") == 0
