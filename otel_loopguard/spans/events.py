@@ -210,33 +210,12 @@ def _tool_events(
         if error is not None:
             if error.message is None:  # no exception message nor status description
                 error = _with_result_as_message(view, error)
-            outcome = tool_error(
-                run_id,
-                name,
-                error,
-                actor=actor,
-                call_id=call_id,
-                max_chars=max_chars,
-                trace_id=view.trace_id or None,
-                span_id=view.span_id or None,
-                timestamp=timestamp,
-            )
-            return [call, outcome]
+            return [call, _failed(view, run_id, name, error, actor, call_id, max_chars, timestamp)]
     output = tool_output(view)
     failure = wrapped_failure(output)
     if failure is not None:  # a ToolMessage with status "error": the tool failed
-        outcome = tool_error(
-            run_id,
-            name,
-            ErrorInfo(type="ToolException", message=failure[:_ERROR_TEXT_CAP]),
-            actor=actor,
-            call_id=call_id,
-            max_chars=max_chars,
-            trace_id=view.trace_id or None,
-            span_id=view.span_id or None,
-            timestamp=timestamp,
-        )
-        return [call, outcome]
+        error = ErrorInfo(type="ToolException", message=failure[:_ERROR_TEXT_CAP])
+        return [call, _failed(view, run_id, name, error, actor, call_id, max_chars, timestamp)]
     outcome = _signed_event(
         _KIND_TOOL_RESULT,
         view,
@@ -252,6 +231,30 @@ def _tool_events(
 
 
 _ERROR_TEXT_CAP = 4096  # characters of a failed call's result taken as its error message
+
+
+def _failed(
+    view: SpanView,
+    run_id: str,
+    tool: str,
+    error: ErrorInfo,
+    actor: str | None,
+    call_id: str | None,
+    max_chars: int,
+    timestamp: float | None,
+) -> Event:
+    """A tool span's ``tool_error`` event (the error signed as its outcome)."""
+    return tool_error(
+        run_id,
+        tool,
+        error,
+        actor=actor,
+        call_id=call_id,
+        max_chars=max_chars,
+        trace_id=view.trace_id or None,
+        span_id=view.span_id or None,
+        timestamp=timestamp,
+    )
 
 
 def _with_result_as_message(view: SpanView, error: ErrorInfo) -> ErrorInfo:

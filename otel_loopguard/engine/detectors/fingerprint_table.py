@@ -166,12 +166,18 @@ class FingerprintTable:
     def to_json(self) -> list[list[Any]]:
         return [[key, *values] for key, values in self.items()]
 
-    def load_json(self, data: Any) -> None:
-        """Re-insert exported records; malformed ones are skipped, never raised."""
+    def load_json(self, data: Any, fill: Any = None) -> None:
+        """Re-insert exported records; malformed ones are skipped, never raised.
+
+        ``fill``: the value of a field added since older exports were made; their records,
+        one value short, get it as their last value (``None``: such records are skipped).
+        """
         if not isinstance(data, list):
             return
         width = len(self._values.unpack(bytes(self._values.size)))
         for item in data[-self.capacity * 4 :]:
+            if isinstance(item, list) and len(item) == width and fill is not None:
+                item = [*item, fill]
             if not isinstance(item, list) or len(item) != width + 1:
                 continue
             try:

@@ -183,13 +183,7 @@ class NoProgressDetector:
     def restore_state(self, data: dict[str, Any]) -> NoProgressState:
         state = NoProgressState(self.cap)
         state.waits = int(data.get("waits") or 0) & _EPOCH_MASK
-        rows = data.get("calls")
-        if isinstance(rows, list):  # an older export's rows lack the waits mark
-            rows = [
-                [*row, state.waits] if isinstance(row, list) and len(row) == 4 else row
-                for row in rows
-            ]
-        state.calls.load_json(rows)
+        state.calls.load_json(data.get("calls"), fill=state.waits)  # older: no waits mark
         state.epoch = int(data.get("epoch") or 0) & _EPOCH_MASK
         return state
 

@@ -297,12 +297,7 @@ class PermanentFailureDetector:
         state = PermanentFailureState(self.cap)
         state.progress = int(data.get("progress") or 0) & _PROGRESS_MASK
         state.last_success = int(data.get("last_success") or 0)
-        rows = data.get("failures")
-        if isinstance(rows, list):  # an older export's rows lack the progress mark
-            rows = [
-                [*row, state.progress] if isinstance(row, list) and len(row) == 3 else row
-                for row in rows
-            ]
-        state.failures.load_json(rows)
+        # an older export's records lack the progress mark
+        state.failures.load_json(data.get("failures"), fill=state.progress)
         state.maybe = _filter_of(state.failures)
         return state
