@@ -25,6 +25,7 @@ from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.engine.detectors.finish_reasons import is_stop
+from otel_loopguard.engine.detectors.recoveries import recovery_or_exhausted
 from otel_loopguard.engine.detectors.shell_failure import HINTS, classify_shell_failure
 from otel_loopguard.engine.detectors.state_io import export_dataclass, restore_dataclass
 from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
@@ -126,31 +127,19 @@ class PrematureEndDetector:
             "premature_ends": state.consecutive,
             "max_recoveries": self._recoveries,
         }
-        if state.consecutive <= self._recoveries:
-            return Signal(
-                detector=NAME,
-                kind="recovery",
-                score=0.5,
-                message=(
-                    f"model ended its turn empty after failing tool calls ({failed}) "
-                    f"(recovery {state.consecutive} of {self._recoveries})"
-                ),
-                evidence=evidence,
-                recommendation=(
-                    "You ended your turn without completing the task while the last tool "
-                    f"calls failed: {failed}. Continue with the task (fix the cause or try "
-                    "another approach), or explain why it cannot be completed."
-                ),
-            )
-        return Signal(
-            detector=NAME,
-            kind="exhausted",
-            score=0.95,
-            message=(
-                f"model ended its turn empty after failing tool calls {state.consecutive} "
-                f"times in a row; the {self._recoveries} re-prompt(s) allowed are used up"
+        return recovery_or_exhausted(
+            NAME,
+            "model ended its turn empty after failing tool calls",
+            state.consecutive,
+            self._recoveries,
+            "re-prompt",
+            evidence,
+            recommendation=(
+                "You ended your turn without completing the task while the last tool "
+                f"calls failed: {failed}. Continue with the task (fix the cause or try "
+                "another approach), or explain why it cannot be completed."
             ),
-            evidence=evidence,
+            detail=f" ({failed})",
         )
 
     def export_state(self, state: PrematureEndState) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.engine.detectors.finish_reasons import TRUNCATION_REASONS, is_truncation
+from otel_loopguard.engine.detectors.recoveries import recovery_or_exhausted
 from otel_loopguard.engine.detectors.state_io import export_dataclass, restore_dataclass
 from otel_loopguard.engine.events import Event, EventKind
 
@@ -86,19 +87,7 @@ class TruncationDetector:
         }
         if event.output_tokens is not None:
             evidence["output_tokens"] = event.output_tokens
-        if state.consecutive <= self._recoveries:
-            return Signal(
-                detector=NAME,
-                kind="recovery",
-                score=0.5,
-                message=(
-                    f"model output was cut off at the token limit "
-                    f"(recovery {state.consecutive} of {self._recoveries})"
-                ),
-                evidence=evidence,
-                recommendation=CONTINUATION_PROMPT,
-            )
-        if not self._stops:
+        if state.consecutive > self._recoveries and not self._stops:
             return Signal(
                 detector=NAME,
                 kind="ended",
@@ -110,15 +99,14 @@ class TruncationDetector:
                 ),
                 evidence=evidence,
             )
-        return Signal(
-            detector=NAME,
-            kind="exhausted",
-            score=0.95,
-            message=(
-                f"model output was cut off at the token limit {state.consecutive} times in a "
-                f"row; the {self._recoveries} continuation(s) allowed are used up"
-            ),
-            evidence=evidence,
+        return recovery_or_exhausted(
+            NAME,
+            "model output was cut off at the token limit",
+            state.consecutive,
+            self._recoveries,
+            "continuation",
+            evidence,
+            recommendation=CONTINUATION_PROMPT,
         )
 
     def export_state(self, state: TruncationState) -> dict[str, Any]:
