@@ -3,18 +3,19 @@
 The events are made with the real builders of :mod:`otel_loopguard.engine.events` (so real
 signatures), and fed to a real detector the way the monitor does: ``new_state`` once, then
 per event the monitor's own pairing of results with their calls
-(:func:`~otel_loopguard.engine.detectors.call_tracking.pair_tool_event`) and ``observe``.
+(:func:`~otel_loopguard.engine.detectors.call_tracking.pair_tool_event`) and ``observe``;
+or, as :func:`worst_action`, to the real monitor with its default policy.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from otel_loopguard.engine.config import LoopGuardConfig
-from otel_loopguard.engine.decisions import Signal
+from otel_loopguard.engine.decisions import Action, Signal
 from otel_loopguard.engine.detectors.base import Detector, RunCounters
 from otel_loopguard.engine.detectors.call_tracking import PendingCalls, pair_tool_event
 from otel_loopguard.engine.events import (
@@ -25,9 +26,11 @@ from otel_loopguard.engine.events import (
     tool_error,
     tool_result,
 )
+from otel_loopguard.engine.monitor import Monitor
 
 RUN = "run-1"
 _ids = itertools.count()
+Step = tuple[str, dict, object]  # tool, arguments, output (an ErrorInfo for a failure)
 
 
 def call(tool: str, arguments: Any = None, *, call_id: str | None = None) -> Event:
@@ -73,6 +76,30 @@ def llm(requested: Iterable[Event] | None = None) -> Event:
 
 def handoff(source: str, target: str) -> Event:
     return Event(EventKind.HANDOFF, RUN, actor=source, target_agent=target)
+
+
+def turns(steps: list[Step]) -> Iterator[Event]:
+    """One model turn per step: the response asking for the call, the call, its outcome."""
+    for number, (tool, arguments, outcome) in enumerate(steps):
+        call_id = f"call_{number}"
+        asked = call(tool, arguments, call_id=call_id)
+        yield Event(EventKind.LLM_RESPONSE, RUN, requested_tool_calls=(asked.signature,))
+        yield asked
+        if isinstance(outcome, ErrorInfo):
+            yield tool_error(RUN, tool, outcome, call_id=call_id)
+        else:
+            yield result(tool, outcome, call_id=call_id)
+
+
+def worst_action(steps: list[Step]) -> tuple[Action, set[str]]:
+    """The strongest action the real monitor (default policy) takes over ``steps``, and by whom."""
+    monitor = Monitor(LoopGuardConfig())
+    worst, detectors = Action.CONTINUE, set()
+    for event in turns(steps):
+        decision = monitor.observe(event)
+        if decision.action > worst:
+            worst, detectors = decision.action, set(decision.detectors)
+    return worst, detectors
 
 
 class Driver:

@@ -11,8 +11,7 @@ Under the real monitor and default policy, one model turn per call.
 
 from __future__ import annotations
 
-from scripted_runs import Driver, exchange
-from test_iteration_is_not_a_loop import Step, turns
+from scripted_runs import Driver, Step, exchange, turns
 
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Action, Decision

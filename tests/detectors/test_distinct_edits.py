@@ -8,11 +8,9 @@ The same edit applied again and again with the same answer is one, and is still 
 
 from __future__ import annotations
 
-from test_iteration_is_not_a_loop import Step, turns
+from scripted_runs import Step, worst_action
 
-from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Action
-from otel_loopguard.engine.monitor import Monitor
 
 TEST_OUTPUT = "FAILED tests/test_app.py::test_total - assert 41 == 42\n1 failed, 12 passed"
 
@@ -20,16 +18,6 @@ TEST_OUTPUT = "FAILED tests/test_app.py::test_total - assert 41 == 42\n1 failed,
 def _module(last_line: str, indent: str = "    ") -> str:
     body = "\n".join(f"{indent}value_{i} = compute({i})  # step {i}" for i in range(60))
     return f"def run():\n{body}\n{indent}{last_line}\n"
-
-
-def _worst(steps: list[Step]) -> tuple[Action, set[str]]:
-    monitor = Monitor(LoopGuardConfig())
-    worst, detectors = Action.CONTINUE, set()
-    for event in turns(steps):
-        decision = monitor.observe(event)
-        if decision.action > worst:
-            worst, detectors = decision.action, set(decision.detectors)
-    return worst, detectors
 
 
 def _edit_and_test(contents: list[str]) -> list[Step]:
@@ -43,18 +31,18 @@ def _edit_and_test(contents: list[str]) -> list[Step]:
 def test_long_edits_that_differ_after_the_cap_are_not_stopped() -> None:
     edits = [_module(f"return value_{i}") for i in range(8)]
     assert all(len(edit) > 2000 and edit[:1500] == edits[0][:1500] for edit in edits)
-    action, detectors = _worst(_edit_and_test(edits))
+    action, detectors = worst_action(_edit_and_test(edits))
     assert action <= Action.WARN, detectors
 
 
 def test_edits_that_differ_only_in_indentation_are_not_stopped() -> None:
     edits = [_module("return value_1", indent=" " * width) for width in (4, 2, 8, 3, 1, 6)]
-    action, detectors = _worst(_edit_and_test(edits))
+    action, detectors = worst_action(_edit_and_test(edits))
     assert action <= Action.WARN, detectors
 
 
 def test_the_same_long_edit_again_and_again_is_stopped() -> None:
     edit = _module("return value_1")
-    action, detectors = _worst(_edit_and_test([edit] * 5))
+    action, detectors = worst_action(_edit_and_test([edit] * 5))
     # stopped as a cycle of unchanged answers (edit, test, edit, test)
     assert action is Action.STOP and detectors & {"no_progress", "action_cycle"}, detectors

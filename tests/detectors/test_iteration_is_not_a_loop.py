@@ -11,47 +11,13 @@ a task back and forth — must be stopped.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
+from scripted_runs import Step, handoff, worst_action
 
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Action
-from otel_loopguard.engine.events import (
-    ErrorInfo,
-    Event,
-    EventKind,
-    tool_call,
-    tool_error,
-    tool_result,
-)
+from otel_loopguard.engine.events import ErrorInfo
 from otel_loopguard.engine.monitor import Monitor
-
-RUN = "session-1"
-Step = tuple[str, dict, object]  # tool, arguments, output (an ErrorInfo for a failure)
-
-
-def turns(steps: list[Step]) -> Iterator[Event]:
-    """One model turn per step: the response asking for the call, the call, its outcome."""
-    for number, (tool, arguments, outcome) in enumerate(steps):
-        call_id = f"call_{number}"
-        call = tool_call(RUN, tool, arguments, call_id=call_id)
-        yield Event(EventKind.LLM_RESPONSE, RUN, requested_tool_calls=(call.signature,))
-        yield call
-        if isinstance(outcome, ErrorInfo):
-            yield tool_error(RUN, tool, outcome, call_id=call_id)
-        else:
-            yield tool_result(RUN, tool, outcome, call_id=call_id)
-
-
-def worst_action(steps: list[Step]) -> tuple[Action, set[str]]:
-    monitor = Monitor(LoopGuardConfig())
-    worst, detectors = Action.CONTINUE, set()
-    for event in turns(steps):
-        decision = monitor.observe(event)
-        if decision.action > worst:
-            worst, detectors = decision.action, set(decision.detectors)
-    return worst, detectors
 
 
 def polling_with_progress() -> list[Step]:
@@ -115,7 +81,7 @@ def test_the_same_permanent_error_is_stopped() -> None:
 def test_agents_handing_a_task_back_and_forth_are_stopped() -> None:
     monitor = Monitor(LoopGuardConfig())
     actions = [
-        monitor.observe(Event(EventKind.HANDOFF, RUN, actor=source, target_agent=target)).action
+        monitor.observe(handoff(source, target)).action
         for source, target in [("triage", "billing"), ("billing", "triage")] * 3
     ]
     assert Action.STOP in actions and actions.index(Action.STOP) == 3  # the second closure

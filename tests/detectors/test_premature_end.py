@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from scripted_runs import RUN, call, error, result
 from sdk_stack import AGENT, chat_span, sdk_stack, tool_span
 
 from otel_loopguard.engine.config import LoopGuardConfig
@@ -12,17 +13,9 @@ from otel_loopguard.engine.decisions import Action
 from otel_loopguard.engine.detectors import DEFAULT_DETECTORS
 from otel_loopguard.engine.detectors.base import RunCounters
 from otel_loopguard.engine.detectors.premature_end import PrematureEndDetector
-from otel_loopguard.engine.events import (
-    ErrorInfo,
-    Event,
-    EventKind,
-    tool_call,
-    tool_error,
-    tool_result,
-)
+from otel_loopguard.engine.events import Event, EventKind
 from otel_loopguard.engine.monitor import Monitor
 
-RUN = "run-1"
 SECRET = "token=sk-do-not-export-4242"
 
 
@@ -40,16 +33,16 @@ def _turn(*, empty: bool = False, finish: str | None = "stop", tools: tuple = ()
 def _failing_fetch() -> list[Event]:
     return [
         _turn(finish="tool_calls", tools=("fetch",)),
-        tool_call(RUN, "fetch", {"url": "https://example.invalid/x"}),
-        tool_error(RUN, "fetch", ErrorInfo("HTTPError", f"404 for {SECRET}", 404)),
+        call("fetch", {"url": "https://example.invalid/x"}),
+        error("fetch", f"404 for {SECRET}", status=404, type="HTTPError"),
     ]
 
 
 def _successful_read() -> list[Event]:
     return [
         _turn(finish="tool_calls", tools=("read_file",)),
-        tool_call(RUN, "read_file", {"path": "a.txt"}),
-        tool_result(RUN, "read_file", "contents"),
+        call("read_file", {"path": "a.txt"}),
+        result("read_file", "contents"),
     ]
 
 
@@ -155,9 +148,8 @@ def test_shell_result_showing_a_failure_counts_as_failed() -> None:
     detector = PrematureEndDetector(LoopGuardConfig())
     events = [
         _turn(finish="tool_calls", tools=("bash",)),
-        tool_call(RUN, "bash", {"command": "python app.py"}),
-        tool_result(
-            RUN,
+        call("bash", {"command": "python app.py"}),
+        result(
             "bash",
             'Traceback (most recent call last):\nModuleNotFoundError: No module named "yaml"',
         ),
@@ -187,7 +179,7 @@ def test_failures_kept_are_bounded() -> None:
     detector = PrematureEndDetector(LoopGuardConfig())
     state = detector.new_state()
     events = [_turn(finish="tool_calls")]
-    events += [tool_error(RUN, f"tool{i}", ErrorInfo("ValueError")) for i in range(1000)]
+    events += [error(f"tool{i}", type="ValueError") for i in range(1000)]
     _signals(detector, state, events)
     assert len(state.batch_failures) <= 4 and state.batch_tools == 1000
 
