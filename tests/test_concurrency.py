@@ -6,6 +6,7 @@ import asyncio
 import threading
 
 from monitor_doubles import CountingDetector, call, llm, result
+from otel_loopguard_testing import run_in_threads
 
 from otel_loopguard import Monitor
 from otel_loopguard.engine.config import LoopGuardConfig
@@ -43,11 +44,7 @@ def test_threads_sharing_runs_lose_no_event() -> None:
                 monitor.observe(result(run_id))
                 monitor.observe(llm(run_id, input_tokens=7))
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_in_threads(worker, range(THREADS))
     assert_exact_counts(monitor, THREADS)
 
 
@@ -66,11 +63,7 @@ def test_threads_with_runs_created_and_ended_concurrently() -> None:
             with lock:
                 summaries.append(summary)
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_in_threads(worker, range(THREADS))
     assert len(summaries) == THREADS * 30
     assert all(s.counters.events == 10 and s.counters.tool_calls == 10 for s in summaries)
     assert monitor.active_runs == 0 and monitor.internal_errors == 0
@@ -88,11 +81,7 @@ def test_default_detectors_under_threads_raise_nothing() -> None:
                 monitor.observe(result(run_id, f"result:{round_ % 2}"))
                 monitor.observe(llm(run_id, input_tokens=7))
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_in_threads(worker, range(4))
     assert_exact_counts(monitor, 4)
 
 
@@ -136,11 +125,7 @@ def test_asyncio_loops_in_several_threads() -> None:
 
         asyncio.run(main())
 
-    threads = [threading.Thread(target=thread_main, args=(2 * n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_in_threads(thread_main, range(0, 8, 2))
     assert_exact_counts(monitor, 8)
 
 
@@ -162,7 +147,7 @@ def test_racing_stops_are_decided_and_announced_once_per_run() -> None:
     barrier = threading.Barrier(8)
     seen: dict[str, set[int]] = {f"run-{n}": set() for n in range(RUNS)}
 
-    def worker() -> None:
+    def worker(_thread: int) -> None:
         barrier.wait()
         for index in range(RUNS):
             run_id = f"run-{index}"
@@ -170,11 +155,7 @@ def test_racing_stops_are_decided_and_announced_once_per_run() -> None:
             with lock:
                 seen[run_id].add(id(decision))
 
-    threads = [threading.Thread(target=worker) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_in_threads(worker, range(8))
     assert sorted(announced) == sorted(seen)  # each run's stop announced exactly once
     assert all(len(ids) == 1 for ids in seen.values())  # and every thread got that decision
     assert all(monitor.run_snapshot(run_id).counters.events == 8 for run_id in seen)

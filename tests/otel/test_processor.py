@@ -7,6 +7,7 @@ import threading
 
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
+from otel_loopguard_testing import run_in_threads
 
 from .helpers import Stack, foreign_tool_span, in_process_server_span, make_stack
 
@@ -294,11 +295,7 @@ def test_threads_of_plain_and_agent_traces_keep_their_runs_apart(stack: Stack) -
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker, args=(index,)) for index in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_in_threads(worker, range(8))
     assert not errors
     states = {
         run.attributes["loopguard.run.id"]: run.attributes["loopguard.run.state"]

@@ -19,6 +19,7 @@ from collections import Counter
 from typing import Any
 
 from otel.helpers import Stack, make_stack
+from otel_loopguard_testing import run_in_threads
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 from otel_loopguard.guard.decorators import agent_run, loopguard_tool
@@ -118,11 +119,7 @@ def test_32_threads_each_its_own_run_some_looping() -> None:
         barrier.wait(timeout=JOIN_TIMEOUT)
         outcomes[agent] = _sync_agent(stack, search, agent)
 
-    threads = [threading.Thread(target=worker, args=(a,), daemon=True) for a in agents]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=JOIN_TIMEOUT)
+    threads = run_in_threads(worker, agents, timeout=JOIN_TIMEOUT, daemon=True)
     assert not any(thread.is_alive() for thread in threads), "deadlock: a run never finished"
     assert set(outcomes) == set(agents)
     _check(stack, outcomes, executed, expected)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 from typing import Any
 
 import pytest
 from opentelemetry import baggage, context
 from opentelemetry.sdk.trace import TracerProvider
+from otel_loopguard_testing import run_in_threads
 from otel_loopguard_testing.redis_server import RedisServer
 
 from otel_loopguard import LoopGuard, LoopGuardConfig, LoopGuardInterrupt
@@ -109,11 +109,7 @@ def test_threads_of_one_run_count_each_call_once_in_the_store(redis_server: Redi
                 with guard.tool_call(tracer, "lookup", {"q": n, "thread": index}) as call:
                     call.set_result(n)
 
-    workers = [threading.Thread(target=agent, args=(i,)) for i in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    run_in_threads(agent, range(threads))
     reply = redis_server.command("HGET", "loopguard:run:shared", "tool_calls")
     assert reply.split(b"\r\n")[1] == str(threads * calls).encode()
 

@@ -4,10 +4,10 @@ saving state is a compare-and-set, and a user's window sums every run of that us
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import pytest
+from otel_loopguard_testing import run_in_threads
 from otel_loopguard_testing.redis_server import RedisServer
 
 from otel_loopguard.engine.store import (
@@ -47,15 +47,11 @@ def test_the_first_stop_wins_and_is_read_back(store: RunStore) -> None:
 def test_the_gate_sums_every_caller_and_counts_nothing_once_stopped(store: RunStore) -> None:
     delta = CounterDelta(steps=1, tool_calls=2, input_tokens=100, output_tokens=10, cost=0.25)
 
-    def call() -> None:
+    def call(_caller: int) -> None:
         for _ in range(50):
             assert store.gate("run-1", delta, 1_000.0) is not None
 
-    threads = [threading.Thread(target=call) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_in_threads(call, range(4))
     answer = store.gate("run-1", CounterDelta(), 2_000.0)
     assert answer is not None and answer.stop is None and answer.totals is not None
     totals = answer.totals

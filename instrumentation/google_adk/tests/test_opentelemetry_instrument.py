@@ -50,7 +50,5 @@ def test_ping_pong_is_stopped_under_opentelemetry_instrument():
 def test_observe_mode_under_opentelemetry_instrument_changes_nothing():
     outcome, spans = run_suite_app(TESTS, "agent", mode="observe")
 
-    assert outcome["interrupted"] is False
     assert outcome["adk_limit"] is True  # ADK's own max_llm_calls ended it
-    assert outcome["executions"] == 8
-    assert "stop" in checks.console_actions(spans)  # recorded, not enforced
+    checks.assert_console_loop_observed(outcome, spans, executions=8)

@@ -18,6 +18,7 @@ One module per job; every name a suite uses is importable from here too:
 - :mod:`.program_checks`: what the suites check alike on a program run under
   ``opentelemetry-instrument`` (its outcome and console spans, or its process and the
   spans a receiver got); :func:`run_script_with_receiver`.
+- :mod:`.threads`: :func:`run_in_threads`, one worker per argument on threads of its own.
 - :mod:`.chat_loop`: the agent loop an application writes over an OpenAI-shaped chat API,
   and what the chat-loop suites check alike.
 - :mod:`.scripted_openai`: a scripted OpenAI API behind the SDK's own HTTP client (or on a
@@ -78,6 +79,7 @@ from .program_checks import (
     Spans,
     assert_console_budget_stopped,
     assert_console_handoff_cycle_stopped,
+    assert_console_loop_observed,
     assert_console_loop_stopped,
     assert_console_search_loop_observed,
     assert_console_search_loop_stopped,
@@ -98,6 +100,7 @@ from .scripted_models import (
     forbidden,
     sdk_chat_attributes,
 )
+from .threads import run_in_threads
 
 __all__ = [
     "CHAT_TOOL_SCHEMAS",
@@ -116,6 +119,7 @@ __all__ = [
     "assert_cancelled_by_the_consumer",
     "assert_console_budget_stopped",
     "assert_console_handoff_cycle_stopped",
+    "assert_console_loop_observed",
     "assert_console_loop_stopped",
     "assert_console_search_loop_observed",
     "assert_console_search_loop_stopped",
@@ -155,6 +159,7 @@ __all__ = [
     "reported_outcome",
     "run_chat_tool_loop",
     "run_console_program",
+    "run_in_threads",
     "run_script_with_receiver",
     "run_suite_app",
     "run_under_opentelemetry_instrument",

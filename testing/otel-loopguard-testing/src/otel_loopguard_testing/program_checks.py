@@ -132,6 +132,15 @@ def assert_console_search_loop_observed(
     assert any(console_decisions(s, "stop") for s in tools)
 
 
+def assert_console_loop_observed(outcome: Mapping[str, Any], spans: Spans, executions: int) -> None:
+    """A looping agent's program in observe mode: not interrupted, ended by itself or by the
+    framework after ``executions`` tool executions, the STOP recorded on its spans, not
+    enforced."""
+    assert outcome["interrupted"] is False
+    assert outcome["executions"] == executions
+    assert "stop" in console_actions(spans)
+
+
 def assert_console_budget_stopped(outcome: Mapping[str, Any], spans: Spans) -> Spans:
     """The chat-loop ``budget_agent`` app under a 45-token budget: two requests answered,
     the third ``chat gpt-test`` call vetoed before it was sent, the run
