@@ -341,21 +341,24 @@ TOOL_NAME_PREFIXES: Final = _joined(lambda d: d.tool_name_prefixes)
 CALL_ID_KEYS: Final = _joined(lambda d: d.call_id_keys)
 ARGUMENT_KEYS: Final = _joined(lambda d: d.argument_keys)
 RESULT_KEYS: Final = _joined(lambda d: d.result_keys)
-#: (kind attribute, its tool value as written, key)
-KIND_ARGUMENT_KEYS: Final[tuple[tuple[str, str, str], ...]] = tuple(
-    (d.kind_key, value, key)
-    for d in DIALECTS
-    for value, cls in d.kinds.items()
-    if cls == "tool"
-    for key in d.kind_argument_keys
-)
-KIND_RESULT_KEYS: Final[tuple[tuple[str, str, str], ...]] = tuple(
-    (d.kind_key, value, key)
-    for d in DIALECTS
-    for value, cls in d.kinds.items()
-    if cls == "tool"
-    for key in d.kind_result_keys
-)
+
+
+def _kind_keys(
+    keys_of: Callable[[Dialect], tuple[str, ...]],
+) -> tuple[tuple[str, str, str], ...]:
+    """(kind attribute, its tool value as written, key) for each key of ``keys_of`` in
+    the entries whose kind attribute names tool spans."""
+    return tuple(
+        (d.kind_key, value, key)
+        for d in DIALECTS
+        for value, cls in d.kinds.items()
+        if cls == "tool"
+        for key in keys_of(d)
+    )
+
+
+KIND_ARGUMENT_KEYS: Final = _kind_keys(lambda d: d.kind_argument_keys)
+KIND_RESULT_KEYS: Final = _kind_keys(lambda d: d.kind_result_keys)
 
 # -- agents and conversations ----------------------------------------------------------------
 

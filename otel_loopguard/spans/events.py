@@ -128,24 +128,26 @@ RESULT_NEAR_KEY_ATTRIBUTE = "loopguard.tool.result.near_key"
 def tool_arguments(view: SpanView) -> Any:
     """A tool span's arguments (a short JSON string decoded), or the not-recorded marker
     (also for a hidden-content placeholder such as ``__REDACTED__``)."""
-    attrs = view.attributes
-    for key in _ARGUMENT_KEYS:
-        if key in attrs:
-            return _content(attrs[key])
-    for kind_key, tool_kind, key in _KIND_ARGUMENT_KEYS:
-        if attrs.get(kind_key) == tool_kind and key in attrs:
-            return _content(attrs[key])
-    return _MISSING
+    return _recorded(view.attributes, _ARGUMENT_KEYS, _KIND_ARGUMENT_KEYS)
 
 
 def tool_output(view: SpanView) -> Any:
     """A tool span's result (a short JSON string decoded), or the not-recorded marker
     (also for a hidden-content placeholder)."""
-    attrs = view.attributes
-    for key in _RESULT_KEYS:
+    return _recorded(view.attributes, _RESULT_KEYS, _KIND_RESULT_KEYS)
+
+
+def _recorded(
+    attrs: Mapping[str, Any],
+    keys: tuple[str, ...],
+    kind_keys: tuple[tuple[str, str, str], ...],
+) -> Any:
+    """The first of ``keys`` a span has, else the first key of its tool kind's dialect
+    (``kind_keys``: kind attribute, its tool value, key), decoded by :func:`_content`."""
+    for key in keys:
         if key in attrs:
             return _content(attrs[key])
-    for kind_key, tool_kind, key in _KIND_RESULT_KEYS:
+    for kind_key, tool_kind, key in kind_keys:
         if attrs.get(kind_key) == tool_kind and key in attrs:
             return _content(attrs[key])
     return _MISSING
