@@ -16,15 +16,9 @@ from pathlib import Path
 
 from openinference.instrumentation.llama_index import LlamaIndexInstrumentor as OpenInference
 from otel_loopguard_llamaindex import LlamaIndexInstrumentor
-from otel_loopguard_testing import Testbed, harness_fixtures, instrumentor_fixture
-from otel_loopguard_testing.third_party import openinference_hidden_fixture
+from otel_loopguard_testing.third_party import openinference_fixtures
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "instrumentation/llamaindex/tests"))
 
-TESTBED = Testbed()
-
-instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(
-    OpenInference, TESTBED
-)
-beside_ours = instrumentor_fixture("beside_ours", LlamaIndexInstrumentor)
-content_hidden = openinference_hidden_fixture(TESTBED, OpenInference)
+FIXTURES = openinference_fixtures(OpenInference, LlamaIndexInstrumentor)
+instrumented, make_loopguard, loopguard, observe_loopguard, beside_ours, content_hidden = FIXTURES

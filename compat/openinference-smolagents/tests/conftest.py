@@ -19,17 +19,15 @@ from typing import Any
 import pytest
 from openinference.instrumentation.smolagents import SmolagentsInstrumentor as OpenInference
 from otel_loopguard_smolagents import SmolagentsInstrumentor
-from otel_loopguard_testing import Testbed, harness_fixtures, instrumentor_fixture
-from otel_loopguard_testing.third_party import openinference_hidden_fixture
+from otel_loopguard_testing import Testbed
+from otel_loopguard_testing.third_party import openinference_fixtures
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "instrumentation/smolagents/tests"))
 
 TESTBED = Testbed()
 
-instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(
-    OpenInference, TESTBED
-)
-beside_ours = instrumentor_fixture("beside_ours", SmolagentsInstrumentor)
+FIXTURES = openinference_fixtures(OpenInference, SmolagentsInstrumentor, TESTBED)
+instrumented, make_loopguard, loopguard, observe_loopguard, beside_ours, content_hidden = FIXTURES
 
 
 @pytest.fixture
@@ -46,6 +44,3 @@ def ours_inside(make_loopguard) -> Iterator[Any]:
         theirs.uninstrument()
         ours.uninstrument()
         TESTBED.instrument(TESTBED.instrumentor)
-
-
-content_hidden = openinference_hidden_fixture(TESTBED, OpenInference)

@@ -1,5 +1,6 @@
 """What the compat suites (``compat/<name>/``: a third-party instrumentation beside our
-package) check alike after running their looping agent in enforce mode."""
+core or package) check alike after running their agents: a looping one interrupted
+(enforce mode) or its STOP recorded (observe mode), a productive one left alone."""
 
 from __future__ import annotations
 
@@ -37,3 +38,84 @@ def assert_interrupted_in_each_invocation(
             assert trace.get_current_span() is app  # no span left current
     assert errors("loopguard.internal_errors") == 0
     harness.assert_every_span_ended_once()
+
+
+def assert_interrupted(
+    harness: Harness,
+    start: Start,
+    *,
+    invocations: int = 1,
+    detector: str = "no_progress",
+    most: int = 4,
+) -> Callable[[str], float]:
+    """``invocations`` looping runs with no span of the application around them: each is
+    interrupted by ``detector`` after at least one and at most ``most`` real executions
+    and leaves nothing attached as the context; no span is left open, and
+    ``loopguard.internal_errors`` stays 0. Returns the :func:`metric_counter` it read
+    them with, for the test's own counts (``loopguard.runs``)."""
+    import pytest
+    from opentelemetry import trace
+
+    from otel_loopguard import LoopGuardInterrupt
+
+    count = metric_counter(harness)
+    for _ in range(invocations):
+        run, executed = start()
+        with pytest.raises(LoopGuardInterrupt) as stopped:
+            run()
+        assert detector in stopped.value.decision.detectors, stopped.value.decision
+        assert 1 <= executed() <= most, executed()
+        assert not trace.get_current_span().get_span_context().is_valid  # nothing attached
+    assert harness.open_spans() == []
+    assert count("loopguard.internal_errors") == 0
+    return count
+
+
+def executions_at_first_stop(harness: Harness, executed: Callable[[], int]) -> Callable[[], int]:
+    """Watch the guard's decisions (observe mode, the run goes on): returns a function
+    giving ``executed()`` as it was when the first STOP was taken (it fails when none
+    was)."""
+    at_stop: list[int] = []
+
+    def on_decision(decision: Any, _event: Any) -> None:
+        if decision.action.value == "stop" and not at_stop:
+            at_stop.append(executed())
+
+    harness.guard.on_decision(on_decision)
+
+    def first() -> int:
+        assert at_stop, "no STOP was decided"
+        return at_stop[0]
+
+    return first
+
+
+def assert_stopped_then_completed(harness: Harness, count: Callable[[str], float]) -> Any:
+    """A looping invocation, then a productive one, under one application span: two runs
+    of their own (two ids), the first ``stopped``, the second ``completed`` (the first
+    one's STOP is not its own); ``loopguard.internal_errors`` stays 0 (``count``: the
+    test's :func:`metric_counter`). Returns the second run's span."""
+    first, second = harness.named("loopguard.run")
+    assert first.attributes["loopguard.run.id"] != second.attributes["loopguard.run.id"]
+    assert first.attributes["loopguard.run.state"] == "stopped"
+    assert second.attributes["loopguard.run.state"] == "completed"
+    assert count("loopguard.runs") == 2
+    assert count("loopguard.internal_errors") == 0
+    return second
+
+
+def assert_no_stop_on_their_tools(
+    harness: Harness, count: Callable[[str], float], tools: list[Any], calls: int, hidden: bool
+) -> None:
+    """A productive run beside an OpenInference instrumentation: ``calls`` tool spans of
+    theirs (``tools``), whose result reads ``__REDACTED__`` exactly when their content is
+    ``hidden``; no STOP, and ``loopguard.internal_errors`` stays 0."""
+    assert len(tools) == calls
+    assert (tools[0].attributes["output.value"] == "__REDACTED__") is hidden
+    assert not harness.decision_events("stop")
+    assert count("loopguard.internal_errors") == 0
+
+
+def openinference_spans(harness: Harness, kind: str) -> list[Any]:
+    """An OpenInference instrumentation's spans of ``kind`` (``TOOL``, ``LLM``, ...)."""
+    return [s for s in harness.spans() if s.attributes.get("openinference.span.kind") == kind]

@@ -40,3 +40,24 @@ def openinference_hidden_fixture(testbed: Testbed, make: Callable[[], Any]) -> A
     return reinstrumented_fixture(
         "content_hidden", testbed, make, config=TraceConfig(hide_inputs=True, hide_outputs=True)
     )
+
+
+def openinference_fixtures(
+    theirs: Callable[[], Any], ours: Callable[[], Any], testbed: Testbed | None = None
+) -> tuple[Any, ...]:
+    """An OpenInference compat suite's fixtures, in its conftest::
+
+        (instrumented, make_loopguard, loopguard, observe_loopguard, beside_ours,
+         content_hidden) = openinference_fixtures(TheirInstrumentor, OurInstrumentor)
+
+    :func:`~otel_loopguard_testing.harness.harness_fixtures` with theirs as the suite's
+    instrumentor (our core alone beside it), ``beside_ours`` adding our package on the same
+    provider for one test, ``content_hidden`` (:func:`openinference_hidden_fixture`)."""
+    from .harness import harness_fixtures, instrumentor_fixture
+
+    bed = testbed if testbed is not None else Testbed()
+    return (
+        *harness_fixtures(theirs, bed),
+        instrumentor_fixture("beside_ours", ours),
+        openinference_hidden_fixture(bed, theirs),
+    )
