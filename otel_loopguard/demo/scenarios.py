@@ -37,9 +37,13 @@ class Scenario:
     turns: tuple[Turn, ...]
 
 
-def _tokens(turn_index: int) -> tuple[int, int]:
-    """Context grows each turn: what a real agent's prompt does, and why loops get expensive."""
-    return 1_400 + 380 * turn_index, 90
+def _turn(turn_index: int, agent: str, tool: str | None, *args: Any, **kwargs: Any) -> Turn:
+    """Turn ``turn_index`` of a script (``args`` and ``kwargs`` are the rest of
+    :class:`Turn`'s fields): its context grows each turn, what a real agent's prompt does,
+    and why loops get expensive."""
+    return Turn(
+        agent, tool, *args, input_tokens=1_400 + 380 * turn_index, output_tokens=90, **kwargs
+    )
 
 
 def _request_id(index: int) -> str:
@@ -50,19 +54,16 @@ def _request_id(index: int) -> str:
 def _stuck_search(max_turns: int = 30) -> Scenario:
     # the same query as a model re-types it: case and spacing differ, the call does not
     queries = ["export invoices csv", "Export invoices CSV", "export  invoices csv "]
-    turns = []
-    for index in range(max_turns):
-        tokens_in, tokens_out = _tokens(index)
-        turns.append(
-            Turn(
-                "support-agent",
-                "search_kb",
-                {"query": queries[index % len(queries)] if index < 3 else queries[0]},
-                result=f"no results (request_id={_request_id(index)})",
-                input_tokens=tokens_in,
-                output_tokens=tokens_out,
-            )
+    turns = [
+        _turn(
+            index,
+            "support-agent",
+            "search_kb",
+            {"query": queries[index % len(queries)] if index < 3 else queries[0]},
+            result=f"no results (request_id={_request_id(index)})",
         )
+        for index in range(max_turns)
+    ]
     return Scenario(
         "stuck-search",
         "A support agent stuck on an empty knowledge base",
@@ -78,15 +79,13 @@ def _ping_pong(max_turns: int = 24) -> Scenario:
     agents = ("triage-agent", "billing-agent")
     for index in range(max_turns):
         speaker, other = agents[index % 2], agents[(index + 1) % 2]
-        tokens_in, tokens_out = _tokens(index)
         turns.append(
-            Turn(
+            _turn(
+                index,
                 speaker,
                 f"transfer_to_{other.replace('-', '_')}",
                 {"reason": "this request belongs to the other team"},
                 result=f"handed off to {other}",
-                input_tokens=tokens_in,
-                output_tokens=tokens_out,
             )
         )
     return Scenario(
@@ -100,19 +99,16 @@ def _ping_pong(max_turns: int = 24) -> Scenario:
 
 
 def _permanent_failure(max_turns: int = 20) -> Scenario:
-    turns = []
-    for index in range(max_turns):
-        tokens_in, tokens_out = _tokens(index)
-        turns.append(
-            Turn(
-                "order-agent",
-                "fetch_order",
-                {"order_id": "A-1042"},
-                error="404 Not Found: order A-1042 does not exist",
-                input_tokens=tokens_in,
-                output_tokens=tokens_out,
-            )
+    turns = [
+        _turn(
+            index,
+            "order-agent",
+            "fetch_order",
+            {"order_id": "A-1042"},
+            error="404 Not Found: order A-1042 does not exist",
         )
+        for index in range(max_turns)
+    ]
     return Scenario(
         "permanent-failure",
         "An agent retrying a 404 forever",
@@ -130,19 +126,12 @@ def _healthy() -> Scenario:
         ("check_status", {"job": "refund-B-2210"}, "status: processing"),
         ("check_status", {"job": "refund-B-2210"}, "status: done"),
     ]
-    turns = []
-    for index, (tool, arguments, result) in enumerate(script):
-        tokens_in, tokens_out = _tokens(index)
-        turns.append(Turn("support-agent", tool, arguments, result, None, tokens_in, tokens_out))
-    tokens_in, tokens_out = _tokens(len(script))
+    turns = [
+        _turn(index, "support-agent", tool, arguments, result)
+        for index, (tool, arguments, result) in enumerate(script)
+    ]
     turns.append(
-        Turn(
-            "support-agent",
-            None,
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            answer="Your refund for order B-2210 is done.",
-        )
+        _turn(len(script), "support-agent", None, answer="Your refund for order B-2210 is done.")
     )
     return Scenario(
         "healthy",
