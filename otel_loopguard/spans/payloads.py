@@ -52,12 +52,9 @@ def unwrap_arguments(value: Any) -> tuple[Any, str | None]:
 
 def unwrap_result(value: Any) -> Any:
     """What the tool returned: the envelope's ``output``, a ``ToolMessage``'s content."""
+    value = _opened(value)
     if not isinstance(value, dict):
         return value
-    if "output" in value and _RESULT_ENVELOPE.issuperset(value):
-        value = value["output"]
-        if not isinstance(value, dict):
-            return value
     if value.get("lc") == 1 and value.get("type") == "constructor":
         path = value.get("id")
         kwargs = value.get("kwargs")
@@ -83,12 +80,9 @@ def wrapped_failure(value: Any) -> str | None:
     """The error text of a LangChain ``ToolMessage`` with ``status="error"`` (a tool's
     exception that LangGraph's ``ToolNode(handle_tool_errors=True)`` handed to the model as
     text), in any of the shapes above; None for anything else."""
+    value = _opened(value)
     if not isinstance(value, dict):
         return None
-    if "output" in value and _RESULT_ENVELOPE.issuperset(value):
-        value = value["output"]
-        if not isinstance(value, dict):
-            return None
     message = value.get("kwargs") if value.get("type") == "constructor" else value
     if isinstance(message, dict) and isinstance(message.get("data"), dict):
         message = message["data"]
@@ -96,3 +90,10 @@ def wrapped_failure(value: Any) -> str | None:
         return None
     content = message.get("content")
     return content if isinstance(content, str) and content else "tool error"
+
+
+def _opened(value: Any) -> Any:
+    """A result envelope's ``output`` (what the tool returned), else ``value`` itself."""
+    if isinstance(value, dict) and "output" in value and _RESULT_ENVELOPE.issuperset(value):
+        return value["output"]
+    return value
