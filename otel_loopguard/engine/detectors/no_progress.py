@@ -14,7 +14,9 @@ repeat only within the same epoch. Hence
 * edit → run tests → edit → run tests never fires while the edits differ, even when the
   test output is identical each time;
 * A → B → A → B with unchanged outputs fires (after one round that establishes the epoch);
-* retry-then-success never fires: a success with a new output resets the call.
+* retry-then-success never fires: a success with a new output resets the call;
+* a note tool (``think``: :mod:`~otel_loopguard.engine.detectors.note_tools`) between two
+  identical answers is neither: a thought written down is not new work.
 
 Waiting is not looping: an agent that polls a CI run with a ``sleep`` between polls sees
 ``in_progress`` several times before the answer changes. A repeat that comes after the run
@@ -42,6 +44,7 @@ from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.engine.detectors.call_tracking import growing_score
 from otel_loopguard.engine.detectors.fingerprint_table import FingerprintTable
+from otel_loopguard.engine.detectors.note_tools import is_note_tool
 from otel_loopguard.engine.detectors.permanent_failure import classify_error, error_of_result
 from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
 from otel_loopguard.engine.detectors.waiting import WAIT_SECONDS, command_sleeps, is_wait_tool
@@ -97,6 +100,8 @@ class NoProgressDetector:
             last, state.last_time = state.last_time, now
             if (last and now - last >= WAIT_SECONDS) or self._waits(event):
                 state.waits = (state.waits + 1) & _EPOCH_MASK
+            if is_note_tool(event.tool_name):
+                return None  # a thought written down is not new work
             call = counters.call_key
             if state.calls.get(call) is None:  # a first-time call is new work
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
@@ -104,8 +109,8 @@ class NoProgressDetector:
             return None
         state.last_time = now
         call = counters.call_key
-        if not call:
-            return None
+        if not call or is_note_tool(event.tool_name):
+            return None  # a note tool's answer is no news of progress either
         failed = counters.failed
         if failed and self._retryable(event):
             return None  # retrying may help: the permanent-failure detector's to judge

@@ -46,6 +46,7 @@ from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.engine.detectors.call_tracking import growing_score
 from otel_loopguard.engine.detectors.fingerprint_table import FingerprintTable, fingerprint
+from otel_loopguard.engine.detectors.note_tools import is_note_tool
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
 from otel_loopguard.engine.signatures import describe_output, output_signature
 
@@ -202,7 +203,8 @@ class PermanentFailureDetector:
         if kind is _TOOL_RESULT:
             if not counters.failed:
                 step = counters.call_key ^ counters.outcome_key
-                if step != state.last_success:  # distinct successful work
+                if step != state.last_success and not is_note_tool(event.tool_name):
+                    # distinct successful work (a thought written down is none)
                     state.last_success = step
                     state.progress = (state.progress + 1) & _PROGRESS_MASK
                 maybe = state.maybe
