@@ -4,6 +4,8 @@ ours), one model call our wrapper's report and their model span; each counts onc
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from agents import (
     ANSWER,
@@ -16,34 +18,27 @@ from agents import (
     priced_script,
     productive_script,
 )
-from opentelemetry import trace
 from otel_loopguard_testing import metric_counter
+from otel_loopguard_testing.compat_checks import assert_interrupted, openinference_spans
 from otel_loopguard_testing.scripted_models import ToolCounter
 
 from otel_loopguard import LoopGuardInterrupt
 
 
-def _their_spans(harness, kind: str) -> list:
-    return [s for s in harness.spans() if s.attributes.get("openinference.span.kind") == kind]
+def _looping() -> tuple[Any, Any]:
+    counter = ToolCounter()
+    graph = build_react_graph(looping_script(), counter)
+    return lambda: graph.invoke(USER_INPUT, RUN_CONFIG), lambda: counter["search"]
 
 
 def test_a_looping_graph_is_interrupted_in_every_invocation(beside_ours) -> None:
     harness = beside_ours(mode="enforce")
-    count = metric_counter(harness)
-    for _ in range(2):
-        counter = ToolCounter()
-        with pytest.raises(LoopGuardInterrupt) as stopped:
-            build_react_graph(looping_script(), counter).invoke(USER_INPUT, RUN_CONFIG)
-        assert "no_progress" in stopped.value.decision.detectors
-        assert 1 <= counter["search"] <= 4
-        assert not trace.get_current_span().get_span_context().is_valid  # nothing attached
-    assert len(_their_spans(harness, "TOOL")) == 6  # both at work: their span per execution
+    assert_interrupted(harness, _looping, invocations=2)  # theirs too: each span ended once
+    assert len(openinference_spans(harness, "TOOL")) == 6  # both at work: theirs per execution
     states = [
         s.attributes["loopguard.run.state"] for s in harness.named("invoke_agent support_agent")
     ]
     assert states == ["stopped", "stopped"]
-    assert harness.open_spans() == []  # theirs too: each ended once
-    assert count("loopguard.internal_errors") == 0
 
 
 def test_a_productive_graph_completes_with_the_same_answer(beside_ours) -> None:
@@ -65,7 +60,7 @@ def test_steps_and_tokens_on_the_agent_span_are_the_real_ones(beside_ours) -> No
     state = build_react_graph(iter(()), ToolCounter(), model=model).invoke(USER_INPUT, RUN_CONFIG)
     assert final_answer(state) == ANSWER
     assert model.calls == 4
-    assert len(_their_spans(harness, "LLM")) == 4
+    assert len(openinference_spans(harness, "LLM")) == 4
     assert harness.run_usage("support_agent") == (160, 40)  # 4 turns of 40 + 10
     assert count("loopguard.internal_errors") == 0
 
@@ -88,12 +83,6 @@ def test_with_their_content_hidden_the_looping_graph_is_interrupted_too(
     content_hidden, beside_ours
 ) -> None:
     harness = beside_ours(mode="enforce")
-    count = metric_counter(harness)
-    counter = ToolCounter()
-    with pytest.raises(LoopGuardInterrupt) as stopped:
-        build_react_graph(looping_script(), counter).invoke(USER_INPUT, RUN_CONFIG)
-    assert "no_progress" in stopped.value.decision.detectors
-    assert 1 <= counter["search"] <= 4
-    tools = _their_spans(harness, "TOOL")
+    assert_interrupted(harness, _looping)
+    tools = openinference_spans(harness, "TOOL")
     assert tools and all(s.attributes["output.value"] == "__REDACTED__" for s in tools)
-    assert count("loopguard.internal_errors") == 0

@@ -4,8 +4,6 @@ the result, ``openinference.span.kind`` set only when a span ends)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from agents import (
     RUN_CONFIG,
@@ -18,27 +16,25 @@ from agents import (
     productive_script,
 )
 from otel_loopguard_testing import metric_counter
+from otel_loopguard_testing.compat_checks import (
+    assert_no_stop_on_their_tools,
+    assert_stopped_then_completed,
+    executions_at_first_stop,
+    openinference_spans,
+)
 from otel_loopguard_testing.scripted_models import ToolCounter
-
-
-def _observed(harness: Any, counter: ToolCounter) -> list[tuple[str, int]]:
-    """(action, executions so far) of every decision, as it was taken."""
-    seen: list[tuple[str, int]] = []
-    harness.guard.on_decision(lambda d, _e: seen.append((d.action.value, counter["search"])))
-    return seen
 
 
 def test_a_looping_graph_is_stopped_within_the_fourth_call(observe_loopguard) -> None:
     count = metric_counter(observe_loopguard)
     counter = ToolCounter()
-    decided = _observed(observe_loopguard, counter)
+    at_stop = executions_at_first_stop(observe_loopguard, lambda: counter["search"])
     graph = build_react_graph(looping_script(give_up_after=8), counter)
     state = graph.invoke(USER_INPUT, RUN_CONFIG)
 
     assert counter["search"] == 8  # observe mode: the run goes on
     assert final_answer(state) == "I could not find the price."
-    first_stop = next(executions for action, executions in decided if action == "stop")
-    assert first_stop <= 4
+    assert at_stop() <= 4
     # the STOP is on their agent span, still open when it was decided
     (agent,) = observe_loopguard.named("support_agent")
     assert observe_loopguard.decisions_on(agent, "stop")
@@ -55,14 +51,8 @@ def test_a_productive_graph_gets_no_stop(observe_loopguard, request, hidden: boo
 
     assert counter["lookup"] == 3
     assert "20 EUR" in final_answer(state)
-    (tool_span, *_) = [
-        s
-        for s in observe_loopguard.spans()
-        if s.attributes.get("openinference.span.kind") == "TOOL"
-    ]
-    assert (tool_span.attributes["output.value"] == "__REDACTED__") is hidden
-    assert not observe_loopguard.decision_events("stop")
-    assert count("loopguard.internal_errors") == 0
+    tools = openinference_spans(observe_loopguard, "TOOL")
+    assert_no_stop_on_their_tools(observe_loopguard, count, tools, 3, hidden)
 
 
 def test_a_looping_graph_with_content_hidden_is_not_stopped_on_placeholders(
@@ -85,14 +75,9 @@ def test_two_invocations_under_one_application_span_are_two_runs(observe_loopgua
         build_react_graph(looping_script(give_up_after=8), counter).invoke(USER_INPUT, RUN_CONFIG)
         build_react_graph(productive_script(), counter).invoke(USER_INPUT, RUN_CONFIG)
 
-    first, second = observe_loopguard.named("loopguard.run")
-    assert first.attributes["loopguard.run.id"] != second.attributes["loopguard.run.id"]
-    assert first.attributes["loopguard.run.state"] == "stopped"
+    second = assert_stopped_then_completed(observe_loopguard, count)
     # the second run starts clean: the first one's STOP and counts are not its own
-    assert second.attributes["loopguard.run.state"] == "completed"
     assert second.attributes["loopguard.run.tool_calls"] == 3
-    assert count("loopguard.runs") == 2
-    assert count("loopguard.internal_errors") == 0
 
 
 def test_their_model_spans_count_the_tokens(make_loopguard) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from agents import (
@@ -14,24 +15,24 @@ from agents import (
     run_to_end,
 )
 from otel_loopguard_testing import metric_counter
+from otel_loopguard_testing.compat_checks import assert_interrupted
 
 from otel_loopguard import LoopGuardInterrupt
 
 
-async def test_a_looping_agent_is_interrupted_in_every_invocation(beside_ours) -> None:
+def _looping() -> tuple[Any, Any]:
+    """One invocation on an event loop of its own (``assert_interrupted`` runs it)."""
+    counter = ToolCounter()
+    agent = build_agent(looping_script(), counter)
+    return lambda: asyncio.run(asyncio.wait_for(run_to_end(agent), 30)), lambda: counter["search"]
+
+
+def test_a_looping_agent_is_interrupted_in_every_invocation(beside_ours) -> None:
     harness = beside_ours(mode="enforce")
-    count = metric_counter(harness)
-    for _ in range(2):
-        counter = ToolCounter()
-        with pytest.raises(LoopGuardInterrupt) as stopped:
-            await asyncio.wait_for(run_to_end(build_agent(looping_script(), counter)), 30)
-        assert "no_progress" in stopped.value.decision.detectors
-        assert 1 <= counter["search"] <= 4
+    count = assert_interrupted(harness, _looping, invocations=2)
     runs = harness.named("invoke_agent support_agent")
     assert [s.attributes["loopguard.run.state"] for s in runs] == ["stopped", "stopped"]
     assert count("loopguard.runs") == 2
-    assert harness.open_spans() == []
-    assert count("loopguard.internal_errors") == 0
 
 
 async def test_a_productive_agent_completes_with_the_same_answer(beside_ours) -> None:
@@ -70,15 +71,7 @@ async def test_a_token_budget_stops_at_the_right_turn(beside_ours) -> None:
     assert count("loopguard.internal_errors") == 0
 
 
-async def test_with_their_content_hidden_the_looping_agent_is_interrupted_too(
+def test_with_their_content_hidden_the_looping_agent_is_interrupted_too(
     content_hidden, beside_ours
 ) -> None:
-    harness = beside_ours(mode="enforce")
-    count = metric_counter(harness)
-    counter = ToolCounter()
-    with pytest.raises(LoopGuardInterrupt) as stopped:
-        await asyncio.wait_for(run_to_end(build_agent(looping_script(), counter)), 30)
-    assert "no_progress" in stopped.value.decision.detectors
-    assert 1 <= counter["search"] <= 4
-    assert harness.open_spans() == []
-    assert count("loopguard.internal_errors") == 0
+    assert_interrupted(beside_ours(mode="enforce"), _looping)

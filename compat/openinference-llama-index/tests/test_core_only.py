@@ -14,20 +14,22 @@ from agents import (
     run_to_end,
 )
 from otel_loopguard_testing import metric_counter
+from otel_loopguard_testing.compat_checks import (
+    assert_no_stop_on_their_tools,
+    assert_stopped_then_completed,
+    executions_at_first_stop,
+)
 
 
 async def test_a_looping_agent_is_stopped_within_the_fourth_call(observe_loopguard) -> None:
     count = metric_counter(observe_loopguard)
     counter = ToolCounter()
-    decided: list[tuple[str, int]] = []
-    observe_loopguard.guard.on_decision(
-        lambda d, _e: decided.append((d.action.value, counter["search"]))
-    )
+    at_stop = executions_at_first_stop(observe_loopguard, lambda: counter["search"])
     result = await asyncio.wait_for(run_to_end(build_agent(looping_script(8), counter)), 30)
 
     assert str(result) == "I could not find the price."
     assert counter["search"] == 8  # observe mode: the run goes on
-    assert next(n for action, n in decided if action == "stop") <= 4
+    assert at_stop() <= 4
     (run,) = observe_loopguard.named("loopguard.run")
     assert run.attributes["loopguard.run.state"] == "stopped"
     assert count("loopguard.internal_errors") == 0
@@ -43,10 +45,7 @@ async def test_a_productive_agent_gets_no_stop(observe_loopguard, request, hidde
 
     assert str(result).startswith("Answer: Pro plan costs 20 EUR")
     tools = [s for s in observe_loopguard.spans() if s.attributes.get("tool.name") == "lookup"]
-    assert len(tools) == 3
-    assert (tools[0].attributes["output.value"] == "__REDACTED__") is hidden
-    assert not observe_loopguard.decision_events("stop")
-    assert count("loopguard.internal_errors") == 0
+    assert_no_stop_on_their_tools(observe_loopguard, count, tools, 3, hidden)
 
 
 async def test_each_model_turn_counts_once(observe_loopguard) -> None:
@@ -67,9 +66,4 @@ async def test_two_invocations_under_one_application_span_are_two_runs(observe_l
         await run_to_end(build_agent(looping_script(8), ToolCounter()))
         await run_to_end(build_agent(productive_script(), ToolCounter()))
 
-    first, second = observe_loopguard.named("loopguard.run")
-    assert first.attributes["loopguard.run.id"] != second.attributes["loopguard.run.id"]
-    assert first.attributes["loopguard.run.state"] == "stopped"
-    assert second.attributes["loopguard.run.state"] == "completed"
-    assert count("loopguard.runs") == 2
-    assert count("loopguard.internal_errors") == 0
+    assert_stopped_then_completed(observe_loopguard, count)

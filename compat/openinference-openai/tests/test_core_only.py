@@ -7,19 +7,13 @@ from __future__ import annotations
 import pytest
 from hand_written import ANSWER, LOOP_TURNS, looping, productive
 from otel_loopguard_testing import metric_counter
-
-
-def _their_spans(harness) -> list:
-    return [s for s in harness.spans() if s.attributes.get("openinference.span.kind") == "LLM"]
+from otel_loopguard_testing.compat_checks import executions_at_first_stop, openinference_spans
 
 
 def test_a_looping_loop_is_stopped_within_the_fourth_call(observe_loopguard) -> None:
     count = metric_counter(observe_loopguard)
     loop = looping()
-    decided: list[tuple[str, int]] = []
-    observe_loopguard.guard.on_decision(
-        lambda d, _e: decided.append((d.action.value, len(loop.executions)))
-    )
+    at_stop = executions_at_first_stop(observe_loopguard, lambda: len(loop.executions))
     # the application's own span around its loop (else each request is a trace of its own)
     with observe_loopguard.app_tracer().start_as_current_span("agent loop"):
         loop.run()
@@ -27,7 +21,7 @@ def test_a_looping_loop_is_stopped_within_the_fourth_call(observe_loopguard) -> 
     assert loop.answer == "I gave up."  # observe mode: recorded, not enforced
     assert len(loop.executions) == LOOP_TURNS
     assert observe_loopguard.tool_spans() == []  # model spans only
-    assert next(n for action, n in decided if action == "stop") <= 4
+    assert at_stop() <= 4
     assert count("loopguard.internal_errors") == 0
 
 
@@ -38,7 +32,7 @@ def test_a_productive_loop_gets_no_stop(observe_loopguard, request, hidden: bool
     count = metric_counter(observe_loopguard)
     with observe_loopguard.app_tracer().start_as_current_span("agent loop"):
         assert productive().run() == ANSWER
-    spans = _their_spans(observe_loopguard)
+    spans = openinference_spans(observe_loopguard, "LLM")
     assert len(spans) == 5
     assert ("llm.input_messages.0.message.role" in spans[-1].attributes) is not hidden
     assert not observe_loopguard.decision_events("stop")
