@@ -107,7 +107,9 @@ def test_a_paused_server_never_holds_a_call_longer_than_the_timeout(
             redis_server.resume()
         stderr = agent.finish()
     gate_ms = [ms for turn in turns for ms in turn["gate_ms"]]
-    assert max(gate_ms) < 50 + 40  # the timeout, plus scheduling slack on a busy machine
+    # the timeout, plus scheduling slack on a busy machine; a call ignoring the timeout
+    # would wait until the server is resumed, seconds later
+    assert max(gate_ms) < 50 + 150
     # the loop is still stopped by this process's own detectors
     assert [t["executed"] for t in turns] == [True, True, False]
     assert stderr.count("does not answer") == 1

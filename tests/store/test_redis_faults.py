@@ -31,7 +31,9 @@ def test_a_paused_server_costs_each_call_at_most_the_timeout(redis_server: Redis
             time.sleep(redis_store.RETRY_AFTER + 0.05)  # let it try the server each time
     finally:
         redis_server.resume()
-    assert max(waits) < 0.040 + 0.030  # the timeout, and scheduling slack
+    # the timeout, and scheduling slack on a loaded 2-core CI machine (30 ms was seen
+    # exceeded there); a call ignoring the timeout would wait for the resume, seconds on
+    assert max(waits) < 0.040 + 0.150
     assert errors == ["unavailable"] * 3
     time.sleep(redis_store.RETRY_AFTER + 0.05)
     answer = store.gate("run-1", CounterDelta(), 3.0)
