@@ -75,16 +75,36 @@ def end_failed(span: Span, error: BaseException) -> None:
 
 def set_answer_attributes(span: Span, answer: ModelAnswer) -> None:
     """The answer's GenAI attributes (response id and model, finish reasons, usage)."""
-    if answer.response_model:
-        span.set_attribute("gen_ai.response.model", answer.response_model)
-    if answer.response_id:
-        span.set_attribute("gen_ai.response.id", answer.response_id)
-    if answer.finish_reasons:
-        span.set_attribute("gen_ai.response.finish_reasons", answer.finish_reasons)
-    if answer.input_tokens is not None:
-        span.set_attribute("gen_ai.usage.input_tokens", answer.input_tokens)
-    if answer.output_tokens is not None:
-        span.set_attribute("gen_ai.usage.output_tokens", answer.output_tokens)
+    set_response_attributes(
+        span,
+        answer.response_id,
+        answer.response_model,
+        answer.finish_reasons,
+        answer.input_tokens,
+        answer.output_tokens,
+    )
+
+
+def set_response_attributes(
+    span: Span,
+    response_id: str | None,
+    response_model: str | None,
+    finish_reasons: list[str] | None,
+    input_tokens: int | None,
+    output_tokens: int | None,
+) -> None:
+    """A model response's GenAI attributes, each only when known: the one place that names
+    them for every model SDK package (an SDK's own answer type need not be a ModelAnswer)."""
+    if response_model:
+        span.set_attribute("gen_ai.response.model", response_model)
+    if response_id:
+        span.set_attribute("gen_ai.response.id", response_id)
+    if finish_reasons:
+        span.set_attribute("gen_ai.response.finish_reasons", finish_reasons)
+    if input_tokens is not None:
+        span.set_attribute("gen_ai.usage.input_tokens", input_tokens)
+    if output_tokens is not None:
+        span.set_attribute("gen_ai.usage.output_tokens", output_tokens)
 
 
 def report_answer(guard: Any, span: Span, answer: ModelAnswer, request_model: str | None) -> None:

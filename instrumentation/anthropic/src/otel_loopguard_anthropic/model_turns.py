@@ -29,6 +29,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from otel_loopguard import LoopGuard, LoopGuardInterrupt, current_run, get_guard
+from otel_loopguard.kit.model_call_span import set_response_attributes
 from otel_loopguard.kit.scoped_call import PlainScope, Wrapper, scoped_wrapper
 from otel_loopguard_anthropic.messages import Turn, turn_from_message
 from otel_loopguard_anthropic.streams import AsyncObservedStream, ObservedStream
@@ -230,16 +231,14 @@ def _in_a_run() -> bool:
 
 
 def _set_response_attributes(span: Span, turn: Turn) -> None:
-    if turn.response_id:
-        span.set_attribute("gen_ai.response.id", turn.response_id)
-    if turn.model:
-        span.set_attribute("gen_ai.response.model", turn.model)
-    if turn.stop_reason:
-        span.set_attribute("gen_ai.response.finish_reasons", [turn.stop_reason])
-    if turn.input_tokens is not None:
-        span.set_attribute("gen_ai.usage.input_tokens", turn.input_tokens)
-    if turn.output_tokens is not None:
-        span.set_attribute("gen_ai.usage.output_tokens", turn.output_tokens)
+    set_response_attributes(
+        span,
+        turn.response_id,
+        turn.model,
+        [turn.stop_reason] if turn.stop_reason else None,
+        turn.input_tokens,
+        turn.output_tokens,
+    )
 
 
 class _NoSpan:
