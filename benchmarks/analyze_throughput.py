@@ -46,10 +46,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from synthetic_runs import AgentRun, SyntheticSpan  # a sibling script, not a package
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_SPANS_PER_SECOND = 50_000
 SPANS_PER_LINE = 512
-TOOLS = ("search", "read_file", "lookup_order", "fetch_url", "run_tests", "send_email")
 
 BASELINE = """
 import json, sys
@@ -73,83 +74,21 @@ def _attr(key: str, value: object) -> dict:
     return {"key": key, "value": {"stringValue": str(value)}}
 
 
-class _Run:
-    """One agent run being generated: yields its spans in end order."""
-
-    def __init__(self, rng: random.Random, number: int, now_ns: int) -> None:
-        self.rng = rng
-        self.trace_id = rng.getrandbits(128).to_bytes(16, "big").hex()
-        self.root_id = rng.getrandbits(64).to_bytes(8, "big").hex()
-        self.agent = f"agent-{number % 50}"
-        self.looping = number % 10 == 0
-        self.turns = rng.randint(5, 40)
-        self.turn = 0
-        self.start_ns = now_ns
-        self.clock_ns = now_ns
-
-    def _span(self, name: str, start: int, end: int, attributes: list, parent: str | None) -> dict:
-        span = {
-            "traceId": self.trace_id,
-            "spanId": self.rng.getrandbits(64).to_bytes(8, "big").hex(),
-            "name": name,
-            "kind": 1,
-            "startTimeUnixNano": str(start),
-            "endTimeUnixNano": str(end),
-            "attributes": attributes,
-            "status": {},
-        }
-        if parent:
-            span["parentSpanId"] = parent
-        return span
-
-    def next_spans(self) -> list[dict]:
-        """The spans of the next turn (a model call, then a tool call); the root at the end."""
-        if self.turn >= self.turns:
-            return [
-                self._span(
-                    f"invoke_agent {self.agent}",
-                    self.start_ns,
-                    self.clock_ns + 1000,
-                    [
-                        _attr("gen_ai.operation.name", "invoke_agent"),
-                        _attr("gen_ai.agent.name", self.agent),
-                    ],
-                    None,
-                )
-            ]
-        self.turn += 1
-        rng = self.rng
-        tool = "search" if self.looping else rng.choice(TOOLS)
-        query = "pricing page" if self.looping else f"query {rng.getrandbits(32)}"
-        result = "no results" if self.looping else f"result {rng.getrandbits(48)}"
-        t0 = self.clock_ns
-        chat = self._span(
-            "chat gpt-4o",
-            t0,
-            t0 + 800_000,
-            [
-                _attr("gen_ai.operation.name", "chat"),
-                _attr("gen_ai.request.model", "gpt-4o"),
-                _attr("gen_ai.usage.input_tokens", rng.randint(200, 4000)),
-                _attr("gen_ai.usage.output_tokens", rng.randint(10, 300)),
-            ],
-            self.root_id,
-        )
-        call = self._span(
-            f"execute_tool {tool}",
-            t0 + 900_000,
-            t0 + 1_500_000,
-            [
-                _attr("gen_ai.operation.name", "execute_tool"),
-                _attr("gen_ai.tool.name", tool),
-                _attr("gen_ai.tool.call.id", f"call_{rng.getrandbits(40):x}"),
-                _attr("gen_ai.tool.call.arguments", json.dumps({"query": query, "limit": 10})),
-                _attr("gen_ai.tool.call.result", result),
-            ],
-            self.root_id,
-        )
-        self.clock_ns = t0 + 2_000_000
-        return [chat, call]
+def _json_span(span: SyntheticSpan) -> dict:
+    """The span as the OTLP JSON encoding writes it."""
+    encoded = {
+        "traceId": f"{span.trace_id:032x}",
+        "spanId": f"{span.span_id:016x}",
+        "name": span.name,
+        "kind": 1,
+        "startTimeUnixNano": str(span.start_ns),
+        "endTimeUnixNano": str(span.end_ns),
+        "attributes": [_attr(key, value) for key, value in span.attributes.items()],
+        "status": {},
+    }
+    if span.parent_id is not None:
+        encoded["parentSpanId"] = f"{span.parent_id:016x}"
+    return encoded
 
 
 def generate(path: Path, min_spans: int, min_bytes: int, concurrent: int, seed: int = 7) -> int:
@@ -163,7 +102,7 @@ def generate(path: Path, min_spans: int, min_bytes: int, concurrent: int, seed: 
     number = 0
     live = []
     for _ in range(concurrent):
-        live.append(_Run(rng, number, now))
+        live.append(AgentRun(rng, number, now))
         number += 1
     spans_written = 0
     pending: list[dict] = []
@@ -172,11 +111,11 @@ def generate(path: Path, min_spans: int, min_bytes: int, concurrent: int, seed: 
         while spans_written < min_spans or written_bytes < min_bytes:
             index = rng.randrange(len(live))
             run = live[index]
-            spans = run.next_spans()
+            spans = [_json_span(span) for span in run.next_spans()]
             pending.extend(spans)
             if run.turn >= run.turns and len(spans) == 1:  # its root was just written
                 now = max(now, run.clock_ns)
-                live[index] = _Run(rng, number, now)
+                live[index] = AgentRun(rng, number, now)
                 number += 1
             if len(pending) >= SPANS_PER_LINE:
                 request = {
@@ -192,7 +131,7 @@ def generate(path: Path, min_spans: int, min_bytes: int, concurrent: int, seed: 
         # finish the runs still open so every trace is complete
         for run in live:
             while True:
-                spans = run.next_spans()
+                spans = [_json_span(span) for span in run.next_spans()]
                 pending.extend(spans)
                 if len(spans) == 1:
                     break

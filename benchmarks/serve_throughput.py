@@ -42,6 +42,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+from synthetic_runs import AgentRun, SyntheticSpan  # a sibling script, not a package
 
 ROOT = Path(__file__).resolve().parent.parent
 if "--installed" not in sys.argv:
@@ -51,7 +52,6 @@ from otel_loopguard.serve.decode import decode_protobuf  # noqa: E402
 
 TARGET_SPANS_PER_SECOND = 20_000
 SPANS_PER_REQUEST = 512
-TOOLS = ("search", "read_file", "lookup_order", "fetch_url", "run_tests", "send_email")
 
 
 def _kv(key: str, value: object) -> KeyValue:
@@ -60,64 +60,18 @@ def _kv(key: str, value: object) -> KeyValue:
     return KeyValue(key=key, value=AnyValue(string_value=str(value)))
 
 
-class _Run:
-    """One agent run being generated: its spans turn by turn, the root at the end."""
-
-    def __init__(self, rng: random.Random, number: int, now_ns: int) -> None:
-        self.rng = rng
-        self.trace_id = rng.randbytes(16)
-        self.root_id = rng.randbytes(8)
-        self.agent = f"agent-{number % 50}"
-        self.looping = number % 10 == 0
-        self.turns = rng.randint(5, 40)
-        self.turn = 0
-        self.start_ns = self.clock_ns = now_ns
-
-    def _span(self, name: str, start: int, end: int, attrs: list, parent: bytes | None) -> Span:
-        return Span(
-            trace_id=self.trace_id,
-            span_id=self.rng.randbytes(8),
-            parent_span_id=parent or b"",
-            name=name,
-            kind=Span.SPAN_KIND_INTERNAL,
-            start_time_unix_nano=start,
-            end_time_unix_nano=end,
-            attributes=attrs,
-        )
-
-    def next_spans(self) -> list[Span]:
-        if self.turn >= self.turns:
-            attrs = [
-                _kv("gen_ai.operation.name", "invoke_agent"),
-                _kv("gen_ai.agent.name", self.agent),
-            ]
-            return [
-                self._span(f"invoke_agent {self.agent}", self.start_ns, self.clock_ns, attrs, None)
-            ]
-        self.turn += 1
-        rng = self.rng
-        tool = "search" if self.looping else rng.choice(TOOLS)
-        query = "pricing page" if self.looping else f"query {rng.getrandbits(32)}"
-        result = "no results" if self.looping else f"result {rng.getrandbits(48)}"
-        t0 = self.clock_ns
-        self.clock_ns += 2_000_000
-        chat = [
-            _kv("gen_ai.operation.name", "chat"),
-            _kv("gen_ai.request.model", "gpt-4o"),
-            _kv("gen_ai.usage.input_tokens", rng.randint(200, 4000)),
-            _kv("gen_ai.usage.output_tokens", rng.randint(10, 300)),
-        ]
-        call = [
-            _kv("gen_ai.operation.name", "execute_tool"),
-            _kv("gen_ai.tool.name", tool),
-            _kv("gen_ai.tool.call.id", f"call_{rng.getrandbits(40):x}"),
-            _kv("gen_ai.tool.call.arguments", json.dumps({"query": query})),
-            _kv("gen_ai.tool.call.result", result),
-        ]
-        return [
-            self._span("chat gpt-4o", t0, t0 + 800_000, chat, self.root_id),
-            self._span(f"execute_tool {tool}", t0 + 900_000, t0 + 1_500_000, call, self.root_id),
-        ]
+def _protobuf_span(span: SyntheticSpan) -> Span:
+    parent = b"" if span.parent_id is None else span.parent_id.to_bytes(8, "big")
+    return Span(
+        trace_id=span.trace_id.to_bytes(16, "big"),
+        span_id=span.span_id.to_bytes(8, "big"),
+        parent_span_id=parent,
+        name=span.name,
+        kind=Span.SPAN_KIND_INTERNAL,
+        start_time_unix_nano=span.start_ns,
+        end_time_unix_nano=span.end_ns,
+        attributes=[_kv(key, value) for key, value in span.attributes.items()],
+    )
 
 
 def generate(spans: int, concurrent: int, seed: int = 7) -> list[bytes]:
@@ -127,16 +81,16 @@ def generate(spans: int, concurrent: int, seed: int = 7) -> list[bytes]:
     number = 0
     live = []
     for _ in range(concurrent):
-        live.append(_Run(rng, number, now))
+        live.append(AgentRun(rng, number, now))
         number += 1
     bodies: list[bytes] = []
     batch: list[Span] = []
     made = 0
     while made < spans:
         run = rng.choice(live)
-        new = run.next_spans()
+        new = [_protobuf_span(span) for span in run.next_spans()]
         if run.turn >= run.turns and len(new) == 1:
-            live[live.index(run)] = _Run(rng, number, run.clock_ns)
+            live[live.index(run)] = AgentRun(rng, number, run.clock_ns)
             number += 1
         batch += new
         made += len(new)
