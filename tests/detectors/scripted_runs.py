@@ -68,6 +68,16 @@ def failing(tool: str, arguments: Any, message: str, **error_fields: Any) -> lis
     ]
 
 
+def edit_then_test(patches: Iterable[str], test_output: str) -> list[Event]:
+    """A coding agent's edit → run the tests loop: per patch, an ``edit_file`` call of
+    ``app.py`` answered ``ok``, then ``pytest -q`` answered ``test_output``."""
+    events: list[Event] = []
+    for patch in patches:
+        events += exchange("edit_file", {"path": "app.py", "patch": patch}, "ok")
+        events += exchange("bash", {"command": "pytest -q"}, test_output)
+    return events
+
+
 def llm(requested: Iterable[Event] | None = None) -> Event:
     """A model turn; ``requested`` are the tool calls it asked for (their signatures)."""
     signatures = None if requested is None else tuple(e.signature for e in requested)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scripted_runs import Driver, exchange, failing
+from scripted_runs import Driver, edit_then_test, exchange, failing
 
 from otel_loopguard.engine.detectors.action_cycle import ActionCycleDetector
 
@@ -60,11 +60,7 @@ def test_polling_cycle_with_changing_output_does_not_fire() -> None:
 
 def test_edit_then_test_with_different_edits_does_not_fire() -> None:
     run = Driver(ActionCycleDetector)
-    events = []
-    for i in range(10):
-        events += exchange("edit_file", {"path": "app.py", "patch": f"attempt {i}"}, "ok")
-        events += exchange("bash", {"command": "pytest -q"}, "1 failed")
-    assert run.feed(events) == []
+    assert run.feed(edit_then_test([f"attempt {i}" for i in range(10)], "1 failed")) == []
 
 
 def test_failing_steps_form_cycles_too() -> None:

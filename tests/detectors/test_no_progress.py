@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scripted_runs import Driver, call, exchange, failing, result
+from scripted_runs import Driver, call, edit_then_test, exchange, failing, result
 
 from otel_loopguard.engine.detectors.no_progress import NoProgressDetector
 
@@ -60,20 +60,13 @@ def test_polling_that_stalls_fires() -> None:
 
 def test_edit_run_tests_iteration_never_fires_even_with_identical_test_output() -> None:
     run = Driver(NoProgressDetector)
-    events = []
-    for i in range(10):
-        events += exchange("edit_file", {"path": "app.py", "patch": f"attempt {i}"}, "ok")
-        events += exchange("bash", {"command": "pytest -q"}, "1 failed, 3 passed")
+    events = edit_then_test([f"attempt {i}" for i in range(10)], "1 failed, 3 passed")
     assert run.feed(events) == []
 
 
 def test_repeating_the_same_edit_and_test_is_no_progress() -> None:
     run = Driver(NoProgressDetector)
-    events = []
-    for _ in range(4):
-        events += exchange("edit_file", {"path": "app.py", "patch": "same"}, "ok")
-        events += exchange("bash", {"command": "pytest -q"}, "1 failed, 3 passed")
-    assert run.feed(events)
+    assert run.feed(edit_then_test(["same"] * 4, "1 failed, 3 passed"))
 
 
 def test_retry_then_success_does_not_fire() -> None:
