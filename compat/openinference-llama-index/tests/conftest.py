@@ -16,9 +16,10 @@ from pathlib import Path
 
 from openinference.instrumentation.llama_index import LlamaIndexInstrumentor as OpenInference
 from otel_loopguard_llamaindex import LlamaIndexInstrumentor
-from otel_loopguard_testing.third_party import openinference_fixtures
+from otel_loopguard_testing.third_party import hidden_fixture, openinference_fixtures
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "instrumentation/llamaindex/tests"))
 
 FIXTURES = openinference_fixtures(OpenInference, LlamaIndexInstrumentor)
 instrumented, make_loopguard, loopguard, observe_loopguard, beside_ours, content_hidden = FIXTURES
+hidden = hidden_fixture()

@@ -21,7 +21,7 @@ from otel_loopguard import LoopGuardInterrupt
 
 
 def _looping() -> tuple[Any, Any]:
-    """One invocation on an event loop of its own (``assert_interrupted`` runs it)."""
+    """A fresh looping agent, run on an event loop of its own (``assert_interrupted``)."""
     counter = ToolCounter()
     agent = build_agent(looping_script(), counter)
     return lambda: asyncio.run(asyncio.wait_for(run_to_end(agent), 30)), lambda: counter["search"]

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor as OpenInference
 from otel_loopguard_openai_agents import OpenAIAgentsInstrumentor
-from otel_loopguard_testing.third_party import openinference_fixtures
+from otel_loopguard_testing.third_party import hidden_fixture, openinference_fixtures
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "instrumentation/openai_agents/tests"))
 
 FIXTURES = openinference_fixtures(OpenInference, OpenAIAgentsInstrumentor)
 instrumented, make_loopguard, loopguard, observe_loopguard, beside_ours, content_hidden = FIXTURES
+hidden = hidden_fixture()

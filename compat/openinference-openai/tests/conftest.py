@@ -15,9 +15,10 @@ from pathlib import Path
 
 from openinference.instrumentation.openai import OpenAIInstrumentor as OpenInference
 from otel_loopguard_openai import OpenAIInstrumentor
-from otel_loopguard_testing.third_party import openinference_fixtures
+from otel_loopguard_testing.third_party import hidden_fixture, openinference_fixtures
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "openai-v2/tests"))
 
 FIXTURES = openinference_fixtures(OpenInference, OpenAIInstrumentor)
 instrumented, make_loopguard, loopguard, observe_loopguard, beside_ours, content_hidden = FIXTURES
+hidden = hidden_fixture()

@@ -20,7 +20,7 @@ import pytest
 from openinference.instrumentation.smolagents import SmolagentsInstrumentor as OpenInference
 from otel_loopguard_smolagents import SmolagentsInstrumentor
 from otel_loopguard_testing import Testbed
-from otel_loopguard_testing.third_party import openinference_fixtures
+from otel_loopguard_testing.third_party import hidden_fixture, openinference_fixtures
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "instrumentation/smolagents/tests"))
 
@@ -28,6 +28,7 @@ TESTBED = Testbed()
 
 FIXTURES = openinference_fixtures(OpenInference, SmolagentsInstrumentor, TESTBED)
 instrumented, make_loopguard, loopguard, observe_loopguard, beside_ours, content_hidden = FIXTURES
+hidden = hidden_fixture()
 
 
 @pytest.fixture

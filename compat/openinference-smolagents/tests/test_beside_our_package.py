@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agents import TASK, TURN_TOKENS, empty_search, looping_agent, paged_search, productive_agent
+from agents import TASK, TURN_TOKENS, looping_run, paged_search, productive_agent
 from otel_loopguard_testing import metric_counter
 from otel_loopguard_testing.compat_checks import assert_interrupted
 
@@ -22,15 +22,10 @@ def _their_run_spans(harness: Any) -> list[Any]:
     return [s for s in harness.spans() if s.name == "ToolCallingAgent.run"]
 
 
-def _looping() -> tuple[Any, Any]:
-    search = empty_search()
-    return lambda: looping_agent(search).run(TASK), lambda: len(search.executions)
-
-
 def _interrupted_twice(harness: Any) -> None:
     """Two looping invocations in a row, each interrupted after at most 4 executions; each
     a run of its own, in a trace of its own, nothing left open or attached."""
-    count = assert_interrupted(harness, _looping, invocations=2)
+    count = assert_interrupted(harness, looping_run, invocations=2)
     ours = harness.named("invoke_agent ToolCallingAgent")
     theirs = _their_run_spans(harness)
     assert [s.attributes["loopguard.run.state"] for s in ours] == ["stopped", "stopped"]
@@ -44,7 +39,7 @@ def _interrupted_twice(harness: Any) -> None:
     assert count("loopguard.runs") == 2
 
 
-def test_a_looping_agent_is_interrupted_in_every_invocation(beside_ours) -> None:
+def test_alooping_run_agent_is_interrupted_in_every_invocation(beside_ours) -> None:
     _interrupted_twice(beside_ours(mode="enforce"))
 
 
@@ -88,7 +83,7 @@ def test_a_token_budget_stops_at_the_right_turn(beside_ours) -> None:
     assert count("loopguard.internal_errors") == 0
 
 
-def test_with_their_content_hidden_the_looping_agent_is_interrupted_too(
+def test_with_their_content_hidden_thelooping_run_agent_is_interrupted_too(
     content_hidden, beside_ours
 ) -> None:
-    assert_interrupted(beside_ours(mode="enforce"), _looping)
+    assert_interrupted(beside_ours(mode="enforce"), looping_run)

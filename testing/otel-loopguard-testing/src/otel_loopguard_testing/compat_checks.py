@@ -119,3 +119,20 @@ def assert_no_stop_on_their_tools(
 def openinference_spans(harness: Harness, kind: str) -> list[Any]:
     """An OpenInference instrumentation's spans of ``kind`` (``TOOL``, ``LLM``, ...)."""
     return [s for s in harness.spans() if s.attributes.get("openinference.span.kind") == kind]
+
+
+def assert_loop_observed(harness: Harness, start: Start, *, executions: int, most: int = 4) -> Any:
+    """Observe mode, one looping run: it ran to its own end (``executed()`` is
+    ``executions``), the guard's first STOP came within ``most`` executions, its one
+    ``loopguard.run`` was recorded ``stopped``, ``loopguard.internal_errors`` stays 0.
+    Returns what ``run()`` returned."""
+    count = metric_counter(harness)
+    run, executed = start()
+    at_stop = executions_at_first_stop(harness, executed)
+    result = run()
+    assert executed() == executions  # observe mode: the run goes on
+    assert at_stop() <= most
+    (span,) = harness.named("loopguard.run")
+    assert span.attributes["loopguard.run.state"] == "stopped"
+    assert count("loopguard.internal_errors") == 0
+    return result

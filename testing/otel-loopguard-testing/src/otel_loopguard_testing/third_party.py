@@ -61,3 +61,17 @@ def openinference_fixtures(
         instrumentor_fixture("beside_ours", ours),
         openinference_hidden_fixture(bed, theirs),
     )
+
+
+def hidden_fixture() -> Any:
+    """``hidden``, a test run twice: their content shown (``False``), then hidden
+    (``True``: the suite's ``content_hidden`` fixture is in force)."""
+    import pytest
+
+    @pytest.fixture(name="hidden", params=[False, True], ids=["content", "content hidden"])
+    def hidden(request: Any) -> bool:
+        if request.param:
+            request.getfixturevalue("content_hidden")
+        return bool(request.param)
+
+    return hidden
