@@ -21,37 +21,15 @@ of a chunk runs in a model turn of its own (the core's
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import wrapt
-
-from otel_loopguard.kit.streamed_answer import DoneCallback, Folder, StreamedAnswer
+from otel_loopguard.kit.answer_stream import AsyncReads, SyncReads
 
 
-class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
+class ObservedStream(SyncReads, AsyncReads):
     """A ``CustomStreamWrapper`` that reports its chunks and its end (sync and async use)."""
 
-    def __init__(
-        self,
-        stream: Any,
-        folder: Folder,
-        on_done: DoneCallback,
-        open_turn: Callable[[], Any] | None = None,
-    ) -> None:
-        super().__init__(stream)
-        self._self_end = StreamedAnswer(folder, on_done, open_turn)
-
     # -- sync -----------------------------------------------------------------------------
-    def __iter__(self) -> ObservedStream:
-        return self
-
-    def __next__(self) -> Any:
-        with self._self_end:  # in a model turn of its own; the end or failure ends the answer
-            chunk = next(self.__wrapped__)
-        self._self_end.add(chunk)
-        return chunk
-
     def __enter__(self) -> ObservedStream:
         return self
 
@@ -64,18 +42,9 @@ class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
             if close is not None:
                 close()
         finally:
-            self._self_end.finish(complete=False)
+            self._self_answer.finish(complete=False)
 
     # -- async ----------------------------------------------------------------------------
-    def __aiter__(self) -> ObservedStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        with self._self_end:
-            chunk = await self.__wrapped__.__anext__()
-        self._self_end.add(chunk)
-        return chunk
-
     async def __aenter__(self) -> ObservedStream:
         return self
 
@@ -88,4 +57,4 @@ class ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
             if aclose is not None:
                 await aclose()
         finally:
-            self._self_end.finish(complete=False)
+            self._self_answer.finish(complete=False)

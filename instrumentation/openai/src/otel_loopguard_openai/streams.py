@@ -19,6 +19,7 @@ from typing import Any
 
 import wrapt
 
+from otel_loopguard.kit.answer_stream import AnswerStream, AsyncReads, SyncReads
 from otel_loopguard.kit.streamed_answer import DoneCallback, Folder, StreamedAnswer
 
 
@@ -42,12 +43,11 @@ class _ClosingResponse(wrapt.ObjectProxy):  # type: ignore[misc]
             self._self_answer.finish(complete=False)
 
 
-class _ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
-    """What the sync and async proxies share: the answer being folded, the closing response."""
+class _ObservedStream(AnswerStream):
+    """What the sync and async proxies share beyond reading: the closing response."""
 
     def __init__(self, stream: Any, folder: Folder, on_done: DoneCallback) -> None:
-        super().__init__(stream)
-        self._self_answer = StreamedAnswer(folder, on_done)
+        super().__init__(stream, folder, on_done)
         self._self_response: Any = None
 
     @property
@@ -56,21 +56,9 @@ class _ObservedStream(wrapt.ObjectProxy):  # type: ignore[misc]
             self._self_response = _ClosingResponse(self.__wrapped__.response, self._self_answer)
         return self._self_response
 
-    def _chunk(self, item: Any) -> Any:
-        self._self_answer.add(item)
-        return item
 
-
-class ObservedStream(_ObservedStream):
+class ObservedStream(_ObservedStream, SyncReads):
     """A synchronous ``openai.Stream`` that reports its chunks and its end."""
-
-    def __iter__(self) -> ObservedStream:
-        return self
-
-    def __next__(self) -> Any:
-        with self._self_answer:
-            item = next(self.__wrapped__)
-        return self._chunk(item)
 
     def __enter__(self) -> ObservedStream:
         return self
@@ -85,16 +73,8 @@ class ObservedStream(_ObservedStream):
             self._self_answer.finish(complete=False)
 
 
-class ObservedAsyncStream(_ObservedStream):
+class ObservedAsyncStream(_ObservedStream, AsyncReads):
     """An ``openai.AsyncStream`` that reports its chunks and its end."""
-
-    def __aiter__(self) -> ObservedAsyncStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        with self._self_answer:
-            item = await self.__wrapped__.__anext__()
-        return self._chunk(item)
 
     async def __aenter__(self) -> ObservedAsyncStream:
         return self
