@@ -8,28 +8,16 @@ from typing import Any
 import pytest
 
 from otel_loopguard import agent_run, get_guard
+from otel_loopguard.kit.answer_stream import SyncReads
 from otel_loopguard.kit.openai_format import ChatChunkFolder
 from otel_loopguard.kit.streamed_answer import StreamedAnswer
 
 
-class Proxy:
-    """A model SDK package's stream proxy, reduced to what the kit asks of one."""
-
-    def __init__(self, chunks: list[Any], answer: StreamedAnswer) -> None:
-        self._chunks = iter(chunks)
-        self.answer = answer
-
-    def __iter__(self) -> Proxy:
-        return self
-
-    def __next__(self) -> Any:
-        with self.answer:
-            chunk = next(self._chunks)
-        self.answer.add(chunk)
-        return chunk
+class Proxy(SyncReads):
+    """A model SDK package's stream proxy: the kit's reading, and a close of its own."""
 
     def close(self) -> None:
-        self.answer.finish(complete=False)
+        self._self_answer.finish(complete=False)
 
 
 def _chunk(text: str, reason: str | None = None) -> dict[str, Any]:
@@ -50,7 +38,7 @@ def _recorder() -> tuple[list[tuple[Any, ...]], Any]:
 
 def test_an_exhausted_stream_ends_once_complete() -> None:
     ends, on_done = _recorder()
-    proxy = Proxy([_chunk("a"), _chunk("b", "stop")], StreamedAnswer(ChatChunkFolder(), on_done))
+    proxy = Proxy(iter([_chunk("a"), _chunk("b", "stop")]), ChatChunkFolder(), on_done)
     assert [c["choices"][0]["delta"]["content"] for c in proxy] == ["a", "b"]
     proxy.close()  # a close after the end changes nothing
     assert ends == [("stop", None, True, False)]
@@ -58,7 +46,7 @@ def test_an_exhausted_stream_ends_once_complete() -> None:
 
 def test_a_stream_left_early_or_failing_ends_once_incomplete() -> None:
     ends, on_done = _recorder()
-    proxy = Proxy([_chunk("a"), _chunk("b")], StreamedAnswer(ChatChunkFolder(), on_done))
+    proxy = Proxy(iter([_chunk("a"), _chunk("b")]), ChatChunkFolder(), on_done)
     next(proxy)
     proxy.close()
     proxy.close()
@@ -69,8 +57,7 @@ def test_a_stream_left_early_or_failing_ends_once_incomplete() -> None:
             raise ConnectionError("reset")
 
     failing_ends, failing_done = _recorder()
-    failing = Proxy([], StreamedAnswer(ChatChunkFolder(), failing_done))
-    failing._chunks = Broken()  # type: ignore[assignment]
+    failing = Proxy(Broken(), ChatChunkFolder(), failing_done)
     with pytest.raises(ConnectionError):
         next(failing)
     assert len(failing_ends) == 1 and isinstance(failing_ends[0][1], ConnectionError)
@@ -103,8 +90,6 @@ def test_a_report_from_below_during_a_read_is_remembered(make_kit: Any) -> None:
             return self.left.pop()
 
     with agent_run("a", tracer=kit.tracer):
-        answer = StreamedAnswer(ChatChunkFolder(), on_done, open_turn=kit.guard.model_turn)
-        proxy = Proxy([], answer)
-        proxy._chunks = Below()  # type: ignore[assignment]
+        proxy = Proxy(Below(), ChatChunkFolder(), on_done, open_turn=kit.guard.model_turn)
         assert len(list(proxy)) == 1
     assert ends == [("stop", None, True, True)]
