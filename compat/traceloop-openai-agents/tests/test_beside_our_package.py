@@ -9,31 +9,10 @@ turn, or token budgets are silently off.
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from agents import RunConfig, Runner
 from otel_loopguard_testing.compat_checks import assert_interrupted_in_each_invocation
-from otel_loopguard_testing.metrics import metric_counter
-from scripted import ANSWER, USAGE, looping, productive
-
-from otel_loopguard import LoopGuardInterrupt
-
-OUR_SCOPE = "otel_loopguard_openai_agents"
-
-
-def _run(scenario, *, sensitive: bool = True):
-    config = RunConfig(trace_include_sensitive_data=sensitive)
-    return asyncio.run(Runner.run(scenario.agent, "What does it cost?", run_config=config))
-
-
-def _our_run(harness):
-    (span,) = [
-        s
-        for s in harness.named("invoke_agent researcher")
-        if s.instrumentation_scope.name == OUR_SCOPE
-    ]
-    return span
+from scripted import looping
+from sdk_suite import assert_budget_stops_the_third_turn, assert_productive_counted_once, run
 
 
 @pytest.mark.parametrize("sensitive", [True, False], ids=["content-on", "content-off"])
@@ -45,7 +24,7 @@ def test_the_looping_run_is_interrupted_after_at_most_four_executions(
 
     def start():
         scenario = looping()
-        return lambda: _run(scenario, sensitive=sensitive), lambda: len(scenario.executions)
+        return lambda: run(scenario, sensitive=sensitive), lambda: len(scenario.executions)
 
     assert_interrupted_in_each_invocation(with_our_package(mode="enforce"), invocations, start)
 
@@ -56,32 +35,10 @@ def test_the_looping_run_is_interrupted_after_at_most_four_executions(
     ids=["chat", "chat-no-data", "responses", "responses-no-data"],
 )
 def test_the_productive_run_counts_the_real_steps_and_tokens(with_our_package, model, sensitive):
-    harness = with_our_package(mode="enforce")
-    errors = metric_counter(harness)
-    scenario = productive(model)
-
-    assert _run(scenario, sensitive=sensitive).final_output == ANSWER
-
-    run = _our_run(harness)
-    assert run.attributes["loopguard.run.state"] == "completed"
-    # five turns, each counted once, whoever reported it
-    assert run.attributes["gen_ai.usage.input_tokens"] == 5 * USAGE[0]
-    assert run.attributes["gen_ai.usage.output_tokens"] == 5 * USAGE[1]
-    assert errors("loopguard.internal_errors") == 0
+    assert_productive_counted_once(with_our_package(mode="enforce"), model, sensitive)
 
 
 @pytest.mark.parametrize("model", ["chat", "responses"])
 def test_a_token_budget_stops_at_the_turn_that_goes_over_it(with_our_package, model):
-    # 50 tokens a turn: the third goes over 120 (uncounted, never; counted twice, the second)
     harness = with_our_package(mode="enforce", token_budget=120)
-    scenario = productive(model)
-
-    with pytest.raises(LoopGuardInterrupt) as raised:
-        _run(scenario)
-
-    assert raised.value.decision.detectors == ("budget",)
-    assert len(scenario.api.requests) == 3
-    assert len(scenario.executions) == 2  # the third turn's search never ran
-    run = _our_run(harness)
-    assert run.attributes["loopguard.run.state"] == "budget_exceeded"
-    assert run.attributes["gen_ai.usage.input_tokens"] == 3 * USAGE[0]
+    assert_budget_stops_the_third_turn(harness, model, sensitive=True)
