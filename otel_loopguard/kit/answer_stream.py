@@ -1,11 +1,12 @@
-"""The reading half of a model SDK's stream proxy: chunks folded into one StreamedAnswer.
+"""A model SDK's stream behind a proxy whose every ending reaches one StreamedAnswer.
 
 Every model SDK package hands the caller its SDK's stream behind a ``wrapt.ObjectProxy``
 (``isinstance`` and every attribute of the real stream still work) that reads each chunk
 in the answer's own model turn and folds it (:class:`~otel_loopguard.kit.streamed_answer.
-StreamedAnswer`). That reading is the same for every SDK and is written here once. How a
-stream is closed is not (``close``, ``aclose``, an awaitable ``close``, a response object
-to close): each package's proxy adds its own, funnelled into ``finish(complete=False)``.
+StreamedAnswer`), and that, closed (``close``, ``with``, ``async with``), closes the SDK's
+stream and ends the answer unfinished. That is the same for every SDK and is written here
+once; a package's proxy adds only what its SDK has beyond it (the OpenAI SDK's
+``response``, the name of its awaitable close).
 
 A proxy takes :class:`SyncReads`, :class:`AsyncReads` or both, as its SDK's stream
 iterates: a sync stream must not look async-iterable to a framework that asks.
@@ -14,7 +15,7 @@ iterates: a sync stream must not look async-iterable to a framework that asks.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import wrapt
 
@@ -37,7 +38,8 @@ class AnswerStream(wrapt.ObjectProxy):  # type: ignore[misc]
 
 class SyncReads(AnswerStream):
     """``for chunk in stream``: each read in a model turn of its own; its end or failure
-    ends the answer."""
+    ends the answer. ``close()`` and ``with`` close the SDK's stream (when it has a
+    ``close``) and end the answer unfinished."""
 
     def __iter__(self) -> Any:
         return self
@@ -48,9 +50,27 @@ class SyncReads(AnswerStream):
         self._self_answer.add(chunk)
         return chunk
 
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            close = getattr(self.__wrapped__, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._self_answer.finish(complete=False)
+
 
 class AsyncReads(AnswerStream):
-    """``async for chunk in stream``, as :class:`SyncReads`."""
+    """``async for chunk in stream``, as :class:`SyncReads`; ``async with`` closes by
+    :meth:`close_async`, which the proxy also offers under its SDK's name for it."""
+
+    #: the SDK stream's awaitable close: ``aclose`` (LiteLLM), ``close`` (OpenAI)
+    async_close_name: ClassVar[str] = "aclose"
 
     def __aiter__(self) -> Any:
         return self
@@ -60,6 +80,22 @@ class AsyncReads(AnswerStream):
             chunk = await self.__wrapped__.__anext__()
         self._self_answer.add(chunk)
         return chunk
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.close_async()
+
+    async def close_async(self) -> None:
+        """Close the SDK's stream (when it has the close named ``async_close_name``) and
+        end the answer unfinished."""
+        try:
+            close = getattr(self.__wrapped__, self.async_close_name, None)
+            if close is not None:
+                await close()
+        finally:
+            self._self_answer.finish(complete=False)
 
 
 __all__ = ["AnswerStream", "AsyncReads", "SyncReads"]

@@ -21,40 +21,12 @@ of a chunk runs in a model turn of its own (the core's
 
 from __future__ import annotations
 
-from typing import Any
-
 from otel_loopguard.kit.answer_stream import AsyncReads, SyncReads
 
 
 class ObservedStream(SyncReads, AsyncReads):
-    """A ``CustomStreamWrapper`` that reports its chunks and its end (sync and async use)."""
-
-    # -- sync -----------------------------------------------------------------------------
-    def __enter__(self) -> ObservedStream:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    def close(self) -> None:
-        try:
-            close = getattr(self.__wrapped__, "close", None)
-            if close is not None:
-                close()
-        finally:
-            self._self_answer.finish(complete=False)
-
-    # -- async ----------------------------------------------------------------------------
-    async def __aenter__(self) -> ObservedStream:
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> None:
-        await self.aclose()
+    """A ``CustomStreamWrapper`` that reports its chunks and its end (sync and async use);
+    closed by ``close`` or ``aclose``."""
 
     async def aclose(self) -> None:
-        try:
-            aclose = getattr(self.__wrapped__, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        finally:
-            self._self_answer.finish(complete=False)
+        await self.close_async()

@@ -60,30 +60,12 @@ class _ObservedStream(AnswerStream):
 class ObservedStream(_ObservedStream, SyncReads):
     """A synchronous ``openai.Stream`` that reports its chunks and its end."""
 
-    def __enter__(self) -> ObservedStream:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    def close(self) -> None:
-        try:
-            self.__wrapped__.close()
-        finally:
-            self._self_answer.finish(complete=False)
-
 
 class ObservedAsyncStream(_ObservedStream, AsyncReads):
-    """An ``openai.AsyncStream`` that reports its chunks and its end."""
+    """An ``openai.AsyncStream`` that reports its chunks and its end; its close is
+    awaitable ``close``."""
 
-    async def __aenter__(self) -> ObservedAsyncStream:
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> None:
-        await self.close()
+    async_close_name = "close"
 
     async def close(self) -> None:
-        try:
-            await self.__wrapped__.close()
-        finally:
-            self._self_answer.finish(complete=False)
+        await self.close_async()
