@@ -6,7 +6,8 @@ answers) is enforced by ours before the next tools run."""
 from __future__ import annotations
 
 import pytest
-from hand_written import ANSWER, looping, productive
+from hand_written import looping
+from loop_checks import assert_budget_stops_the_third_request, assert_productive_counted_once
 from otel_loopguard_testing import metric_counter
 
 from otel_loopguard import LoopGuardInterrupt
@@ -32,29 +33,11 @@ def test_the_looping_loop_is_interrupted_after_at_most_four_executions(
 
 
 def test_the_productive_loop_completes_with_the_real_steps_and_tokens(beside_ours) -> None:
-    harness = beside_ours(mode="enforce")
-    count = metric_counter(harness)
-    loop = productive()
-    with get_guard().agent_run(harness.app_tracer(), "assistant"):
-        assert loop.run() == ANSWER
-    assert harness.run_state("assistant") == "completed"
-    assert harness.run_usage("assistant") == (5 * 40, 5 * 10)  # five turns, once each
-    assert not harness.decision_events("stop")
-    assert count("loopguard.internal_errors") == 0
+    assert_productive_counted_once(beside_ours(mode="enforce"))
 
 
 def test_a_token_budget_stops_at_the_right_turn(beside_ours) -> None:
-    harness = beside_ours(mode="enforce", token_budget=120)  # 50 a turn: the 3rd goes over
-    count = metric_counter(harness)
-    loop = productive()
-    with pytest.raises(LoopGuardInterrupt) as stopped:
-        with get_guard().agent_run(harness.app_tracer(), "assistant"):
-            loop.run()
-    assert stopped.value.decision.detectors == ("budget",)
-    assert len(loop.api.requests) == 3  # counted twice, the 2nd answer would stop it
-    assert harness.run_state("assistant") == "budget_exceeded"
-    assert harness.run_usage("assistant") == (120, 30)
-    assert count("loopguard.internal_errors") == 0
+    assert_budget_stops_the_third_request(beside_ours(mode="enforce", token_budget=120))
 
 
 def test_with_their_content_hidden_the_loop_is_counted_not_claimed(

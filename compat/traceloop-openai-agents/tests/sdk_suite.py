@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from agents import RunConfig, Runner, set_trace_processors
 from otel_loopguard_testing import harness_fixtures, instrumentor_fixture
-from otel_loopguard_testing.decided import calls_before_stop
+from otel_loopguard_testing.decided import calls_before_stop, stops
 from otel_loopguard_testing.metrics import metric_counter
 from scripted import ANSWER, LOOP_TURNS, QUERIES, USAGE, Scenario, looping, productive
 
@@ -46,11 +46,6 @@ def run(scenario: Scenario, *, sensitive: bool = True) -> Any:
     """One run of ``scenario``'s agent (``sensitive``: the SDK's traces carry the data)."""
     config = RunConfig(trace_include_sensitive_data=sensitive)
     return asyncio.run(Runner.run(scenario.agent, "What does it cost?", run_config=config))
-
-
-def stops(harness: Any) -> list[tuple[Any, Any]]:
-    """The guard's STOP decisions, with their events."""
-    return [(d, e) for d, e in harness.decided if d.action.value == "stop"]
 
 
 def our_run(harness: Any) -> Any:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from otel_loopguard_testing.decided import stopped_at
+from otel_loopguard_testing.decided import stopped_at, stops
 from scripted import productive
 from sdk_suite import (
     assert_loop_observed,
     assert_productive_not_stopped,
     assert_two_runs_under_one_span,
     run,
-    stops,
 )
 
 

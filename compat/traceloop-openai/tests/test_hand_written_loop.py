@@ -6,13 +6,17 @@ requests carry the tools' calls and results in ``gen_ai.input.messages``
 from __future__ import annotations
 
 import pytest
-from hand_written import ANSWER, LOOP_TURNS, looping, looping_in_a_run, productive
+from hand_written import ANSWER, looping_in_a_run, productive
+from loop_checks import (
+    assert_budget_stops_the_third_request,
+    assert_loop_observed,
+    assert_productive_counted_once,
+    assert_tokens_counted,
+    assert_two_runs_under_one_span,
+)
 from otel_loopguard_testing.compat_checks import assert_interrupted_in_each_invocation
-from otel_loopguard_testing.decided import stopped_at
+from otel_loopguard_testing.decided import stops
 from otel_loopguard_testing.metrics import metric_counter
-
-from otel_loopguard import LoopGuardInterrupt
-from otel_loopguard.guard import get_guard
 
 
 @pytest.fixture(params=["content-on", "content-off"])
@@ -23,24 +27,12 @@ def content(request, monkeypatch) -> bool:
     return on
 
 
-def _stops(harness) -> list:
-    return [(d, e) for d, e in harness.decided if d.action.value == "stop"]
+def _chat_spans(harness) -> list:
+    return harness.spans("openai.chat")
 
 
 def test_core_only_a_looping_loop_gets_a_stop_within_the_fourth_call(observe_loopguard):
-    errors = metric_counter(observe_loopguard)
-    loop = looping()
-
-    with observe_loopguard.app_tracer().start_as_current_span("agent loop"):
-        loop.run()
-
-    assert len(loop.executions) == LOOP_TURNS  # observe mode: recorded, not enforced
-    stops = _stops(observe_loopguard)
-    assert stops
-    assert "no_progress" in stops[0][0].detectors
-    requests = stopped_at(observe_loopguard, observe_loopguard.spans("openai.chat"))
-    assert requests is not None and requests <= 4, requests
-    assert errors("loopguard.internal_errors") == 0
+    assert_loop_observed(observe_loopguard, _chat_spans)
 
 
 def test_core_only_a_productive_loop_gets_no_stop(observe_loopguard, content):
@@ -49,22 +41,15 @@ def test_core_only_a_productive_loop_gets_no_stop(observe_loopguard, content):
     with observe_loopguard.app_tracer().start_as_current_span("agent loop"):
         assert productive().run() == ANSWER
 
-    chats = observe_loopguard.spans("openai.chat")
+    chats = _chat_spans(observe_loopguard)
     assert len(chats) == 5
     assert ("gen_ai.input.messages" in chats[-1].attributes) is content
-    assert _stops(observe_loopguard) == []
+    assert stops(observe_loopguard) == []
     assert errors("loopguard.internal_errors") == 0
 
 
 def test_core_only_two_invocations_under_one_application_span_are_two_runs(observe_loopguard):
-    tracer = observe_loopguard.app_tracer()
-
-    with tracer.start_as_current_span("handle request"):
-        for _ in range(2):
-            with get_guard().agent_run(tracer, "assistant"):
-                looping().run()
-
-    assert len({event.run_id for _, event in _stops(observe_loopguard)}) == 2
+    assert_two_runs_under_one_span(observe_loopguard)
 
 
 @pytest.mark.parametrize("invocations", [1, 2])
@@ -77,33 +62,12 @@ def test_beside_our_package_the_loop_is_interrupted_after_at_most_four_execution
 
 
 def test_beside_our_package_the_productive_run_counts_the_real_tokens(with_openai_package):
-    harness = with_openai_package(mode="enforce")
-
-    with get_guard().agent_run(harness.app_tracer(), "assistant"):
-        assert productive().run() == ANSWER
-
-    (run,) = harness.named("invoke_agent assistant")
-    assert run.attributes["gen_ai.usage.input_tokens"] == 5 * 40  # five turns, once each
-    assert run.attributes["gen_ai.usage.output_tokens"] == 5 * 10
-    assert harness.decision_events("stop") == []
+    assert_productive_counted_once(with_openai_package(mode="enforce"))
 
 
 def test_beside_our_package_a_token_budget_stops_at_the_turn_over_it(with_openai_package):
-    harness = with_openai_package(mode="enforce", token_budget=120)
-    loop = productive()
-
-    with pytest.raises(LoopGuardInterrupt) as raised:
-        with get_guard().agent_run(harness.app_tracer(), "assistant"):
-            loop.run()
-
-    assert raised.value.decision.detectors == ("budget",)
-    assert len(loop.api.requests) == 3  # 50 tokens a turn: the third goes over 120
+    assert_budget_stops_the_third_request(with_openai_package(mode="enforce", token_budget=120))
 
 
 def test_core_only_tokens_are_counted_from_their_chat_spans(make_loopguard):
-    harness = make_loopguard(mode="observe", token_budget=120)
-
-    with harness.app_tracer().start_as_current_span("agent loop"):
-        productive().run()
-
-    assert stopped_at(harness, harness.spans("openai.chat"), "budget") == 3
+    assert_tokens_counted(make_loopguard(mode="observe", token_budget=120), _chat_spans)

@@ -52,3 +52,8 @@ def calls_before_stop(
         return None
     end = decided_on[0].end_time
     return sum(1 for span in calls if span.end_time <= end)
+
+
+def stops(harness: Any) -> list[tuple[Any, Any]]:
+    """Every STOP the guard took, as ``(decision, event)``, in order."""
+    return [(d, e) for d, e in harness.decided if d.action.value == "stop"]
