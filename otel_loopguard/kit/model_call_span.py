@@ -85,6 +85,16 @@ def set_answer_attributes(span: Span, answer: ModelAnswer) -> None:
     )
 
 
+def end_unfinished(span: Span, answer: ModelAnswer | None) -> None:
+    """End the span of a streamed answer the caller stopped reading: what was read of it
+    recorded, nothing judged (the answer is incomplete)."""
+    try:
+        if answer is not None:
+            set_answer_attributes(span, answer)
+    finally:
+        span.end()
+
+
 def set_response_attributes(
     span: Span,
     response_id: str | None,

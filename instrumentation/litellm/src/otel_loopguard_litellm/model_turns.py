@@ -244,13 +244,8 @@ class ModelCallRecorder:
                 self.fail(call, error)
             elif complete and answer is not None:
                 self.finish(call, answer, reported_at_call or reported)
-            else:
-                # the caller stopped reading: the answer is incomplete, nothing to judge
-                try:
-                    if answer is not None:
-                        call_span.set_answer_attributes(call.span, answer)
-                finally:
-                    call.span.end()
+            else:  # the caller stopped reading
+                call_span.end_unfinished(call.span, answer)
 
         return on_done
 

@@ -199,13 +199,8 @@ class ModelCallRecorder:
                 self.fail(span, error)
             elif complete and answer is not None:
                 self.finish(span, request_model, answer)
-            elif span is not None:
-                # the caller stopped reading: the answer is incomplete, nothing to judge
-                try:
-                    if answer is not None:
-                        call_span.set_answer_attributes(span, answer)
-                finally:
-                    span.end()
+            elif span is not None:  # the caller stopped reading
+                call_span.end_unfinished(span, answer)
 
         return on_done
 
