@@ -19,7 +19,12 @@ from agents import (
     productive_script,
 )
 from otel_loopguard_testing import metric_counter
-from otel_loopguard_testing.compat_checks import assert_interrupted, openinference_spans
+from otel_loopguard_testing.compat_checks import (
+    assert_budget_exceeded,
+    assert_completed_unstopped,
+    assert_interrupted,
+    openinference_spans,
+)
 from otel_loopguard_testing.scripted_models import ToolCounter
 
 from otel_loopguard import LoopGuardInterrupt
@@ -48,9 +53,7 @@ def test_a_productive_graph_completes_with_the_same_answer(beside_ours) -> None:
     state = build_react_graph(productive_script(), counter).invoke(USER_INPUT, RUN_CONFIG)
     assert final_answer(state) == ANSWER  # the script's answer, as without any guard
     assert counter["lookup"] == 3
-    assert harness.run_state("support_agent") == "completed"
-    assert not harness.decision_events("stop")
-    assert count("loopguard.internal_errors") == 0
+    assert_completed_unstopped(harness, count, "support_agent")
 
 
 def test_steps_and_tokens_on_the_agent_span_are_the_real_ones(beside_ours) -> None:
@@ -72,11 +75,8 @@ def test_a_token_budget_stops_at_the_third_turn(beside_ours) -> None:
     model = CountingChatModel(messages=priced_script())
     with pytest.raises(LoopGuardInterrupt) as stopped:
         build_react_graph(iter(()), counter, model=model).invoke(USER_INPUT, RUN_CONFIG)
-    assert stopped.value.decision.detectors == ("budget",)
     assert (model.calls, counter["lookup"]) == (3, 2)  # counted twice, it would stop at 2
-    assert harness.run_state("support_agent") == "budget_exceeded"
-    assert harness.run_usage("support_agent") == (120, 30)
-    assert count("loopguard.internal_errors") == 0
+    assert_budget_exceeded(harness, count, stopped, "support_agent", (120, 30))
 
 
 def test_with_their_content_hidden_the_looping_graph_is_interrupted_too(

@@ -136,3 +136,24 @@ def assert_loop_observed(harness: Harness, start: Start, *, executions: int, mos
     assert span.attributes["loopguard.run.state"] == "stopped"
     assert count("loopguard.internal_errors") == 0
     return result
+
+
+def assert_completed_unstopped(harness: Harness, count: Callable[[str], float], agent: str) -> None:
+    """A productive run beside our package: the run of ``agent`` ``completed``, no STOP,
+    ``loopguard.internal_errors`` stays 0 (``count``: the test's :func:`metric_counter`)."""
+    assert harness.run_state(agent) == "completed"
+    assert not harness.decision_events("stop")
+    assert count("loopguard.internal_errors") == 0
+
+
+def assert_budget_exceeded(
+    harness: Harness, count: Callable[[str], float], stopped: Any, agent: str, usage: Any
+) -> None:
+    """A token budget beside our package: the interrupt (``stopped``: the
+    ``pytest.raises(LoopGuardInterrupt)`` info) came from the budget alone, the run of
+    ``agent`` ended ``budget_exceeded`` with ``usage`` (input, output) tokens, each turn
+    counted once; ``loopguard.internal_errors`` stays 0."""
+    assert stopped.value.decision.detectors == ("budget",)
+    assert harness.run_state(agent) == "budget_exceeded"
+    assert harness.run_usage(agent) == usage
+    assert count("loopguard.internal_errors") == 0
