@@ -38,12 +38,9 @@ def _looping() -> tuple[Any, Any]:
 
 def test_a_looping_graph_is_interrupted_in_every_invocation(beside_ours) -> None:
     harness = beside_ours(mode="enforce")
-    assert_interrupted(harness, _looping, invocations=2)  # theirs too: each span ended once
+    # theirs too: each span ended once
+    assert_interrupted(harness, _looping, invocations=2, agent="support_agent")
     assert len(openinference_spans(harness, "TOOL")) == 6  # both at work: theirs per execution
-    states = [
-        s.attributes["loopguard.run.state"] for s in harness.named("invoke_agent support_agent")
-    ]
-    assert states == ["stopped", "stopped"]
 
 
 def test_a_productive_graph_completes_with_the_same_answer(beside_ours) -> None:
@@ -83,6 +80,6 @@ def test_with_their_content_hidden_the_looping_graph_is_interrupted_too(
     content_hidden, beside_ours
 ) -> None:
     harness = beside_ours(mode="enforce")
-    assert_interrupted(harness, _looping)
+    assert_interrupted(harness, _looping, agent="support_agent")
     tools = openinference_spans(harness, "TOOL")
     assert tools and all(s.attributes["output.value"] == "__REDACTED__" for s in tools)

@@ -29,10 +29,9 @@ def _their_run_spans(harness: Any) -> list[Any]:
 def _interrupted_twice(harness: Any) -> None:
     """Two looping invocations in a row, each interrupted after at most 4 executions; each
     a run of its own, in a trace of its own, nothing left open or attached."""
-    count = assert_interrupted(harness, looping_run, invocations=2)
+    assert_interrupted(harness, looping_run, invocations=2, agent="ToolCallingAgent")
     ours = harness.named("invoke_agent ToolCallingAgent")
     theirs = _their_run_spans(harness)
-    assert [s.attributes["loopguard.run.state"] for s in ours] == ["stopped", "stopped"]
     assert len(theirs) == 2  # ended (so exported), as interrupted
     assert all(s.attributes["error.type"] == "LoopGuardInterrupt" for s in theirs)
     assert len({s.context.trace_id for s in theirs}) == 2  # the second is not inside the first
@@ -40,7 +39,6 @@ def _interrupted_twice(harness: Any) -> None:
     for mine, their in zip(ours, theirs, strict=True):
         assert mine.parent.span_id == their.context.span_id
         assert mine.attributes["loopguard.run.id"].endswith(format(their.context.span_id, "016x"))
-    assert count("loopguard.runs") == 2
 
 
 def test_a_looping_agent_is_interrupted_in_every_invocation(beside_ours) -> None:
@@ -86,4 +84,4 @@ def test_a_token_budget_stops_at_the_right_turn(beside_ours) -> None:
 def test_with_their_content_hidden_the_looping_agent_is_interrupted_too(
     content_hidden, beside_ours
 ) -> None:
-    assert_interrupted(beside_ours(mode="enforce"), looping_run)
+    assert_interrupted(beside_ours(mode="enforce"), looping_run, agent="ToolCallingAgent")

@@ -45,14 +45,16 @@ def assert_interrupted(
     start: Start,
     *,
     invocations: int = 1,
+    agent: str | None = None,
     detector: str = "no_progress",
     most: int = 4,
 ) -> Callable[[str], float]:
     """``invocations`` looping runs with no span of the application around them: each is
     interrupted by ``detector`` after at least one and at most ``most`` real executions
     and leaves nothing attached as the context; no span is left open, and
-    ``loopguard.internal_errors`` stays 0. Returns the :func:`metric_counter` it read
-    them with, for the test's own counts (``loopguard.runs``)."""
+    ``loopguard.internal_errors`` stays 0. With ``agent``: each invocation is one run of
+    ours (an ``invoke_agent {agent}`` span), ``stopped``. Returns the
+    :func:`metric_counter` it read them with, for the test's own counts."""
     import pytest
     from opentelemetry import trace
 
@@ -66,6 +68,10 @@ def assert_interrupted(
         assert detector in stopped.value.decision.detectors, stopped.value.decision
         assert 1 <= executed() <= most, executed()
         assert not trace.get_current_span().get_span_context().is_valid  # nothing attached
+    if agent is not None:
+        runs = harness.named(f"invoke_agent {agent}")
+        assert [s.attributes["loopguard.run.state"] for s in runs] == ["stopped"] * invocations
+        assert count("loopguard.runs") == invocations
     assert harness.open_spans() == []
     assert count("loopguard.internal_errors") == 0
     return count
