@@ -46,9 +46,9 @@ class Event:
     ``signature`` is the canonical, hashed form of the call (``tool:search(query=pricing)``)
     or of the output (``result:no results``), and on an ``llm_response`` of the model's own
     text where it was recorded (with a word sketch in ``details["text_sketch"]``: hashes
-    only); ``near_key`` is the cheap paraphrase-tolerant key of the same thing. Both are computed by :mod:`otel_loopguard.engine.signatures`; use the
-    constructors below (:func:`tool_call`, :func:`tool_result`, ...) rather than filling
-    them by hand.
+    only); ``near_key`` is the cheap paraphrase-tolerant key of the same thing. Both are
+    computed by :mod:`otel_loopguard.engine.signatures`; use the constructors below
+    (:func:`tool_call`, :func:`tool_result`, ...) rather than filling them by hand.
 
     ``arguments`` / ``output`` hold raw content only so that content capture can export it
     when the user opted in; detectors must not copy them into signals unless
