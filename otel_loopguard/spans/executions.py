@@ -58,6 +58,10 @@ class Executions:
 
     def __init__(self) -> None:
         self.recorded: dict[Any, Execution] = {}
+        #: the sources that ever recorded here (a set's add is one step under the GIL): a
+        #: trace only one source records (no second instrumentation, the common case)
+        #: answers :meth:`claim` without a scan
+        self.sources: set[str] = set()
 
     def record(
         self,
@@ -71,6 +75,7 @@ class Executions:
     ) -> None:
         recorded = self.recorded
         recorded[key] = Execution(kind, name, call_id, start, end, source)
+        self.sources.add(source)
         if len(recorded) > MAX_EXECUTIONS:
             # another thread may have taken it first
             with contextlib.suppress(KeyError, RuntimeError, StopIteration):
@@ -93,6 +98,9 @@ class Executions:
     ) -> bool:
         """True when this span (of ``source``) describes an execution another source
         recorded already (module docstring); it is then claimed for ``source``."""
+        sources = self.sources
+        if not sources or (len(sources) == 1 and source in sources):
+            return False  # no other source recorded here: nothing of another to match
         for execution in tuple(self.recorded.values()):
             if execution.kind != kind or execution.source == source:
                 continue
