@@ -44,7 +44,9 @@ def write_labels(path: Path, runs: dict) -> Path:
     return path
 
 
-def analyze(export_path: Path, labels: Path, *flags: str):
+def analyze(export_path: Path, labels: Path, *flags: str, **env: str):
+    """The console script's JSON report of ``export_path`` scored against ``labels``
+    (``env``: OTEL_LOOPGUARD_* variables for the replay)."""
     return cli(
         "analyze",
         "--format",
@@ -55,6 +57,7 @@ def analyze(export_path: Path, labels: Path, *flags: str):
         "--labels",
         str(labels),
         *flags,
+        **env,
     )
 
 
@@ -106,17 +109,7 @@ def test_a_conversation_split_by_the_run_ttl_is_scored_as_one_run(tmp_path) -> N
     labels = write_labels(
         tmp_path / "labels.json", {"conv-split": {"loop": True, "from_tool_call": 4}}
     )
-    result = cli(
-        "analyze",
-        "--format",
-        "json",
-        "--policy",
-        STOP_POLICY,
-        str(export_path),
-        "--labels",
-        str(labels),
-        OTEL_LOOPGUARD_RUN_TTL="0.01",
-    )
+    result = analyze(export_path, labels, OTEL_LOOPGUARD_RUN_TTL="0.01")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert [run["tool_calls"] for run in report["runs"]] == [2, 4]  # two runs, as on-line
