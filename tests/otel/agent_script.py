@@ -22,6 +22,8 @@ if os.environ.get("AGENT_OWN_PROVIDER"):
     own.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
     trace.set_tracer_provider(own)
 
+from helpers import foreign_tool_span  # this folder is the program's sys.path[0]
+
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 from otel_loopguard.guard.decorators import agent_run, loopguard_tool
 
@@ -34,15 +36,12 @@ def foreign_agent() -> None:
         attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "researcher"},
     ):
         for i in range(6):
-            with tracer.start_as_current_span(
-                "execute_tool search",
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": "search",
-                    "gen_ai.tool.call.id": f"call_{i}",
-                    "gen_ai.tool.call.arguments": '{"query": "pricing"}',
-                    "gen_ai.tool.call.result": "no results",
-                },
+            with foreign_tool_span(
+                tracer,
+                "search",
+                call_id=f"call_{i}",
+                arguments='{"query": "pricing"}',
+                result="no results",
             ):
                 pass
 
