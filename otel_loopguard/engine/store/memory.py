@@ -14,16 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from otel_loopguard.engine.store.base import (
-    CounterDelta,
-    GateAnswer,
-    RunStore,
-    RunTotals,
-    StopRecord,
-    StoredState,
-    Usage,
-    UserWindow,
-)
+from otel_loopguard.engine.store import base
 from otel_loopguard.engine.store.window import UsageWindow
 
 
@@ -37,12 +28,12 @@ class _Run:
     output_tokens: int = 0
     cost: float = 0.0
     cost_unknown: bool = False
-    stop: StopRecord | None = None
+    stop: base.StopRecord | None = None
     version: int = 0
     state: dict[str, Any] | None = field(default=None, repr=False)
 
 
-class MemoryStore(RunStore):
+class MemoryStore(base.RunStore):
     """A :class:`RunStore` in a dict; thread-safe (one lock, O(1) work under it)."""
 
     shared: ClassVar[bool] = False
@@ -75,12 +66,12 @@ class MemoryStore(RunStore):
         run.seen = now
         return run
 
-    def read_stop(self, run_id: str) -> StopRecord | None:
+    def read_stop(self, run_id: str) -> base.StopRecord | None:
         with self._lock:
             run = self._run(run_id, self._clock(), False)
             return run.stop if run is not None else None
 
-    def write_stop(self, run_id: str, record: StopRecord) -> bool | None:
+    def write_stop(self, run_id: str, record: base.StopRecord) -> bool | None:
         with self._lock:
             run = self._run(run_id, self._clock(), True)
             assert run is not None
@@ -90,20 +81,20 @@ class MemoryStore(RunStore):
             return True
 
     def gate(
-        self, run_id: str, delta: CounterDelta, now: float, user: UserWindow | None = None
-    ) -> GateAnswer | None:
+        self, run_id: str, delta: base.CounterDelta, now: float, user: base.UserWindow | None = None
+    ) -> base.GateAnswer | None:
         with self._lock:
             run = self._run(run_id, now, True)
             assert run is not None
             if run.stop is not None:
-                return GateAnswer(run.stop, None)
+                return base.GateAnswer(run.stop, None)
             run.steps += delta.steps
             run.tool_calls += delta.tool_calls
             run.input_tokens += delta.input_tokens
             run.output_tokens += delta.output_tokens
             run.cost += delta.cost
             run.cost_unknown = run.cost_unknown or delta.cost_unknown
-            totals = RunTotals(
+            totals = base.RunTotals(
                 run.steps,
                 run.tool_calls,
                 run.input_tokens,
@@ -122,17 +113,17 @@ class MemoryStore(RunStore):
                 else:
                     self._users.move_to_end(user.user)
                 tokens, cost = window.add(now, delta.tokens, delta.cost)
-                usage = Usage(tokens, cost)
-            return GateAnswer(None, totals, usage)
+                usage = base.Usage(tokens, cost)
+            return base.GateAnswer(None, totals, usage)
 
-    def load_state(self, run_id: str, newer_than: int = 0) -> StoredState | None:
+    def load_state(self, run_id: str, newer_than: int = 0) -> base.StoredState | None:
         with self._lock:
             run = self._run(run_id, self._clock(), False)
             if run is None or not run.version:
                 return None
             if run.version <= newer_than:
-                return StoredState(run.version, None)
-            return StoredState(run.version, run.state)
+                return base.StoredState(run.version, None)
+            return base.StoredState(run.version, run.state)
 
     def save_state(self, run_id: str, data: dict[str, Any], expected_version: int) -> int | None:
         with self._lock:

@@ -31,18 +31,7 @@ import time
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from otel_loopguard.engine.store.base import (
-    CounterDelta,
-    ErrorSink,
-    GateAnswer,
-    LatencySink,
-    RunStore,
-    RunTotals,
-    StopRecord,
-    StoredState,
-    Usage,
-    UserWindow,
-)
+from otel_loopguard.engine.store import base
 from otel_loopguard.engine.store.window import BUCKETS, bucket_seconds
 
 logger = logging.getLogger("otel_loopguard.store")
@@ -170,7 +159,7 @@ def split_timeout(url: str) -> tuple[str, float | None]:
     return urlunsplit(parts._replace(query=urlencode(kept))), timeout
 
 
-class RedisStore(RunStore):
+class RedisStore(base.RunStore):
     """A :class:`RunStore` on a Redis server; see the module docstring."""
 
     shared: ClassVar[bool] = True
@@ -183,8 +172,8 @@ class RedisStore(RunStore):
         timeout_ms: float = 50.0,
         prefix: str = "loopguard:",
         ttl: float = 3600.0,
-        on_error: ErrorSink | None = None,
-        on_latency: LatencySink | None = None,
+        on_error: base.ErrorSink | None = None,
+        on_latency: base.LatencySink | None = None,
         clock: Any = time.monotonic,
     ) -> None:
         import redis  # the optional extra: imported only when a Redis store is opened
@@ -298,7 +287,7 @@ class RedisStore(RunStore):
 
     # -- the interface ---------------------------------------------------------------------
 
-    def read_stop(self, run_id: str) -> StopRecord | None:
+    def read_stop(self, run_id: str) -> base.StopRecord | None:
         key = self.run_key(run_id)
         if self._closed or (self._down and self._clock() < self._down_until):
             return None
@@ -319,7 +308,7 @@ class RedisStore(RunStore):
             return None
         return self._stop_record(key, fields[1:])
 
-    def write_stop(self, run_id: str, record: StopRecord) -> bool | None:
+    def write_stop(self, run_id: str, record: base.StopRecord) -> bool | None:
         key = self.run_key(run_id)
         decision = json.dumps(record.decision) if record.decision is not None else ""
         reply = self._call(
@@ -332,8 +321,8 @@ class RedisStore(RunStore):
         return None if reply is None else bool(reply)
 
     def gate(
-        self, run_id: str, delta: CounterDelta, now: float, user: UserWindow | None = None
-    ) -> GateAnswer | None:
+        self, run_id: str, delta: base.CounterDelta, now: float, user: base.UserWindow | None = None
+    ) -> base.GateAnswer | None:
         key = self.run_key(run_id)
         keys = [key]
         args: list[Any] = [
@@ -354,9 +343,9 @@ class RedisStore(RunStore):
             return None
         try:
             if reply[0] == "stop":
-                return GateAnswer(self._stop_record(key, reply[1:]), None)
+                return base.GateAnswer(self._stop_record(key, reply[1:]), None)
             cost_unknown = reply[6] == "1"
-            totals = RunTotals(
+            totals = base.RunTotals(
                 int(reply[1]),
                 int(reply[2]),
                 int(reply[3]),
@@ -364,20 +353,20 @@ class RedisStore(RunStore):
                 None if cost_unknown else float(reply[5]),
                 float(reply[7]),
             )
-            usage = Usage(int(reply[8]), float(reply[9])) if user is not None else None
+            usage = base.Usage(int(reply[8]), float(reply[9])) if user is not None else None
         except (ValueError, IndexError, TypeError) as exc:
             self._corrupt(key, exc)
             return None
-        return GateAnswer(None, totals, usage)
+        return base.GateAnswer(None, totals, usage)
 
-    def load_state(self, run_id: str, newer_than: int = 0) -> StoredState | None:
+    def load_state(self, run_id: str, newer_than: int = 0) -> base.StoredState | None:
         key = self.run_key(run_id)
         reply = self._call("load_state", key, self._load_state, [key], [newer_than])
         if not reply or not reply[0]:
             return None
         version = int(reply[0])
         if len(reply) < 2:
-            return StoredState(version, None)
+            return base.StoredState(version, None)
         try:
             data = json.loads(reply[1])
             if not isinstance(data, dict):
@@ -385,7 +374,7 @@ class RedisStore(RunStore):
         except ValueError as exc:
             self._corrupt(key, exc)
             return None
-        return StoredState(version, data)
+        return base.StoredState(version, data)
 
     def save_state(self, run_id: str, data: dict[str, Any], expected_version: int) -> int | None:
         key = self.run_key(run_id)
@@ -406,7 +395,7 @@ class RedisStore(RunStore):
 
     # -- reading what we wrote -------------------------------------------------------------
 
-    def _stop_record(self, key: str, fields: list[Any]) -> StopRecord:
+    def _stop_record(self, key: str, fields: list[Any]) -> base.StopRecord:
         """A STOP from its hash fields; a field another program filled oddly falls back
         (the run is stopped all the same: ``stop`` is ``"1"``)."""
         detectors_text, reason, when, decision_text = (list(fields) + [None] * 4)[:4]
@@ -422,4 +411,4 @@ class RedisStore(RunStore):
                 decision = loaded if isinstance(loaded, dict) else None
             except ValueError as exc:
                 self.note_corrupt(key, exc)
-        return StopRecord(detectors, str(reason or ""), stopped_at, decision)
+        return base.StopRecord(detectors, str(reason or ""), stopped_at, decision)
