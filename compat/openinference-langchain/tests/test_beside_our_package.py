@@ -17,6 +17,7 @@ from agents import (
     looping_script,
     priced_script,
     productive_script,
+    run_react_graph,
 )
 from otel_loopguard_testing import metric_counter
 from otel_loopguard_testing.compat_checks import (
@@ -47,7 +48,7 @@ def test_a_productive_graph_completes_with_the_same_answer(beside_ours) -> None:
     harness = beside_ours(mode="enforce")
     count = metric_counter(harness)
     counter = ToolCounter()
-    state = build_react_graph(productive_script(), counter).invoke(USER_INPUT, RUN_CONFIG)
+    state = run_react_graph(productive_script(), counter)
     assert final_answer(state) == ANSWER  # the script's answer, as without any guard
     assert counter["lookup"] == 3
     assert_completed_unstopped(harness, count, "support_agent")
@@ -57,7 +58,7 @@ def test_steps_and_tokens_on_the_agent_span_are_the_real_ones(beside_ours) -> No
     harness = beside_ours(mode="enforce")
     count = metric_counter(harness)
     model = CountingChatModel(messages=priced_script())
-    state = build_react_graph(iter(()), ToolCounter(), model=model).invoke(USER_INPUT, RUN_CONFIG)
+    state = run_react_graph(iter(()), ToolCounter(), model=model)
     assert final_answer(state) == ANSWER
     assert model.calls == 4
     assert len(openinference_spans(harness, "LLM")) == 4
@@ -71,7 +72,7 @@ def test_a_token_budget_stops_at_the_third_turn(beside_ours) -> None:
     counter = ToolCounter()
     model = CountingChatModel(messages=priced_script())
     with pytest.raises(LoopGuardInterrupt) as stopped:
-        build_react_graph(iter(()), counter, model=model).invoke(USER_INPUT, RUN_CONFIG)
+        run_react_graph(iter(()), counter, model=model)
     assert (model.calls, counter["lookup"]) == (3, 2)  # counted twice, it would stop at 2
     assert_budget_exceeded(harness, count, stopped, "support_agent", (120, 30))
 

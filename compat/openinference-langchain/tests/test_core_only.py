@@ -5,14 +5,12 @@ the result, ``openinference.span.kind`` set only when a span ends)."""
 from __future__ import annotations
 
 from agents import (
-    RUN_CONFIG,
-    USER_INPUT,
     CountingChatModel,
-    build_react_graph,
     final_answer,
     looping_script,
     priced_script,
     productive_script,
+    run_react_graph,
 )
 from otel_loopguard_testing import metric_counter
 from otel_loopguard_testing.compat_checks import (
@@ -28,8 +26,7 @@ def test_a_looping_graph_is_stopped_within_the_fourth_call(observe_loopguard) ->
     count = metric_counter(observe_loopguard)
     counter = ToolCounter()
     at_stop = executions_at_first_stop(observe_loopguard, lambda: counter["search"])
-    graph = build_react_graph(looping_script(give_up_after=8), counter)
-    state = graph.invoke(USER_INPUT, RUN_CONFIG)
+    state = run_react_graph(looping_script(give_up_after=8), counter)
 
     assert counter["search"] == 8  # observe mode: the run goes on
     assert final_answer(state) == "I could not find the price."
@@ -43,7 +40,7 @@ def test_a_looping_graph_is_stopped_within_the_fourth_call(observe_loopguard) ->
 def test_a_productive_graph_gets_no_stop(observe_loopguard, hidden: bool) -> None:
     count = metric_counter(observe_loopguard)
     counter = ToolCounter()
-    state = build_react_graph(productive_script(), counter).invoke(USER_INPUT, RUN_CONFIG)
+    state = run_react_graph(productive_script(), counter)
 
     assert counter["lookup"] == 3
     assert "20 EUR" in final_answer(state)
@@ -58,7 +55,7 @@ def test_a_looping_graph_with_content_hidden_is_not_stopped_on_placeholders(
     evidence of a loop (what is left: counts and budgets)."""
     count = metric_counter(observe_loopguard)
     counter = ToolCounter()
-    build_react_graph(looping_script(give_up_after=8), counter).invoke(USER_INPUT, RUN_CONFIG)
+    run_react_graph(looping_script(give_up_after=8), counter)
     assert counter["search"] == 8
     assert not observe_loopguard.decision_events("stop")
     assert count("loopguard.internal_errors") == 0
@@ -68,8 +65,8 @@ def test_two_invocations_under_one_application_span_are_two_runs(observe_loopgua
     count = metric_counter(observe_loopguard)
     counter = ToolCounter()
     with observe_loopguard.app_tracer().start_as_current_span("handle_request"):
-        build_react_graph(looping_script(give_up_after=8), counter).invoke(USER_INPUT, RUN_CONFIG)
-        build_react_graph(productive_script(), counter).invoke(USER_INPUT, RUN_CONFIG)
+        run_react_graph(looping_script(give_up_after=8), counter)
+        run_react_graph(productive_script(), counter)
 
     second = assert_stopped_then_completed(observe_loopguard, count)
     # the second run starts clean: the first one's STOP and counts are not its own
@@ -86,7 +83,7 @@ def test_their_model_spans_count_the_tokens(make_loopguard) -> None:
     observe_loopguard.guard.on_decision(
         lambda d, _e: calls_at_stop.append(model.calls) if "budget" in d.detectors else None
     )
-    build_react_graph(iter(()), ToolCounter(), model=model).invoke(USER_INPUT, RUN_CONFIG)
+    run_react_graph(iter(()), ToolCounter(), model=model)
 
     assert model.calls == 4  # observe mode: the run goes on
     assert calls_at_stop[-1] == 3
@@ -108,10 +105,8 @@ def test_replay_of_their_exported_spans_reaches_the_same_decisions(observe_loopg
     from otel_loopguard.spans.otlp_json import spans_to_otlp_json
 
     with observe_loopguard.app_tracer().start_as_current_span("handle_request"):
-        build_react_graph(looping_script(give_up_after=8), ToolCounter()).invoke(
-            USER_INPUT, RUN_CONFIG
-        )
-        build_react_graph(productive_script(), ToolCounter()).invoke(USER_INPUT, RUN_CONFIG)
+        run_react_graph(looping_script(give_up_after=8), ToolCounter())
+        run_react_graph(productive_script(), ToolCounter())
     online = [(e.run_id, d.action.value, e.kind.value) for d, e in observe_loopguard.decided]
     theirs = [s for s in observe_loopguard.spans() if not s.name.startswith("loopguard.")]
     path = tmp_path / "export.json"

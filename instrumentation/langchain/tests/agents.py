@@ -137,6 +137,14 @@ USER_INPUT = {"messages": [("user", "How much is the Pro plan?")]}
 RUN_CONFIG = {"recursion_limit": 60}
 
 
+def run_react_graph(
+    script: Iterator[AIMessage], counter: ToolCounter, *, model: Any = None
+) -> dict[str, Any]:
+    """One invocation of a fresh ReAct graph (``build_react_graph``) on the user's question:
+    its final state. For the tests that need nothing of the graph but its answer."""
+    return build_react_graph(script, counter, model=model).invoke(USER_INPUT, RUN_CONFIG)
+
+
 def make_handoff_tool(target: str, counter: ToolCounter) -> BaseTool:
     """A ``transfer_to_<agent>`` tool: the LangGraph handoff idiom (a ``Command`` to the parent)."""
     name = f"transfer_to_{target}"
