@@ -39,17 +39,11 @@ __version__ = "0.1.0"
 #: ``HATCH_BUILD_HOOK_ENABLE_MYPYC=true``), False for the pure-Python one
 COMPILED: bool = (_monitor.__file__ or "").endswith(tuple(EXTENSION_SUFFIXES))
 
-#: names that need OpenTelemetry, and the module each one lives in
+#: the modules that need OpenTelemetry, and the names each one gives
 _LAZY = {
-    "LoopGuardSpanProcessor": "otel_loopguard.processor",
-    "LoopGuard": "otel_loopguard.guard",
-    "RunHandle": "otel_loopguard.guard",
-    "current_run": "otel_loopguard.guard",
-    "get_guard": "otel_loopguard.guard",
-    "set_guard": "otel_loopguard.guard",
-    "agent_run": "otel_loopguard.guard.decorators",
-    "loopguard_tool": "otel_loopguard.guard.decorators",
-    "tool_span": "otel_loopguard.guard.decorators",
+    "otel_loopguard.processor": ("LoopGuardSpanProcessor",),
+    "otel_loopguard.guard": ("LoopGuard", "RunHandle", "current_run", "get_guard", "set_guard"),
+    "otel_loopguard.guard.decorators": ("agent_run", "loopguard_tool", "tool_span"),
 }
 
 

@@ -14,11 +14,13 @@ from typing import Any
 
 
 def lazy_names(
-    package: str, modules: Mapping[str, str], namespace: dict[str, Any]
+    package: str, names: Mapping[str, tuple[str, ...]], namespace: dict[str, Any]
 ) -> Callable[[str], Any]:
-    """A module ``__getattr__`` that imports ``modules[name]`` when ``name`` is first read
-    and keeps the value in ``namespace`` (the package's ``globals()``), so the next read is
-    a plain global."""
+    """A module ``__getattr__`` that imports the module of ``names`` (module -> the names it
+    gives; written like the ``TYPE_CHECKING`` imports beside it) when one of its names is
+    first read, and keeps the value in ``namespace`` (the package's ``globals()``), so the
+    next read is a plain global."""
+    modules = {name: module for module, given in names.items() for name in given}
 
     def __getattr__(name: str) -> Any:
         module = modules.get(name)
