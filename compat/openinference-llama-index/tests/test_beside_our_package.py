@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 from agents import (
     ToolCounter,
     build_agent,
     build_usage_agent,
-    looping_script,
+    looping_run,
     productive_script,
     run_to_end,
 )
@@ -24,16 +23,9 @@ from otel_loopguard_testing.compat_checks import (
 from otel_loopguard import LoopGuardInterrupt
 
 
-def _looping() -> tuple[Any, Any]:
-    """A fresh looping agent, run on an event loop of its own (``assert_interrupted``)."""
-    counter = ToolCounter()
-    agent = build_agent(looping_script(), counter)
-    return lambda: asyncio.run(asyncio.wait_for(run_to_end(agent), 30)), lambda: counter["search"]
-
-
 def test_a_looping_agent_is_interrupted_in_every_invocation(beside_ours) -> None:
     harness = beside_ours(mode="enforce")
-    assert_interrupted(harness, _looping, invocations=2, agent="support_agent")
+    assert_interrupted(harness, looping_run, invocations=2, agent="support_agent")
 
 
 async def test_a_productive_agent_completes_with_the_same_answer(beside_ours) -> None:
@@ -70,4 +62,4 @@ async def test_a_token_budget_stops_at_the_right_turn(beside_ours) -> None:
 def test_with_their_content_hidden_the_looping_agent_is_interrupted_too(
     content_hidden, beside_ours
 ) -> None:
-    assert_interrupted(beside_ours(mode="enforce"), _looping, agent="support_agent")
+    assert_interrupted(beside_ours(mode="enforce"), looping_run, agent="support_agent")

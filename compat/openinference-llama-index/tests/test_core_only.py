@@ -8,6 +8,7 @@ from agents import (
     ToolCounter,
     build_agent,
     build_usage_agent,
+    looping_run,
     looping_script,
     productive_script,
     run_to_end,
@@ -20,18 +21,8 @@ from otel_loopguard_testing.compat_checks import (
 )
 
 
-def _run(agent):
-    """One invocation on an event loop of its own (the checks run it)."""
-    return asyncio.run(asyncio.wait_for(run_to_end(agent), 30))
-
-
 def test_a_looping_agent_is_stopped_within_the_fourth_call(observe_loopguard) -> None:
-    def start():
-        counter = ToolCounter()
-        agent = build_agent(looping_script(8), counter)
-        return lambda: _run(agent), lambda: counter["search"]
-
-    result = assert_loop_observed(observe_loopguard, start, executions=8)
+    result = assert_loop_observed(observe_loopguard, lambda: looping_run(8), executions=8)
     assert str(result) == "I could not find the price."
 
 

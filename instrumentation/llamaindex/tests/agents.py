@@ -8,6 +8,7 @@ their executions, so tests can assert how many times a tool body really ran.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -140,6 +141,17 @@ async def run_to_end(agent: Any, *, max_iterations: int = 60, stream: bool = Fal
         async for _event in handler.stream_events():
             pass
     return await handler
+
+
+def looping_run(
+    give_up_after: int | None = None,
+) -> tuple[Callable[[], Any], Callable[[], int]]:
+    """A fresh looping agent (``looping_script``): a callable that runs it once to the end on
+    an event loop of its own (within 30 s), and one that tells how many searches it executed.
+    For the checks that invoke the agent themselves, from plain (sync) code."""
+    counter = ToolCounter()
+    agent = build_agent(looping_script(give_up_after), counter)
+    return lambda: asyncio.run(asyncio.wait_for(run_to_end(agent), 30)), lambda: counter["search"]
 
 
 class UsageLLM(MockFunctionCallingLLM):
