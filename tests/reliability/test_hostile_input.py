@@ -196,8 +196,9 @@ class Work:
     chars = 0
 
 
-class CountingList(list):
-    """Claims ``size`` items, makes them lazily, counts every one handed out."""
+class _Claimed:
+    """An empty container that claims ``size`` items, made lazily by ``make(index)`` (the
+    subclass hands them out, counting each in ``Work.items``)."""
 
     def __init__(self, size: int, make: Any) -> None:
         super().__init__()
@@ -206,20 +207,15 @@ class CountingList(list):
     def __len__(self) -> int:
         return self.size
 
+
+class CountingList(_Claimed, list):
     def __iter__(self) -> Any:
         for index in range(self.size):
             Work.items += 1
             yield self.make(index)
 
 
-class CountingDict(dict):
-    def __init__(self, size: int, make: Any) -> None:
-        super().__init__()
-        self.size, self.make = size, make
-
-    def __len__(self) -> int:
-        return self.size
-
+class CountingDict(_Claimed, dict):
     def items(self) -> Any:
         for index in range(self.size):
             Work.items += 1
