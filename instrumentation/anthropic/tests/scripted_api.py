@@ -76,17 +76,17 @@ class ScriptedMessagesAPI:
         return httpx2.Response(200, json=message)
 
     def client(self, *, sdk_tracing: bool = True) -> anthropic.Anthropic:
-        return anthropic.Anthropic(
-            api_key="test-key",
-            http_client=httpx2.Client(transport=httpx2.MockTransport(self.handle)),
-            open_telemetry=None if sdk_tracing else False,
-            max_retries=0,
-        )
+        return self._client(anthropic.Anthropic, httpx2.Client, sdk_tracing)
 
     def async_client(self, *, sdk_tracing: bool = True) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(
+        return self._client(anthropic.AsyncAnthropic, httpx2.AsyncClient, sdk_tracing)
+
+    def _client(self, client_class: Any, http_client_class: Any, sdk_tracing: bool) -> Any:
+        """An SDK client whose HTTP client answers from the script (no retries); with
+        ``sdk_tracing`` off, the SDK's own OpenTelemetry spans are turned off."""
+        return client_class(
             api_key="test-key",
-            http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(self.handle)),
+            http_client=http_client_class(transport=httpx2.MockTransport(self.handle)),
             open_telemetry=None if sdk_tracing else False,
             max_retries=0,
         )
