@@ -97,13 +97,19 @@ def foreign_tool_span(
     return tracer.start_as_current_span(f"execute_tool {tool}", attributes=attributes)
 
 
+def foreign_agent_span(tracer: Any, agent: str) -> Any:
+    """The ``invoke_agent {agent}`` span another GenAI instrumentation makes (the operation
+    name only), to use as ``with foreign_agent_span(...):``."""
+    return tracer.start_as_current_span(
+        f"invoke_agent {agent}", attributes={"gen_ai.operation.name": "invoke_agent"}
+    )
+
+
 def foreign_fetch_loop(tracer: Any, agent: str = "scout", calls: int = 4) -> None:
     """A foreign agent (GenAI semconv spans, instrumented by someone else) looping: its
     ``invoke_agent {agent}`` span holds ``calls`` identical failing ``fetch`` calls, with
     their arguments and result recorded; no gate wraps them."""
-    with tracer.start_as_current_span(
-        f"invoke_agent {agent}", attributes={"gen_ai.operation.name": "invoke_agent"}
-    ):
+    with foreign_agent_span(tracer, agent):
         for _ in range(calls):
             arguments = '{"url": "https://example.invalid/a"}'
             with foreign_tool_span(tracer, "fetch", arguments=arguments, result="404 not found"):

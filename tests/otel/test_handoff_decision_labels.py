@@ -13,7 +13,7 @@ from otel_loopguard.engine.events import EventKind
 from otel_loopguard.spans.events import span_to_events
 from otel_loopguard.spans.view import SpanView
 
-from .helpers import Stack
+from .helpers import Stack, foreign_agent_span
 
 
 def from_attributes(name: str, attributes: dict) -> SpanView:
@@ -40,9 +40,7 @@ def test_a_transfer_tools_handoff_carries_the_tool_a_handoff_span_none() -> None
 
 def test_the_handoff_cycle_stop_is_labelled_with_its_tool_and_agent(stack: Stack) -> None:
     tracer = stack.tracer
-    with tracer.start_as_current_span(
-        "invoke_agent triage-agent", attributes={"gen_ai.operation.name": "invoke_agent"}
-    ):
+    with foreign_agent_span(tracer, "triage-agent"):
         for index in range(4):
             ping = index % 2 == 0
             source = "triage-agent" if ping else "billing-agent"

@@ -9,7 +9,13 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 from otel_loopguard_testing import run_in_threads
 
-from .helpers import Stack, foreign_tool_span, in_process_server_span, make_stack
+from .helpers import (
+    Stack,
+    foreign_agent_span,
+    foreign_tool_span,
+    in_process_server_span,
+    make_stack,
+)
 
 
 def looping_agent(
@@ -194,9 +200,7 @@ def test_mcp_request_spans_inside_a_foreign_tool_span_leave_that_span_fed(stack:
     ``tools/call`` span and the SDK's ``MCP send`` span: the content-less transport spans
     must not stand in for the tool span, or the repeated call is never recognised."""
     tracer = stack.tracer
-    with tracer.start_as_current_span(
-        "invoke_agent researcher", attributes={"gen_ai.operation.name": "invoke_agent"}
-    ):
+    with foreign_agent_span(tracer, "researcher"):
         for index in range(4):
             with foreign_tool_span(
                 tracer,
@@ -241,9 +245,7 @@ def test_disabled_guard_does_nothing() -> None:
 def test_a_conversation_id_on_a_model_span_keys_the_whole_trace(stack: Stack) -> None:
     tracer = stack.tracer
     for _ in range(2):  # two traces of one conversation
-        with tracer.start_as_current_span(
-            "invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}
-        ):
+        with foreign_agent_span(tracer, "a"):
             with tracer.start_as_current_span(
                 "chat m",
                 attributes={"gen_ai.operation.name": "chat", "gen_ai.conversation.id": "c-9"},

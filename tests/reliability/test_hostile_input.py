@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from otel.helpers import make_stack
+from otel.helpers import foreign_agent_span, make_stack
 
 from otel_loopguard.engine import signatures
 from otel_loopguard.engine.config import LoopGuardConfig
@@ -169,9 +169,7 @@ def test_hostile_span_attributes_through_the_processor(arguments: Any, result: A
         except Exception:
             return str(type(value))
 
-    with stack.tracer.start_as_current_span(
-        "invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}
-    ):
+    with foreign_agent_span(stack.tracer, "a"):
         for _ in range(3):
             with stack.tracer.start_as_current_span(
                 "execute_tool t",

@@ -36,7 +36,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from otel.helpers import foreign_tool_span
+from otel.helpers import foreign_agent_span, foreign_tool_span
 from otel_loopguard_testing import OTLPReceiver
 from prometheus_client import CollectorRegistry, generate_latest
 
@@ -137,9 +137,7 @@ def _run_agents(receiver: OTLPReceiver, capture: bool, caplog: pytest.LogCapture
             lambda turn: (to_billing if turn % 2 else to_triage)(f"{MARKER} please take it"),
         )
         # another instrumentation's spans, which recorded arguments themselves
-        with tracer.start_as_current_span(
-            "invoke_agent foreign", attributes={"gen_ai.operation.name": "invoke_agent"}
-        ):
+        with foreign_agent_span(tracer, "foreign"):
             for _ in range(5):
                 with foreign_tool_span(
                     tracer,
