@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from google.adk.agents import LlmAgent
 from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.models.llm_response import LlmResponse
+from otel_loopguard_testing import unreadable_by
 from scripted_models import (
     CANDIDATE_TOKENS,
     PROMPT_TOKENS,
@@ -99,15 +98,12 @@ def test_max_steps_vetoes_the_model_call_before_it_is_made(make_loopguard):
     assert loopguard.run_state("researcher") == "max_steps"
 
 
-class _Unreadable(LlmResponse):
+class _Unreadable(
+    unreadable_by("otel_loopguard_google_adk", "usage_metadata", "a response shape we do not know"),
+    LlmResponse,
+):
     """An ``LlmResponse`` whose usage this package cannot read (ADK and the program can):
     the stand-in for a response shape we do not know yet."""
-
-    def __getattribute__(self, name: str):
-        caller = sys._getframe(1).f_globals.get("__name__", "")
-        if name == "usage_metadata" and caller.startswith("otel_loopguard_google_adk"):
-            raise RuntimeError("a response shape we do not know")
-        return super().__getattribute__(name)
 
 
 class _OddModel(ScriptedModel):

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 
 import litellm
 import pytest
 from agent_loop import MODEL
 from conftest import TRACER
 from litellm.types.utils import ModelResponse
+from otel_loopguard_testing import unreadable_by
 from otel_loopguard_testing.scripted_openai import Turn
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
@@ -20,16 +20,12 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 _OUR_READERS = ("otel_loopguard_litellm", "otel_loopguard.kit.openai_format")
 
 
-class _Unreadable(ModelResponse):
+class _Unreadable(
+    unreadable_by(_OUR_READERS, "choices", "an answer shape we do not know"), ModelResponse
+):
     """A ``ModelResponse`` whose ``choices`` this package cannot read (LiteLLM and the
     program can): the stand-in for an answer shape we do not know yet. Our reader of the
     OpenAI shape is the core's ``openai_format``, shared with the OpenAI package."""
-
-    def __getattribute__(self, name):
-        caller = sys._getframe(1).f_globals.get("__name__", "")
-        if name == "choices" and caller.startswith(_OUR_READERS):
-            raise RuntimeError("an answer shape we do not know")
-        return super().__getattribute__(name)
 
 
 def test_an_answer_we_cannot_read_is_still_returned_and_counted(make_loopguard):

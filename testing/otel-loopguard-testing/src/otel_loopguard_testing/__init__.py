@@ -41,6 +41,7 @@ from .agent_checks import (
     assert_stopped_on_the_third_result,
     assert_third_identical_call_vetoed,
     unreadable,
+    unreadable_by,
     wrapped,
 )
 from .chat_loop import (
@@ -166,6 +167,7 @@ __all__ = [
     "running_redis_server",
     "sdk_chat_attributes",
     "unreadable",
+    "unreadable_by",
     "wrapped",
     "wrappers_removed",
 ]
