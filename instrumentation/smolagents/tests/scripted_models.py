@@ -21,46 +21,51 @@ from smolagents.monitoring import TokenUsage
 Step = tuple[str, dict[str, Any]]
 
 
-class ScriptedToolCallingModel(Model):
-    """For ``ToolCallingAgent``: step ``i`` asks for ``script(i)`` = (tool, arguments)."""
+class _ScriptedModel(Model):
+    """Step ``i`` of a run (``calls`` counts them) answers from ``script(i)``, each answer
+    reporting 20 input and 5 output tokens; a subclass says what the answer is."""
 
-    def __init__(self, script: Callable[[int], Step]) -> None:
-        super().__init__(model_id="scripted-tool-calling")
+    def __init__(self, script: Callable[[int], Any], model_id: str) -> None:
+        super().__init__(model_id=model_id)
         self.script = script
         self.calls = 0
 
     def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
         self.calls += 1
-        name, arguments = self.script(self.calls)
+        return ChatMessage(
+            role=MessageRole.ASSISTANT,
+            token_usage=TokenUsage(input_tokens=20, output_tokens=5),
+            **self._answer(self.script(self.calls)),
+        )
+
+    def _answer(self, step: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class ScriptedToolCallingModel(_ScriptedModel):
+    """For ``ToolCallingAgent``: step ``i`` asks for ``script(i)`` = (tool, arguments)."""
+
+    def __init__(self, script: Callable[[int], Step]) -> None:
+        super().__init__(script, "scripted-tool-calling")
+
+    def _answer(self, step: Step) -> dict[str, Any]:
+        name, arguments = step
         call = ChatMessageToolCall(
             id=f"call_{self.calls}",
             type="function",
             function=ChatMessageToolCallFunction(name=name, arguments=arguments),
         )
-        return ChatMessage(
-            role=MessageRole.ASSISTANT,
-            content=None,
-            tool_calls=[call],
-            token_usage=TokenUsage(input_tokens=20, output_tokens=5),
-        )
+        return {"content": None, "tool_calls": [call]}
 
 
-class ScriptedCodeModel(Model):
+class ScriptedCodeModel(_ScriptedModel):
     """For ``CodeAgent``: step ``i`` writes the Python snippet ``script(i)``."""
 
     def __init__(self, script: Callable[[int], str]) -> None:
-        super().__init__(model_id="scripted-code")
-        self.script = script
-        self.calls = 0
+        super().__init__(script, "scripted-code")
 
-    def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
-        self.calls += 1
-        code = self.script(self.calls)
-        return ChatMessage(
-            role=MessageRole.ASSISTANT,
-            content=f"Thought: next step.\n<code>\n{code}\n</code>",
-            token_usage=TokenUsage(input_tokens=20, output_tokens=5),
-        )
+    def _answer(self, step: str) -> dict[str, Any]:
+        return {"content": f"Thought: next step.\n<code>\n{step}\n</code>"}
 
 
 class CountingSearch:
