@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from .agent_checks import (
     assert_cancelled_by_the_consumer,
+    assert_completed_without_stop,
     assert_genai_agent_and_tool_spans,
     assert_inner_agent_joined_the_run,
     assert_loop_interrupted,
@@ -118,6 +119,7 @@ __all__ = [
     "Testbed",
     "always",
     "assert_cancelled_by_the_consumer",
+    "assert_completed_without_stop",
     "assert_console_budget_stopped",
     "assert_console_handoff_cycle_stopped",
     "assert_console_loop_observed",

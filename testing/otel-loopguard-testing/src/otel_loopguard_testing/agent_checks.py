@@ -70,6 +70,19 @@ def assert_ran_untouched_by_our_error(
     assert harness.run_state(agent) == "completed"
 
 
+def assert_completed_without_stop(
+    harness: Harness, *, tool: str = "lookup", calls: int = 3
+) -> None:
+    """A productive run left alone: ``calls`` gated ``execute_tool {tool}`` spans, no STOP
+    on any of them, the one agent span ``completed``, every span ended once."""
+    tools = harness.tool_spans(tool)
+    assert len(tools) == calls
+    assert not any(harness.decisions_on(s, "stop") for s in tools)
+    (run,) = harness.agent_spans()
+    assert run.attributes["loopguard.run.state"] == "completed"
+    harness.assert_every_span_ended_once()
+
+
 def unreadable(shape: str) -> Callable[..., Any]:
     """A stand-in for our own code reading a framework's ``shape`` (a call, a run) that
     fails, for ``monkeypatch.setattr(module, "_read_call", unreadable("call"))``: an error
