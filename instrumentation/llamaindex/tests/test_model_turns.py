@@ -33,6 +33,18 @@ from wrapt import wrap_function_wrapper
 from otel_loopguard import LoopGuardInterrupt
 from otel_loopguard.guard import get_guard
 
+
+def _assert_the_run(guard: Any, state: str, *, tokens: tuple[int, int] | None = None) -> None:
+    """The one agent span (the run) ended ``state``, with ``tokens`` (input, output) on it
+    when given; every span ended once."""
+    (run,) = guard.agent_spans()
+    assert run.attributes["loopguard.run.state"] == state
+    if tokens is not None:
+        usage = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
+        assert tuple(run.attributes[key] for key in usage) == tokens
+    guard.assert_every_span_ended_once()
+
+
 _STEP_OWNERS = (
     ("llama_index.core.agent.workflow.base_agent", "BaseWorkflowAgent"),
     ("llama_index.core.agent.workflow.multi_agent_workflow", "AgentWorkflow"),
@@ -85,11 +97,7 @@ async def test_token_budget_stops_the_agent_before_its_next_tool(
     assert raised.value.decision.action.value == "stop"
     assert llm.calls == 2
     assert counter.calls == {"lookup": 1}, "the second turn's lookup never ran"
-    (run,) = guard.agent_spans()
-    assert run.attributes["loopguard.run.state"] == "budget_exceeded"
-    assert run.attributes["gen_ai.usage.input_tokens"] == 120
-    assert run.attributes["gen_ai.usage.output_tokens"] == 20
-    guard.assert_every_span_ended_once()
+    _assert_the_run(guard, "budget_exceeded", tokens=(120, 20))
 
 
 async def test_max_steps_makes_no_further_model_call(make_loopguard, without_model_turns):
@@ -108,9 +116,7 @@ async def test_max_steps_makes_no_further_model_call(make_loopguard, without_mod
 
     assert raised.value.decision.end_state.value == "max_steps"
     assert llm.calls == 2, "no third model call"
-    (run,) = guard.agent_spans()
-    assert run.attributes["loopguard.run.state"] == "max_steps"
-    guard.assert_every_span_ended_once()
+    _assert_the_run(guard, "max_steps")
 
 
 def _hand_over_to_bob(messages: Sequence[ChatMessage], **_: Any) -> ChatMessage:
@@ -161,11 +167,7 @@ async def test_a_turn_reported_below_counts_once(make_loopguard):
     result = await asyncio.wait_for(run_to_end(workflow), timeout=30)
 
     assert "20 EUR" in str(result)
-    (run,) = guard.agent_spans()
-    assert run.attributes["loopguard.run.state"] == "completed"
-    assert run.attributes["gen_ai.usage.input_tokens"] == 90
-    assert run.attributes["gen_ai.usage.output_tokens"] == 20
-    guard.assert_every_span_ended_once()
+    _assert_the_run(guard, "completed", tokens=(90, 20))
 
 
 async def test_our_bookkeeping_failing_never_breaks_the_run(make_loopguard, monkeypatch):
@@ -190,9 +192,7 @@ async def test_our_bookkeeping_failing_never_breaks_the_run(make_loopguard, monk
     assert "Pro plan costs 20 EUR per month" in str(result)
     assert counter.calls == {"lookup": 3}
     assert errors == ["llamaindex.model_turn"] * 4, "each of the 4 turns was caught and counted"
-    (run,) = guard.agent_spans()
-    assert run.attributes["loopguard.run.state"] == "completed"
-    guard.assert_every_span_ended_once()
+    _assert_the_run(guard, "completed")
 
 
 class CutOffLLM(UsageLLM):
