@@ -8,30 +8,23 @@ book`` (the same booking refused with the same error each time) was never stoppe
 of a note tool leaves their "something new happened" marks where they were; every other
 detector still sees it (a run that only thinks is still counted and budgeted).
 
-A tool is a note tool when its name (normalised as tool names are matched everywhere,
-:mod:`~otel_loopguard.engine.detectors.tool_names`) is one of :data:`NOTE_TOOLS` exactly:
-``think``, ``Think``, ``functions.think``; not ``think_and_search`` (which may do work).
+A tool is a note tool when its name, or its last segment, normalised as configured tool
+lists are matched (:class:`~otel_loopguard.engine.detectors.tool_names.ToolNameMatcher`), is
+one of :data:`NOTE_TOOLS`: ``think``, ``Think``, ``functions.think``; not
+``think_and_search`` (which may do work).
 """
 
 from __future__ import annotations
 
-from otel_loopguard.engine.detectors.tool_names import normalise_tool_name
+from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
 
 #: tool names that only record a thought
 NOTE_TOOLS = frozenset({"think", "thinking", "thought", "reflect", "scratchpad", "note_to_self"})
 
-_MEMO_LIMIT = 1024
-_note_tools: dict[str, bool] = {}
+# the same rule (and memo) as a configured tool list: the whole name or its last segment
+_NOTE_MATCHER = ToolNameMatcher(NOTE_TOOLS)
 
 
 def is_note_tool(name: str | None) -> bool:
-    """A tool whose name says it only records a thought (memoised, bounded)."""
-    if not name:
-        return False
-    verdict = _note_tools.get(name)
-    if verdict is None:
-        verdict = normalise_tool_name(name)[1] in NOTE_TOOLS
-        if len(_note_tools) >= _MEMO_LIMIT:
-            _note_tools.clear()
-        _note_tools[name] = verdict
-    return verdict
+    """A tool whose name says it only records a thought."""
+    return _NOTE_MATCHER[name]

@@ -9,28 +9,28 @@ that is not a loop when it waits between the polls. A call waits when
 * it is a shell call (a tool in ``OTEL_LOOPGUARD_SHELL_TOOLS``) whose command sleeps:
   ``sleep 30``, ``sleep 30 && gh run view``, ``timeout /t 30``, ``Start-Sleep``.
 
-The no-progress detector also counts real time passing as waiting (see there). Only the
-first :data:`COMMAND_CHARS` characters of a command are looked at.
+The command is read from the arguments as the read-only rule reads it
+(:func:`~otel_loopguard.engine.detectors.read_only_commands.command_text`). The no-progress
+detector also counts real time passing as waiting (see there). Only the first
+:data:`COMMAND_CHARS` characters of a command are looked at.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
+from otel_loopguard.engine.detectors.read_only_commands import command_text
 from otel_loopguard.engine.detectors.tool_names import normalise_tool_name
 
 #: first words of a tool name that make it a wait tool
 WAIT_WORDS = frozenset({"sleep", "wait", "delay"})
-#: argument keys that hold a shell command, in the order they are looked for
-COMMAND_KEYS = ("command", "cmd", "script", "commands", "code", "input")
 COMMAND_CHARS = 2000
 #: seconds between two tool events of a run that count as waiting by themselves
 WAIT_SECONDS = 30.0
 
 _SLEEP_COMMAND = re.compile(
-    r"(?i)(?:^|[;&|(`\s])(?:sleep\s+\d|timeout\s+(?:/t\s+)?\d|start-sleep\b|ping\s+-n\s+\d)"
+    r"(?i)(?:^|[;&|(`'\"\s])(?:sleep\s+\d|timeout\s+(?:/t\s+)?\d|start-sleep\b|ping\s+-n\s+\d)"
 )
 _MEMO_LIMIT = 1024
 _wait_tools: dict[str, bool] = {}
@@ -50,24 +50,7 @@ def is_wait_tool(name: str | None) -> bool:
     return verdict
 
 
-def command_text(arguments: Any) -> str | None:
-    """The shell command in a call's arguments (a string, or one of :data:`COMMAND_KEYS`;
-    a list of strings joined), capped; ``None`` when there is none."""
-    value = arguments
-    if isinstance(arguments, Mapping):
-        value = None
-        for key in COMMAND_KEYS:
-            if key in arguments:
-                value = arguments[key]
-                break
-    if isinstance(value, (list, tuple)):
-        value = " ".join(part for part in value[:64] if isinstance(part, str))
-    if isinstance(value, str):
-        return value[:COMMAND_CHARS]
-    return None
-
-
 def command_sleeps(arguments: Any) -> bool:
     """The shell command sleeps (``sleep 30``, ``...; sleep 5; ...``, ``Start-Sleep``)."""
     command = command_text(arguments)
-    return command is not None and _SLEEP_COMMAND.search(command) is not None
+    return command is not None and _SLEEP_COMMAND.search(command[:COMMAND_CHARS]) is not None
