@@ -58,6 +58,12 @@ fi
 
 # The serve tests' Node.js agent: the OpenTelemetry JS SDK from npm, at the lock file's
 # versions (under CI its test fails when node or these packages are missing)
+if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing Debian's nodejs and npm (for serve's Node.js agent test)..."
+  apt-get update -qq >/dev/null &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null ||
+    echo "warning: could not install nodejs/npm; the Node.js agent test will fail under CI"
+fi
 if command -v npm >/dev/null 2>&1; then
   (cd tests/serve/node_agent && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
     echo "warning: npm ci in tests/serve/node_agent failed; the Node.js agent test will fail"
