@@ -47,6 +47,7 @@ logger = logging.getLogger("otel_loopguard.store")
 
 _USER_KEYS = ("enduser.id", "gen_ai.user.id")
 _NO_USER = ""
+_NOTHING_NEW = CounterDelta()
 #: store latency buckets, seconds: loopback round trips are tens of microseconds
 STORE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25)
 
@@ -197,13 +198,14 @@ class SharedRuns:
     def _delta(
         self, run_id: str, sync: _Sync
     ) -> tuple[CounterDelta, tuple[int, int, int, int, float], bool]:
-        summary = self.monitor.run_snapshot(run_id)
-        if summary is None:
+        now = self.monitor.run_counts(run_id)
+        if now is None:
             return CounterDelta(), sync.counts, sync.cost_unknown
-        c = summary.counters
-        cost_unknown = c.cost is None
-        counts = (c.steps, c.tool_calls, c.input_tokens, c.output_tokens, c.cost or 0.0)
+        cost_unknown = now[4] is None
+        counts = (now[0], now[1], now[2], now[3], now[4] or 0.0)
         old = sync.counts
+        if counts == old and cost_unknown == sync.cost_unknown:
+            return _NOTHING_NEW, counts, cost_unknown
         delta = CounterDelta(
             steps=max(0, counts[0] - old[0]),
             tool_calls=max(0, counts[1] - old[1]),

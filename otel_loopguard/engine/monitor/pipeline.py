@@ -344,6 +344,17 @@ class Monitor:
         with run.lock:
             return summarize(run, None)
 
+    def run_counts(self, run_id: str | Any) -> tuple[int, int, int, int, float | None] | None:
+        """The run's steps, tool calls, input and output tokens and cost (``None`` when
+        unknown): what the run store adds up before each call, without the copy a
+        :meth:`run_snapshot` makes."""
+        run = self._table.get(run_key(run_id))
+        if run is None:
+            return None
+        with run.lock:
+            c = run.counters
+            return c.steps, c.tool_calls, c.input_tokens, c.output_tokens, c.cost
+
     def export_run(self, run_id: str | Any) -> dict[str, Any] | None:
         """A small JSON-able dict of the run, for :meth:`restore_run` in another process.
 

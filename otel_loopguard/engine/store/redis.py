@@ -13,7 +13,11 @@ Key layout (the protocol another language's agent may read; ``docs/fleet.md``):
   ``n`` is ``floor(unix_seconds / (window / 60))``) for fleet budgets.
 
 Each operation is one round trip (a Lua script, so the gate's "veto if stopped, else count"
-is atomic). Fail-open: every call waits at most the timeout (no retries); after a failure
+is atomic), sent by :class:`_Wire` on a connection of the calling thread's own: redis-py
+opens it (URL, TLS, password, unix socket, timeouts are redis-py's), but the gate does not
+go through redis-py's client, pool and ``Script`` layers, which cost more CPU per call than
+the round trip itself on loopback, time every thread of an agent service waits for on the
+GIL. Fail-open: every call waits at most the timeout (no retries); after a failure
 the store is not asked again for :data:`RETRY_AFTER` seconds (calls answer ``None`` at
 once), then it reconnects by itself. One warning per outage, one per run key holding a
 value that is not ours. ``redis`` (redis-py) is imported when a store is opened, never
@@ -23,11 +27,14 @@ when this module is.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import math
+import os
 import threading
 import time
+import weakref
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -39,6 +46,7 @@ logger = logging.getLogger("otel_loopguard.store")
 #: seconds an unreachable server is left alone before the next attempt
 RETRY_AFTER = 1.0
 _MAX_WARNED_KEYS = 1_000
+_STOP_FIELDS = (b"stop", b"stop_detectors", b"stop_reason", b"stop_time", b"stop_decision")
 
 _GATE = """
 local run = KEYS[1]
@@ -119,6 +127,68 @@ return n + 1
 """
 
 
+class _Script:
+    """A Lua script, sent as ``EVALSHA`` (``EVAL`` once when the server does not know it:
+    a restarted or flushed server)."""
+
+    __slots__ = ("head", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source.encode()
+        self.head = hashlib.sha1(self.source, usedforsecurity=False).hexdigest().encode()
+
+
+def _packed(parts: list[bytes]) -> bytes:
+    """One command in the Redis protocol (RESP): an array of bulk strings."""
+    return b"*%d\r\n%b" % (
+        len(parts),
+        b"".join([b"$%d\r\n%b\r\n" % (len(part), part) for part in parts]),
+    )
+
+
+def _encoded(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    return (value if isinstance(value, str) else str(value)).encode()
+
+
+class _Wire:
+    """Each thread's own connection to the server, made by redis-py's connection class
+    from the client's settings, so a call takes no pool lock and no other thread's reply
+    can be read by mistake. A forked child opens its own (the parent's socket is not
+    touched). :meth:`close` disconnects them all."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self._local = threading.local()
+        self._pid = os.getpid()
+        self._all: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    def connection(self) -> Any:
+        if os.getpid() != self._pid:  # forked: the inherited sockets are the parent's
+            self._pid = os.getpid()
+            self._local = threading.local()
+            self._all = weakref.WeakSet()
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            pool = self._pool
+            connection = pool.connection_class(**pool.connection_kwargs)
+            self._local.connection = connection
+            with self._lock:
+                self._all.add(connection)
+        return connection
+
+    def close(self) -> None:
+        with self._lock:
+            connections = list(self._all)
+            self._all = weakref.WeakSet()
+        self._local = threading.local()
+        for connection in connections:
+            with contextlib.suppress(Exception):
+                connection.disconnect()
+
+
 def redacted(url: str) -> str:
     """The URL without its password (what logs may show)."""
     try:
@@ -187,6 +257,7 @@ class RedisStore(base.RunStore):
         self.url = redacted(url)
         self.prefix = prefix
         self._ttl = max(1, math.ceil(ttl))
+        self._ttl_text = b"%d" % self._ttl
         self.on_error = on_error
         self.on_latency = on_latency
         self._clock = clock
@@ -198,10 +269,11 @@ class RedisStore(base.RunStore):
             retry_on_timeout=False,
             decode_responses=True,
         )
-        self._gate = self._client.register_script(_GATE)
-        self._write_stop = self._client.register_script(_WRITE_STOP)
-        self._load_state = self._client.register_script(_LOAD_STATE)
-        self._save_state = self._client.register_script(_SAVE_STATE)
+        self._wire = _Wire(self._client.connection_pool)
+        self._gate = _Script(_GATE)
+        self._write_stop = _Script(_WRITE_STOP)
+        self._load_state = _Script(_LOAD_STATE)
+        self._save_state = _Script(_SAVE_STATE)
         self._lock = threading.Lock()
         self._down_until = 0.0
         self._down = False
@@ -218,18 +290,40 @@ class RedisStore(base.RunStore):
 
     # -- the one way every call goes: timed, fail-open -------------------------------------
 
-    def _call(self, operation: str, key: str, script: Any, keys: list[str], args: list[Any]) -> Any:
+    def _call(
+        self, operation: str, key: str, script: _Script, keys: list[str], args: list[Any]
+    ) -> Any:
         """Run one script; ``None`` when the server cannot answer (outage) or the key holds
         something that is not ours (corrupt); never raises."""
+        parts = [b"EVALSHA", script.head, b"%d" % len(keys)]
+        parts += [_encoded(k) for k in keys]
+        parts += [_encoded(a) for a in args]
+        return self._send(operation, key, parts, script)
+
+    def _send(self, operation: str, key: str, parts: list[bytes], script: _Script | None) -> Any:
+        """One command, one reply, on this thread's connection: see :meth:`_call`."""
         if self._closed or (self._down and self._clock() < self._down_until):
             return None
         started = time.perf_counter()
+        connection = None
         try:
-            reply = script(keys=keys, args=args)
+            connection = self._wire.connection()
+            connection.send_packed_command([_packed(parts)], check_health=False)
+            try:
+                reply = connection.read_response()
+            except self._redis.exceptions.NoScriptError:
+                if script is None:
+                    raise
+                parts[0], parts[1] = b"EVAL", script.source  # and the server keeps it
+                connection.send_packed_command([_packed(parts)], check_health=False)
+                reply = connection.read_response()
         except self._redis.exceptions.ResponseError as exc:
             self._corrupt(key, exc)
             return None
         except Exception as exc:  # ConnectionError, TimeoutError, OSError...
+            if connection is not None:  # a reply may still be on its way: start afresh
+                with contextlib.suppress(Exception):
+                    connection.disconnect()
             self._outage(exc)
             return None
         finally:
@@ -289,22 +383,8 @@ class RedisStore(base.RunStore):
 
     def read_stop(self, run_id: str) -> base.StopRecord | None:
         key = self.run_key(run_id)
-        if self._closed or (self._down and self._clock() < self._down_until):
-            return None
-        try:
-            started = time.perf_counter()
-            fields = self._client.hmget(
-                key, "stop", "stop_detectors", "stop_reason", "stop_time", "stop_decision"
-            )
-            if self.on_latency is not None:
-                self.on_latency(time.perf_counter() - started, "read_stop")
-        except self._redis.exceptions.ResponseError as exc:
-            self._corrupt(key, exc)
-            return None
-        except Exception as exc:
-            self._outage(exc)
-            return None
-        if fields[0] != "1":
+        fields = self._send("read_stop", key, [b"HMGET", key.encode(), *_STOP_FIELDS], None)
+        if not fields or fields[0] != "1":
             return None
         return self._stop_record(key, fields[1:])
 
@@ -324,21 +404,28 @@ class RedisStore(base.RunStore):
         self, run_id: str, delta: base.CounterDelta, now: float, user: base.UserWindow | None = None
     ) -> base.GateAnswer | None:
         key = self.run_key(run_id)
-        keys = [key]
-        args: list[Any] = [
-            self._ttl,
-            repr(now),
-            delta.steps,
-            delta.tool_calls,
-            delta.input_tokens,
-            delta.output_tokens,
-            repr(delta.cost) if delta.cost else "0",
-            "1" if delta.cost_unknown else "0",
+        script = self._gate
+        parts = [  # bytes already, in one list: the gate is on every call's way
+            b"EVALSHA",
+            script.head,
+            b"1" if user is None else b"2",
+            key.encode(),
         ]
         if user is not None:
-            keys.append(self.user_key(user.user))
-            args += [repr(bucket_seconds(user.seconds)), BUCKETS]
-        reply = self._call("gate", key, self._gate, keys, args)
+            parts.append(self.user_key(user.user).encode())
+        parts += (
+            self._ttl_text,
+            repr(now).encode(),
+            b"%d" % delta.steps,
+            b"%d" % delta.tool_calls,
+            b"%d" % delta.input_tokens,
+            b"%d" % delta.output_tokens,
+            repr(delta.cost).encode() if delta.cost else b"0",
+            b"1" if delta.cost_unknown else b"0",
+        )
+        if user is not None:
+            parts += (repr(bucket_seconds(user.seconds)).encode(), b"%d" % BUCKETS)
+        reply = self._send("gate", key, parts, script)
         if reply is None:
             return None
         try:
@@ -390,6 +477,7 @@ class RedisStore(base.RunStore):
 
     def close(self) -> None:
         self._closed = True
+        self._wire.close()
         with contextlib.suppress(Exception):
             self._client.close()
 
