@@ -64,7 +64,7 @@ def _shown(value: Any) -> str:
     if value is None:
         return "unset"
     if isinstance(value, tuple):
-        return ",".join(value)
+        return ",".join(value) or "unset"  # an empty list: nothing configured
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)

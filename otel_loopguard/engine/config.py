@@ -42,6 +42,16 @@ DEFAULT_READ_ONLY_TOOLS: tuple[str, ...] = (
     "read",
 )
 
+#: tools that only record a thought (detectors/note_tools.py): neither work nor progress
+DEFAULT_NOTE_TOOLS: tuple[str, ...] = (
+    "think",
+    "thinking",
+    "thought",
+    "reflect",
+    "scratchpad",
+    "note_to_self",
+)
+
 DEFAULT_SHELL_TOOLS: tuple[str, ...] = (
     "bash",
     "shell",
@@ -128,6 +138,12 @@ class LoopGuardConfig(BaseModel):
         3, ge=2, description="consecutive model turns saying the same (or nearly the same)"
     )
     read_only_tools: tuple[str, ...] = Field(DEFAULT_READ_ONLY_TOOLS, description="read-only tools")
+    note_tools: tuple[str, ...] = Field(
+        DEFAULT_NOTE_TOOLS, description="tools that only record a thought"
+    )
+    wait_tools: tuple[str, ...] = Field(
+        (), description="tools that wait, besides those named sleep*, wait*, delay*"
+    )
     history_size: int = Field(
         128, ge=8, le=100_000, description="distinct signatures remembered per run"
     )
@@ -163,7 +179,9 @@ class LoopGuardConfig(BaseModel):
     user_budget_window: float = Field(3600.0, ge=1, description="fleet budget window, seconds")
     user_key: str | None = Field(None, description="baggage key naming the user or tenant")
 
-    _split_lists = field_validator("read_only_tools", "shell_tools", mode="before")(_comma_list)
+    _split_lists = field_validator(
+        "read_only_tools", "shell_tools", "note_tools", "wait_tools", mode="before"
+    )(_comma_list)
 
     @field_validator("store")
     @classmethod
@@ -251,7 +269,7 @@ _ACCEPTED_TEXT = {
     "store_prefix": "text without spaces or control characters",
     "user_key": "a baggage key (no spaces or control characters)",
 }
-_LIST_FIELDS = {"read_only_tools", "shell_tools"}
+_LIST_FIELDS = {"read_only_tools", "shell_tools", "note_tools", "wait_tools"}
 _FIELD_ADAPTERS: dict[str, TypeAdapter[Any]] = {
     # every field is annotated: annotation is never None here
     name: TypeAdapter(info.annotation)  # type: ignore[arg-type]

@@ -101,9 +101,11 @@ def turns(steps: list[Step]) -> Iterator[Event]:
             yield result(tool, outcome, call_id=call_id)
 
 
-def worst_action(steps: list[Step]) -> tuple[Action, set[str]]:
+def worst_action(
+    steps: list[Step], config: LoopGuardConfig | None = None
+) -> tuple[Action, set[str]]:
     """The strongest action the real monitor (default policy) takes over ``steps``, and by whom."""
-    monitor = Monitor(LoopGuardConfig())
+    monitor = Monitor(config or LoopGuardConfig())
     worst, detectors = Action.CONTINUE, set()
     for event in turns(steps):
         decision = monitor.observe(event)

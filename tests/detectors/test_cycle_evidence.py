@@ -20,9 +20,11 @@ from otel_loopguard.spans.events import handoff_event
 RUN = "handoffs"
 
 
-def _answers_until_stop(steps: list[Step]) -> tuple[int | None, set[str]]:
+def _answers_until_stop(
+    steps: list[Step], config: LoopGuardConfig | None = None
+) -> tuple[int | None, set[str]]:
     """How many tool answers the run got before the first STOP (None: never stopped)."""
-    monitor = Monitor(LoopGuardConfig())
+    monitor = Monitor(config or LoopGuardConfig())
     answers = 0
     for event in turns(steps):
         decision = monitor.observe(event)
@@ -80,6 +82,19 @@ def test_polling_with_a_shell_sleep_in_the_cycle_is_not_stopped_at_two_periods()
     ] * 4
     done: list[Step] = [("bash", {"command": "gh run view 7 --json status"}, "completed")]
     assert _answers_until_stop(polls + done) == (None, set())
+
+
+def test_polling_with_a_configured_wait_tool_in_the_cycle_is_not_stopped_at_two_periods() -> None:
+    """``await_deploy`` waits, though its name does not start with a wait word: as shipped
+    the cycle stops; named in ``OTEL_LOOPGUARD_WAIT_TOOLS`` it is polling between waits."""
+    polls: list[Step] = [
+        ("get_workflow_run", {"run_id": 7}, '{"status": "in_progress"}'),
+        ("await_deploy", {"seconds": 30}, "still deploying"),
+    ] * 4
+    done: list[Step] = [("get_workflow_run", {"run_id": 7}, '{"status": "completed"}')]
+    configured = LoopGuardConfig.from_env({"OTEL_LOOPGUARD_WAIT_TOOLS": "await_deploy"})
+    assert _answers_until_stop(polls + done)[0] is not None
+    assert _answers_until_stop(polls + done, configured) == (None, set())
 
 
 def test_a_cycle_of_handoff_tools_is_left_to_the_handoff_cycle() -> None:

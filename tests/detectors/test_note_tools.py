@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from scripted_runs import worst_action
 
+from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Action
 
 BOOKING = {"user_id": "mohamed_silva_9265", "flights": ["HAT023", "HAT220"], "payment": 1625}
@@ -50,3 +51,20 @@ def test_a_tool_named_like_a_thought_but_doing_work_is_still_work() -> None:
     action, _ = worst_action(_booking_attempts(search))
 
     assert action < Action.STOP
+
+
+def test_a_note_tool_of_the_agents_own_name_is_configured_by_its_variable() -> None:
+    """An agent whose thought tool is ``log_reasoning``: as shipped it is work between the
+    refusals (each thought differs) and the loop goes on; named in
+    ``OTEL_LOOPGUARD_NOTE_TOOLS`` it is a thought, and the same refusal stops."""
+
+    def reasoning(attempt: int):
+        return ("log_reasoning", {"text": f"attempt {attempt}: try the other card"}, "noted")
+
+    steps = _booking_attempts(reasoning)
+    as_shipped, _ = worst_action(steps)
+    configured = LoopGuardConfig.from_env({"OTEL_LOOPGUARD_NOTE_TOOLS": "think,log_reasoning"})
+    action, detectors = worst_action(steps, configured)
+
+    assert as_shipped < Action.STOP
+    assert action is Action.STOP and "no_progress" in detectors

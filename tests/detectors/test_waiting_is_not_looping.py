@@ -44,6 +44,18 @@ def test_polls_between_waits_are_not_no_progress(wait: list) -> None:
     assert run.feed(ci_polls([wait], ["in_progress"] * 4 + ["success"])) == []
 
 
+def test_a_wait_tool_of_the_agents_own_name_is_configured_by_its_variable() -> None:
+    """``check_later`` waits before it answers, but its name does not say so: polls
+    between its calls are no progress as shipped, and get the patience once it is named in
+    ``OTEL_LOOPGUARD_WAIT_TOOLS``."""
+    wait = exchange("check_later", {"minutes": 1}, "ok")
+    polls = ci_polls([wait], ["in_progress"] * 4 + ["success"])
+    configured = LoopGuardConfig.from_env({"OTEL_LOOPGUARD_WAIT_TOOLS": "check_later"})
+
+    assert Driver(NoProgressDetector).feed(polls) != []
+    assert Driver(NoProgressDetector, wait_tools=configured.wait_tools).feed(polls) == []
+
+
 def test_the_same_polls_without_waiting_are_no_progress() -> None:
     run = Driver(NoProgressDetector)
     (signal,) = run.feed(ci_polls([], ["in_progress"] * 3))

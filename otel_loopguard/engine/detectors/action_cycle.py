@@ -34,8 +34,7 @@ from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.engine.detectors.call_tracking import growing_score
-from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
-from otel_loopguard.engine.detectors.waiting import WAIT_SECONDS, command_sleeps, is_wait_tool
+from otel_loopguard.engine.detectors.waiting import WAIT_SECONDS, WaitRule
 from otel_loopguard.engine.events import Event, EventKind
 
 # Enum members as module constants for the per-event comparisons (see call_tracking).
@@ -73,7 +72,7 @@ class ActionCycleDetector:
     )
 
     def __init__(self, config: LoopGuardConfig) -> None:
-        self._shell = ToolNameMatcher(config.shell_tools)
+        self._wait = WaitRule(config)
         self.max_period = config.cycle_max_period
         self._waited_mask = (1 << 2 * self.max_period) - 1  # two periods of the longest
         self.min_periods = config.cycle_min_periods
@@ -89,8 +88,7 @@ class ActionCycleDetector:
     ) -> Signal | None:
         kind = event.kind
         if kind is _TOOL_CALL:
-            shell = event.arguments is not None and self._shell[event.tool_name]
-            if shell and counters.call_key and command_sleeps(event.arguments):
+            if counters.call_key and self._wait.command_waits(event.tool_name, event.arguments):
                 state.sleeping = (*state.sleeping, counters.call_key)[-SLEEPING_CALLS_CAP:]
             return None
         if kind is _HANDOFF:
@@ -104,7 +102,7 @@ class ActionCycleDetector:
         if not call:
             return None
         step = (call << 33) | (counters.outcome_key << 1) | counters.failed
-        waited = is_wait_tool(event.tool_name) or call in state.sleeping
+        waited = self._wait.tool_waits(event.tool_name) or call in state.sleeping
         if state.last_time and counters.now - state.last_time >= WAIT_SECONDS:
             waited = True
         state.last_time = counters.now

@@ -44,10 +44,9 @@ from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.engine.detectors.call_tracking import growing_score
 from otel_loopguard.engine.detectors.fingerprint_table import FingerprintTable
-from otel_loopguard.engine.detectors.note_tools import is_note_tool
+from otel_loopguard.engine.detectors.note_tools import note_tools
 from otel_loopguard.engine.detectors.permanent_failure import classify_error, error_of_result
-from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
-from otel_loopguard.engine.detectors.waiting import WAIT_SECONDS, command_sleeps, is_wait_tool
+from otel_loopguard.engine.detectors.waiting import WAIT_SECONDS, WaitRule
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
 from otel_loopguard.engine.signatures import describe_output
 
@@ -88,7 +87,8 @@ class NoProgressDetector:
         self.threshold = config.no_progress_threshold
         self.patience = max(config.poll_patience, self.threshold)
         self.cap = config.history_size
-        self._shell_tools = ToolNameMatcher(config.shell_tools)
+        self._wait = WaitRule(config)
+        self._note = note_tools(config)
 
     def new_state(self) -> NoProgressState:
         return NoProgressState(self.cap)
@@ -98,9 +98,11 @@ class NoProgressDetector:
         now = counters.now
         if kind is _TOOL_CALL:
             last, state.last_time = state.last_time, now
-            if (last and now - last >= WAIT_SECONDS) or self._waits(event):
+            if (last and now - last >= WAIT_SECONDS) or self._wait.call_waits(
+                event.tool_name, event.arguments
+            ):
                 state.waits = (state.waits + 1) & _EPOCH_MASK
-            if is_note_tool(event.tool_name):
+            if self._note[event.tool_name]:
                 return None  # a thought written down is not new work
             call = counters.call_key
             if state.calls.get(call) is None:  # a first-time call is new work
@@ -109,7 +111,7 @@ class NoProgressDetector:
             return None
         state.last_time = now
         call = counters.call_key
-        if not call or is_note_tool(event.tool_name):
+        if not call or self._note[event.tool_name]:
             return None  # a note tool's answer is no news of progress either
         failed = counters.failed
         if failed and self._retryable(event):
@@ -157,17 +159,6 @@ class NoProgressDetector:
             score=growing_score(repeats, threshold, 0.6),
             message=f"{tool} {what} {repeats + 1} times for the same call",
             evidence=evidence,
-        )
-
-    def _waits(self, event: Event) -> bool:
-        """The call waits: a wait tool, or a shell command that sleeps."""
-        tool = event.tool_name
-        if is_wait_tool(tool):
-            return True
-        return (
-            event.arguments is not None
-            and self._shell_tools[tool]
-            and command_sleeps(event.arguments)
         )
 
     def _retryable(self, event: Event) -> bool:

@@ -10,21 +10,18 @@ detector still sees it (a run that only thinks is still counted and budgeted).
 
 A tool is a note tool when its name, or its last segment, normalised as configured tool
 lists are matched (:class:`~otel_loopguard.engine.detectors.tool_names.ToolNameMatcher`), is
-one of :data:`NOTE_TOOLS`: ``think``, ``Think``, ``functions.think``; not
-``think_and_search`` (which may do work).
+in ``OTEL_LOOPGUARD_NOTE_TOOLS`` (default ``think``, ``thinking``, ``thought``, ``reflect``,
+``scratchpad``, ``note_to_self``): ``think``, ``Think``, ``functions.think``; not
+``think_and_search`` (which may do work). An agent with a note tool of another name (a
+``log_reasoning``, a ``plan`` that only writes the plan down) adds it there.
 """
 
 from __future__ import annotations
 
+from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
 
-#: tool names that only record a thought
-NOTE_TOOLS = frozenset({"think", "thinking", "thought", "reflect", "scratchpad", "note_to_self"})
 
-# the same rule (and memo) as a configured tool list: the whole name or its last segment
-_NOTE_MATCHER = ToolNameMatcher(NOTE_TOOLS)
-
-
-def is_note_tool(name: str | None) -> bool:
-    """A tool whose name says it only records a thought."""
-    return _NOTE_MATCHER[name]
+def note_tools(config: LoopGuardConfig) -> ToolNameMatcher:
+    """``matcher[name]``: the tool only records a thought (the configured list's rule)."""
+    return ToolNameMatcher(config.note_tools)

@@ -46,7 +46,7 @@ from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.engine.detectors.call_tracking import growing_score
 from otel_loopguard.engine.detectors.fingerprint_table import FingerprintTable, fingerprint
-from otel_loopguard.engine.detectors.note_tools import is_note_tool
+from otel_loopguard.engine.detectors.note_tools import note_tools
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
 from otel_loopguard.engine.signatures import describe_output, output_signature
 
@@ -182,6 +182,7 @@ class PermanentFailureDetector:
         # only calls still failing take room (a success removes its call)
         self.cap = min(config.history_size, FAILING_CALLS_CAP)
         self._tool_keys: dict[str | None, int] = {}
+        self._note = note_tools(config)
 
     def _tool_key(self, tool: str | None) -> int:
         """The fingerprint of ``tool:<name>``: a failure about the tool, not the call."""
@@ -203,7 +204,7 @@ class PermanentFailureDetector:
         if kind is _TOOL_RESULT:
             if not counters.failed:
                 step = counters.call_key ^ counters.outcome_key
-                if step != state.last_success and not is_note_tool(event.tool_name):
+                if step != state.last_success and not self._note[event.tool_name]:
                     # distinct successful work (a thought written down is none)
                     state.last_success = step
                     state.progress = (state.progress + 1) & _PROGRESS_MASK

@@ -6,6 +6,8 @@ that is not a loop when it waits between the polls. A call waits when
 * its tool is a wait tool: the first word of its name (normalised as tool names are
   matched everywhere, :mod:`~otel_loopguard.engine.detectors.tool_names`) is ``sleep``,
   ``wait`` or ``delay`` (``sleep``, ``wait_for_run``, ``waitForCi``, ``time.sleep``), or
+  it is in ``OTEL_LOOPGUARD_WAIT_TOOLS`` (a ``check_later`` or ``poll_ci`` that waits
+  before it answers), or
 * it is a shell call (a tool in ``OTEL_LOOPGUARD_SHELL_TOOLS``) whose command sleeps:
   ``sleep 30``, ``sleep 30 && gh run view``, ``timeout /t 30``, ``Start-Sleep``.
 
@@ -20,8 +22,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.detectors.read_only_commands import command_text
-from otel_loopguard.engine.detectors.tool_names import normalise_tool_name
+from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher, normalise_tool_name
 
 #: first words of a tool name that make it a wait tool
 WAIT_WORDS = frozenset({"sleep", "wait", "delay"})
@@ -54,3 +57,26 @@ def command_sleeps(arguments: Any) -> bool:
     """The shell command sleeps (``sleep 30``, ``...; sleep 5; ...``, ``Start-Sleep``)."""
     command = command_text(arguments)
     return command is not None and _SLEEP_COMMAND.search(command[:COMMAND_CHARS]) is not None
+
+
+class WaitRule:
+    """Which calls wait, for one configuration: the named rule above plus the configured
+    wait tools, and shell tools whose command sleeps."""
+
+    __slots__ = ("_named", "_shell")
+
+    def __init__(self, config: LoopGuardConfig) -> None:
+        self._named = ToolNameMatcher(config.wait_tools)
+        self._shell = ToolNameMatcher(config.shell_tools)
+
+    def tool_waits(self, name: str | None) -> bool:
+        """The tool itself waits (its name, or ``OTEL_LOOPGUARD_WAIT_TOOLS``)."""
+        return is_wait_tool(name) or self._named[name]
+
+    def command_waits(self, name: str | None, arguments: Any) -> bool:
+        """A shell tool's call whose command sleeps."""
+        return arguments is not None and self._shell[name] and command_sleeps(arguments)
+
+    def call_waits(self, name: str | None, arguments: Any) -> bool:
+        """The call waits: a wait tool, or a shell command that sleeps."""
+        return self.tool_waits(name) or self.command_waits(name, arguments)
