@@ -35,15 +35,40 @@ def _free_port() -> int:
 class RedisServer:
     """One ``redis-server`` process on ``127.0.0.1:<port>``; :attr:`url` for the store."""
 
-    def __init__(self, directory: Path, port: int | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        port: int | None = None,
+        *,
+        password: str | None = None,
+        unix_socket: bool = False,
+    ) -> None:
         self.directory = directory
         self.port = port if port is not None else _free_port()
+        #: ``requirepass``: clients must ``AUTH`` (the URL's password)
+        self.password = password
+        #: also listen on a unix socket in ``directory`` (:attr:`unix_url`)
+        self.socket_path = directory / "redis.sock" if unix_socket else None
         self.process: subprocess.Popen[bytes] | None = None
         self._paused = False
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
+
+    @property
+    def unix_url(self) -> str:
+        if self.socket_path is None:
+            raise RuntimeError("started without unix_socket=True")
+        auth = f":{self.password}@" if self.password else ""
+        return f"unix://{auth}{self.socket_path}?db=0"
+
+    def _auth(self) -> bytes:
+        if not self.password:
+            return b""
+        secret = self.password.encode()
+        return b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n" % (len(secret), secret)
 
     def start(self, timeout: float = 10.0) -> None:
         """Start the server and wait until it answers PING."""
@@ -67,6 +92,12 @@ class RedisServer:
                 "no",
                 "--loglevel",
                 "warning",
+                *(["--requirepass", self.password] if self.password else []),
+                *(
+                    ["--unixsocket", str(self.socket_path), "--unixsocketperm", "700"]
+                    if self.socket_path is not None
+                    else []
+                ),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -86,8 +117,14 @@ class RedisServer:
         """Whether the server answers ``PING`` (a raw RESP exchange, no client library)."""
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as sock:
-                sock.sendall(b"*1\r\n$4\r\nPING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
+                sock.sendall(self._auth() + b"*1\r\n$4\r\nPING\r\n")
+                reply = b""
+                while b"\r\n" not in reply or (self.password and reply.count(b"\r\n") < 2):
+                    chunk = sock.recv(64)
+                    if not chunk:
+                        break
+                    reply += chunk
+                return b"+PONG" in reply
         except OSError:
             return False
 
@@ -99,9 +136,11 @@ class RedisServer:
             data = part.encode()
             message += b"$" + str(len(data)).encode() + b"\r\n" + data + b"\r\n"
         with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as sock:
-            sock.sendall(message)
+            auth = self._auth()
+            sock.sendall(auth + message)
             time.sleep(0.05)
-            return sock.recv(1 << 16)
+            reply = sock.recv(1 << 16)
+            return reply[len(b"+OK\r\n") :] if auth and reply.startswith(b"+OK\r\n") else reply
 
     def kill(self) -> None:
         """SIGKILL the server (a crash: connections drop, data is gone)."""
