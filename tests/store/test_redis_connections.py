@@ -1,7 +1,7 @@
-"""How the Redis store talks to the server: each thread on a connection of its own (no
-reply read by the wrong thread, no pool lock on the gate's way), a forked child on its own
-sockets, short-lived threads leaving no connections behind, and a server that forgot our
-scripts (restarted, ``SCRIPT FLUSH``) loading them again on the next call."""
+"""How the Redis store talks to the server: each call on a connection no other call uses
+meanwhile (no reply read by the wrong thread), as many connections as calls in flight and
+reused after, a forked child on its own sockets, and a server that forgot our scripts
+(restarted, ``SCRIPT FLUSH``) loading them again on the next call."""
 
 from __future__ import annotations
 
@@ -78,8 +78,14 @@ def test_a_forked_child_talks_to_the_server_on_its_own_connection(
     store.close()
 
 
-def test_short_lived_threads_leave_no_connections_open(redis_server: RedisServer) -> None:
+def test_connections_are_as_many_as_calls_at_once_and_reused(redis_server: RedisServer) -> None:
     store = RedisStore(redis_server.url, timeout_ms=1000)
+    run_in_threads(
+        lambda index: [store.gate(f"run-{index}", CounterDelta(steps=1), 1.0) for _ in range(50)],
+        range(4),
+    )
+    at_once = _connected_clients(redis_server)
+    assert 1 <= at_once <= 4
     for index in range(30):  # one thread per request, as some servers do
         thread = threading.Thread(
             target=store.gate, args=(f"run-{index}", CounterDelta(steps=1), 1.0)
@@ -87,7 +93,7 @@ def test_short_lived_threads_leave_no_connections_open(redis_server: RedisServer
         thread.start()
         thread.join()
     gc.collect()
-    assert _connected_clients(redis_server) <= 2
+    assert _connected_clients(redis_server) == at_once  # reused, none left per thread
     store.close()
     assert _connected_clients(redis_server) == 0
 

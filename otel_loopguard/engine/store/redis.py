@@ -13,7 +13,7 @@ Key layout (the protocol another language's agent may read; ``docs/fleet.md``):
   ``n`` is ``floor(unix_seconds / (window / 60))``) for fleet budgets.
 
 Each operation is one round trip (a Lua script, so the gate's "veto if stopped, else count"
-is atomic), sent by :class:`_Wire` on a connection of the calling thread's own: redis-py
+is atomic), sent by :class:`_Wire` on a connection no other call uses meanwhile: redis-py
 opens it (URL, TLS, password, unix socket, timeouts are redis-py's), but the gate does not
 go through redis-py's client, pool and ``Script`` layers, which cost more CPU per call than
 the round trip itself on loopback, time every thread of an agent service waits for on the
@@ -34,7 +34,6 @@ import math
 import os
 import threading
 import time
-import weakref
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -153,38 +152,43 @@ def _encoded(value: Any) -> bytes:
 
 
 class _Wire:
-    """Each thread's own connection to the server, made by redis-py's connection class
-    from the client's settings, so a call takes no pool lock and no other thread's reply
-    can be read by mistake. A forked child opens its own (the parent's socket is not
-    touched). :meth:`close` disconnects them all."""
+    """The store's connections to the server, made by redis-py's connection class from the
+    client's settings. A call takes one from a free list and puts it back when its reply
+    is read (``list.pop`` and ``append`` are atomic: no lock on the gate's way), so a
+    process holds as many as it has calls in flight at once, threads and greenlets
+    reusing them. A connection whose reply may still be on its way is disconnected before
+    it goes back (it reconnects on its next use); one left by an exception that is not an
+    error (``KeyboardInterrupt`` mid-read) is never put back. A forked child starts with
+    none (the parent's sockets are not touched). :meth:`close` disconnects the free ones
+    and each busy one as it comes back."""
 
     def __init__(self, pool: Any) -> None:
         self._pool = pool
-        self._local = threading.local()
+        self._free: list[Any] = []
         self._pid = os.getpid()
-        self._all: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._lock = threading.Lock()
+        self.closed = False
 
-    def connection(self) -> Any:
+    def take(self) -> Any:
         if os.getpid() != self._pid:  # forked: the inherited sockets are the parent's
             self._pid = os.getpid()
-            self._local = threading.local()
-            self._all = weakref.WeakSet()
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
+            self._free = []
+        try:
+            return self._free.pop()
+        except IndexError:
             pool = self._pool
-            connection = pool.connection_class(**pool.connection_kwargs)
-            self._local.connection = connection
-            with self._lock:
-                self._all.add(connection)
-        return connection
+            return pool.connection_class(**pool.connection_kwargs)
+
+    def give_back(self, connection: Any) -> None:
+        if self.closed or getattr(connection, "pid", self._pid) != self._pid:
+            with contextlib.suppress(Exception):
+                connection.disconnect()
+            return
+        self._free.append(connection)
 
     def close(self) -> None:
-        with self._lock:
-            connections = list(self._all)
-            self._all = weakref.WeakSet()
-        self._local = threading.local()
-        for connection in connections:
+        self.closed = True
+        free, self._free = self._free, []
+        for connection in free:
             with contextlib.suppress(Exception):
                 connection.disconnect()
 
@@ -301,13 +305,14 @@ class RedisStore(base.RunStore):
         return self._send(operation, key, parts, script)
 
     def _send(self, operation: str, key: str, parts: list[bytes], script: _Script | None) -> Any:
-        """One command, one reply, on this thread's connection: see :meth:`_call`."""
+        """One command, one reply, on a connection of its own: see :meth:`_call`."""
         if self._closed or (self._down and self._clock() < self._down_until):
             return None
         started = time.perf_counter()
+        wire = self._wire
         connection = None
         try:
-            connection = self._wire.connection()
+            connection = wire.take()
             connection.send_packed_command([_packed(parts)], check_health=False)
             try:
                 reply = connection.read_response()
@@ -318,18 +323,21 @@ class RedisStore(base.RunStore):
                 connection.send_packed_command([_packed(parts)], check_health=False)
                 reply = connection.read_response()
         except self._redis.exceptions.ResponseError as exc:
+            wire.give_back(connection)  # the whole error reply was read: still in step
             self._corrupt(key, exc)
             return None
         except Exception as exc:  # ConnectionError, TimeoutError, OSError...
             if connection is not None:  # a reply may still be on its way: start afresh
                 with contextlib.suppress(Exception):
                     connection.disconnect()
+                wire.give_back(connection)
             self._outage(exc)
             return None
         finally:
             if self.on_latency is not None:
                 with contextlib.suppress(Exception):  # a metrics callback must not matter
                     self.on_latency(time.perf_counter() - started, operation)
+        wire.give_back(connection)
         if self._down:
             with self._lock:
                 was_down, self._down = self._down, False
