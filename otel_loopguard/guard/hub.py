@@ -223,6 +223,15 @@ class LoopGuard:
             return run_identity("no-trace", conversation=conversation)
         return self.follower.identity_in_trace(context.trace_id, conversation)
 
+    def run_before_span(self) -> RunIdentity | None:
+        """The run a span about to start here belongs to, where that is known before it
+        starts (an agent run is current, or a span of the trace is): the gate then sends
+        the shared store's request first and makes the span while it travels. ``None``
+        when the new span will be a trace's root."""
+        if _CURRENT_RUN.get() is None and not trace.get_current_span().get_span_context().is_valid:
+            return None
+        return self.resolve_run()
+
     # -- context managers -------------------------------------------------------------------
 
     def agent_run(

@@ -8,7 +8,9 @@ has no :class:`SharedRuns` and its gate does no added work.
   (:meth:`RunStore.gate`): a STOP decided by another process stops the run here too and
   vetoes the call; otherwise this process's new counts are added and the limits are
   checked on the run's totals over every process, and the fleet budget on the user's
-  window.
+  window. The tool gate sends it before it makes the tool's span and reads the answer
+  after (:meth:`SharedRuns.preflight_begin`, :meth:`SharedRuns.preflight_end`), so the
+  round trip overlaps that work.
 - **A STOP made here** is written at once (and the run's state saved), so every other
   process vetoes the run's next call.
 - **Detector state** is loaded when a run starts or resumes in this process and the
@@ -69,6 +71,28 @@ class _Sync:
         self.stop_shared = False
 
 
+class _Preflight:
+    """A pre-flight whose gate request is on its way (:meth:`SharedRuns.preflight_begin`)."""
+
+    __slots__ = ("kind", "pending", "previous", "run_id", "sync", "tokens")
+
+    def __init__(
+        self,
+        run_id: str,
+        kind: str,
+        tokens: int,
+        sync: _Sync,
+        previous: tuple[tuple[int, int, int, int, float], bool],
+        pending: object,
+    ) -> None:
+        self.run_id = run_id
+        self.kind = kind
+        self.tokens = tokens
+        self.sync = sync
+        self.previous = previous
+        self.pending = pending
+
+
 class SharedRuns:
     """See the module docstring; one per :class:`~otel_loopguard.guard.hub.LoopGuard`."""
 
@@ -117,17 +141,34 @@ class SharedRuns:
 
     def preflight(self, run_id: str, kind: str, expected_tokens: int) -> tuple[Decision, bool]:
         """The monitor's pre-flight, on the run's shared counters and STOP."""
-        monitor = self.monitor
+        return self.preflight_end(self.preflight_begin(run_id, kind, expected_tokens))
+
+    def preflight_begin(self, run_id: str, kind: str, expected_tokens: int = 0) -> _Preflight:
+        """:meth:`preflight`'s first half: the gate's request is sent (``RunStore.gate_begin``),
+        so the caller's own work before the call (making its span) overlaps the round trip;
+        :meth:`preflight_end` reads the answer and decides."""
         sync, new = self._sync(run_id)
         if new and self.store.shared:
             self._load(run_id, sync)
         delta, previous = self._claim(run_id, sync)
         user = self._user(sync) if self._fleet else None
-        answer = self.store.gate(
+        pending = self.store.gate_begin(
             run_id, delta, time.time(), UserWindow(user, self._window) if user else None
         )
+        return _Preflight(run_id, kind, expected_tokens, sync, previous, pending)
+
+    def preflight_drop(self, begun: _Preflight) -> None:
+        """Read and forget the answer of a pre-flight begun for a run the call turned out
+        not to belong to (what it counted is counted; nothing is decided on it)."""
+        self.store.gate_end(begun.pending)
+
+    def preflight_end(self, begun: _Preflight) -> tuple[Decision, bool]:
+        """The decision of the pre-flight :meth:`preflight_begin` started."""
+        monitor = self.monitor
+        run_id, kind, expected_tokens, sync = begun.run_id, begun.kind, begun.tokens, begun.sync
+        answer = self.store.gate_end(begun.pending)
         if answer is None or answer.stop is not None:  # nothing was counted
-            self._unclaim(sync, previous)
+            self._unclaim(sync, begun.previous)
         if answer is None:  # the store cannot answer: this process's local decisions
             return monitor.preflight_fresh(run_id, kind, expected_tokens=expected_tokens)  # type: ignore[no-any-return]
         if answer.stop is not None:

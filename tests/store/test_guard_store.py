@@ -174,3 +174,51 @@ def test_the_user_may_come_from_the_agent_spans_attribute() -> None:
     with pytest.raises(LoopGuardInterrupt):
         with guard.agent_run(tracer, "agent", conversation_id="f2", attributes=user):
             guard.preflight_llm()
+
+
+def _connections_received(server: RedisServer) -> int:
+    info = server.command("INFO", "stats").decode()
+    return int(info.split("total_connections_received:")[1].split()[0])
+
+
+def test_a_tool_call_that_lands_in_another_run_than_expected_keeps_the_store_in_step(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The gate sends the store's request for the run the current context belongs to
+    before it makes the tool's span. A tracer that starts every span as a trace of its own
+    (as some do for background work) puts the call in another run: that answer is read and
+    dropped, the call is gated on its own run, and every later answer is still its own."""
+    from opentelemetry.context import Context
+
+    class RootTracer:
+        def __init__(self, tracer: Any) -> None:
+            self.tracer = tracer
+
+        def start_span(self, name: str, context: Any = None, **options: Any) -> Any:
+            return self.tracer.start_span(name, context=Context(), **options)
+
+    guard = LoopGuard(LoopGuardConfig(store=redis_server.url, store_timeout=1000))
+    tracer = TracerProvider().get_tracer("test")
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}
+    ran = []
+    opened_before = _connections_received(redis_server)
+    with caplog.at_level("WARNING"):
+        with tracer.start_as_current_span("invoke_agent planner", attributes=agent):
+            for n in range(3):
+                with guard.tool_call(RootTracer(tracer), "lookup", {"q": n}) as call:
+                    ran.append(n)
+                    call.set_result(n)
+            with guard.tool_call(tracer, "lookup", {"q": 99}) as call:
+                ran.append(99)
+                call.set_result(99)
+    assert ran == [0, 1, 2, 99]
+    assert not [r for r in caplog.records if "internal error" in r.getMessage()]
+    # the dropped answers were read: one connection served every call (and the INFO asking)
+    assert _connections_received(redis_server) - opened_before == 2
+    store = guard.shared_runs.store  # type: ignore[union-attr]
+    from otel_loopguard.engine.store import CounterDelta
+
+    for expected in (1, 2, 3):  # in step: each answer is this call's, not an earlier one
+        answer = store.gate("probe", CounterDelta(tool_calls=1), 1.0)
+        assert answer is not None and answer.totals is not None
+        assert answer.totals.tool_calls == expected

@@ -149,6 +149,20 @@ class RunStore:
         totals. ``now`` is Unix seconds (a run's first gate call sets its start)."""
         raise NotImplementedError
 
+    def gate_begin(
+        self, run_id: str, delta: CounterDelta, now: float, user: UserWindow | None = None
+    ) -> object:
+        """:meth:`gate` in two halves, so the caller's own work overlaps the round trip: a
+        store that talks to a server sends the request here, and :meth:`gate_end` reads
+        the answer (call it once, on the same thread, before any other gate of this
+        caller). Here nothing is sent: :meth:`gate_end` does the whole gate."""
+        return (run_id, delta, now, user)
+
+    def gate_end(self, pending: object) -> GateAnswer | None:
+        """The answer of the gate :meth:`gate_begin` started (``None``: no answer)."""
+        call: tuple[str, CounterDelta, float, UserWindow | None] = pending  # type: ignore[assignment]
+        return self.gate(*call)
+
     def load_state(self, run_id: str, newer_than: int = 0) -> StoredState | None:
         """The stored state if its version is above ``newer_than`` (else a
         :class:`StoredState` with that version and no data); ``None``: nothing stored, or

@@ -193,6 +193,38 @@ class _Wire:
                 connection.disconnect()
 
 
+class _Pending:
+    """A command sent whose reply is still to be read, on the connection it holds."""
+
+    __slots__ = ("connection", "key", "operation", "parts", "script", "started")
+
+    def __init__(
+        self,
+        operation: str,
+        key: str,
+        parts: list[bytes],
+        script: _Script | None,
+        started: float,
+    ) -> None:
+        self.operation = operation
+        self.key = key
+        self.parts = parts
+        self.script = script
+        self.started = started
+        self.connection: Any = None
+
+
+class _GateCall:
+    """What :meth:`RedisStore.gate_begin` hands :meth:`RedisStore.gate_end`."""
+
+    __slots__ = ("key", "sent", "user")
+
+    def __init__(self, sent: _Pending | None, key: str, user: bool) -> None:
+        self.sent = sent
+        self.key = key
+        self.user = user
+
+
 def redacted(url: str) -> str:
     """The URL without its password (what logs may show)."""
     try:
@@ -306,44 +338,69 @@ class RedisStore(base.RunStore):
 
     def _send(self, operation: str, key: str, parts: list[bytes], script: _Script | None) -> Any:
         """One command, one reply, on a connection of its own: see :meth:`_call`."""
+        return self._finish(self._start(operation, key, parts, script))
+
+    def _start(
+        self, operation: str, key: str, parts: list[bytes], script: _Script | None
+    ) -> _Pending | None:
+        """Send one command; ``None`` when the store is away or the send failed (said)."""
         if self._closed or (self._down and self._clock() < self._down_until):
             return None
-        started = time.perf_counter()
-        wire = self._wire
-        connection = None
+        pending = _Pending(operation, key, parts, script, time.perf_counter())
         try:
-            connection = wire.take()
-            connection.send_packed_command([_packed(parts)], check_health=False)
+            pending.connection = self._wire.take()
+            pending.connection.send_packed_command([_packed(parts)], check_health=False)
+        except Exception as exc:  # ConnectionError, TimeoutError, OSError...
+            self._failed(pending, exc)
+            return None
+        return pending
+
+    def _finish(self, pending: _Pending | None) -> Any:
+        """The reply of a command :meth:`_start` sent; ``None`` as in :meth:`_call`."""
+        if pending is None:
+            return None
+        connection = pending.connection
+        try:
             try:
                 reply = connection.read_response()
             except self._redis.exceptions.NoScriptError:
+                script = pending.script
                 if script is None:
                     raise
+                parts = pending.parts
                 parts[0], parts[1] = b"EVAL", script.source  # and the server keeps it
                 connection.send_packed_command([_packed(parts)], check_health=False)
                 reply = connection.read_response()
         except self._redis.exceptions.ResponseError as exc:
-            wire.give_back(connection)  # the whole error reply was read: still in step
-            self._corrupt(key, exc)
+            self._wire.give_back(connection)  # the whole error reply was read: still in step
+            self._latency(pending)
+            self._corrupt(pending.key, exc)
             return None
         except Exception as exc:  # ConnectionError, TimeoutError, OSError...
-            if connection is not None:  # a reply may still be on its way: start afresh
-                with contextlib.suppress(Exception):
-                    connection.disconnect()
-                wire.give_back(connection)
-            self._outage(exc)
+            self._failed(pending, exc)
             return None
-        finally:
-            if self.on_latency is not None:
-                with contextlib.suppress(Exception):  # a metrics callback must not matter
-                    self.on_latency(time.perf_counter() - started, operation)
-        wire.give_back(connection)
+        self._wire.give_back(connection)
+        self._latency(pending)
         if self._down:
             with self._lock:
                 was_down, self._down = self._down, False
             if was_down:
                 logger.warning("otel-loopguard: the run store %s answers again", self.url)
         return reply
+
+    def _failed(self, pending: _Pending, exc: BaseException) -> None:
+        connection = pending.connection
+        if connection is not None:  # a reply may still be on its way: start afresh
+            with contextlib.suppress(Exception):
+                connection.disconnect()
+            self._wire.give_back(connection)
+        self._latency(pending)
+        self._outage(exc)
+
+    def _latency(self, pending: _Pending) -> None:
+        if self.on_latency is not None:
+            with contextlib.suppress(Exception):  # a metrics callback must not matter
+                self.on_latency(time.perf_counter() - pending.started, pending.operation)
 
     def _outage(self, exc: BaseException) -> None:
         with self._lock:
@@ -411,6 +468,12 @@ class RedisStore(base.RunStore):
     def gate(
         self, run_id: str, delta: base.CounterDelta, now: float, user: base.UserWindow | None = None
     ) -> base.GateAnswer | None:
+        return self.gate_end(self.gate_begin(run_id, delta, now, user))
+
+    def gate_begin(
+        self, run_id: str, delta: base.CounterDelta, now: float, user: base.UserWindow | None = None
+    ) -> object:
+        """Sends the gate script; :meth:`gate_end` reads its answer."""
         key = self.run_key(run_id)
         script = self._gate
         parts = [  # bytes already, in one list: the gate is on every call's way
@@ -433,7 +496,13 @@ class RedisStore(base.RunStore):
         )
         if user is not None:
             parts += (repr(bucket_seconds(user.seconds)).encode(), b"%d" % BUCKETS)
-        reply = self._send("gate", key, parts, script)
+        return _GateCall(self._start("gate", key, parts, script), key, user is not None)
+
+    def gate_end(self, pending: object) -> base.GateAnswer | None:
+        if not isinstance(pending, _GateCall):  # pragma: no cover - not ours: no answer
+            return None
+        reply = self._finish(pending.sent)
+        key = pending.key
         if reply is None:
             return None
         try:
@@ -448,7 +517,7 @@ class RedisStore(base.RunStore):
                 None if cost_unknown else float(reply[5]),
                 float(reply[7]),
             )
-            usage = base.Usage(int(reply[8]), float(reply[9])) if user is not None else None
+            usage = base.Usage(int(reply[8]), float(reply[9])) if pending.user else None
         except (ValueError, IndexError, TypeError) as exc:
             self._corrupt(key, exc)
             return None
