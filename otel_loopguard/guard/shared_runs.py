@@ -27,6 +27,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import baggage, metrics
@@ -71,26 +72,16 @@ class _Sync:
         self.stop_shared = False
 
 
+@dataclass(slots=True)
 class _Preflight:
     """A pre-flight whose gate request is on its way (:meth:`SharedRuns.preflight_begin`)."""
 
-    __slots__ = ("kind", "pending", "previous", "run_id", "sync", "tokens")
-
-    def __init__(
-        self,
-        run_id: str,
-        kind: str,
-        tokens: int,
-        sync: _Sync,
-        previous: tuple[tuple[int, int, int, int, float], bool],
-        pending: object,
-    ) -> None:
-        self.run_id = run_id
-        self.kind = kind
-        self.tokens = tokens
-        self.sync = sync
-        self.previous = previous
-        self.pending = pending
+    run_id: str
+    kind: str
+    tokens: int
+    sync: _Sync
+    previous: tuple[tuple[int, int, int, int, float], bool]
+    pending: object
 
 
 class SharedRuns:

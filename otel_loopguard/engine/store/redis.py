@@ -34,6 +34,7 @@ import math
 import os
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -193,36 +194,25 @@ class _Wire:
                 connection.disconnect()
 
 
+@dataclass(slots=True)
 class _Pending:
     """A command sent whose reply is still to be read, on the connection it holds."""
 
-    __slots__ = ("connection", "key", "operation", "parts", "script", "started")
-
-    def __init__(
-        self,
-        operation: str,
-        key: str,
-        parts: list[bytes],
-        script: _Script | None,
-        started: float,
-    ) -> None:
-        self.operation = operation
-        self.key = key
-        self.parts = parts
-        self.script = script
-        self.started = started
-        self.connection: Any = None
+    operation: str
+    key: str
+    parts: list[bytes]
+    script: _Script | None
+    started: float
+    connection: Any = None
 
 
+@dataclass(slots=True)
 class _GateCall:
     """What :meth:`RedisStore.gate_begin` hands :meth:`RedisStore.gate_end`."""
 
-    __slots__ = ("key", "sent", "user")
-
-    def __init__(self, sent: _Pending | None, key: str, user: bool) -> None:
-        self.sent = sent
-        self.key = key
-        self.user = user
+    sent: _Pending | None
+    key: str
+    user: bool
 
 
 def redacted(url: str) -> str:
