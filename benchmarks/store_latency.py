@@ -32,15 +32,22 @@ socket, warm and after a tool's wait. On a virtual machine a round trip after an
 spell includes waking the process and the server (hundreds of microseconds where halted
 virtual CPUs are woken by the hypervisor): the ``PING`` lines show that floor, which no
 client can go under.
+
+``--instructions`` instead counts, with ``valgrind --tool=callgrind``, the instructions a
+gated tool call costs with each store: this script re-run as a child with 1,200 and with
+200 calls through ``guard.agent_run`` and ``guard.tool_call``, the difference divided by
+1,000. Counts do not move with the machine's load, so two commits compare exactly.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import re
 import shutil
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -138,7 +145,51 @@ def raw_ping(port: int, calls: int, idle: float = 0.0) -> list[float]:
     return samples[5:]
 
 
+def instruction_child(store: str, calls: int) -> None:
+    """What ``--instructions`` counts: ``calls`` gated tool calls in one agent run."""
+    guard = LoopGuard(LoopGuardConfig(store=store, store_timeout=1000, max_runs=100_000))
+    tracer = TracerProvider().get_tracer("store-latency")
+    with guard.agent_run(tracer, "bench", conversation_id=f"count-{time.monotonic_ns()}"):
+        for n in range(calls):
+            with guard.tool_call(tracer, "lookup", {"q": n}) as call:
+                call.set_result(n)
+    if guard.shared_runs is not None:
+        guard.shared_runs.close()
+
+
+def _collected(store: str, calls: int) -> int:
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        sys.executable,
+        __file__,
+        "--child",
+        store,
+        str(calls),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    found = re.search(r"Collected\s*:\s*([\d,]+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise RuntimeError(f"callgrind failed for {store}: {done.stderr.strip()[-300:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def instructions(url: str) -> None:
+    print("instructions per gated tool call (callgrind; 1,200 calls minus 200, 1 thread)")
+    counts = {}
+    for name, store in (("memory", "memory"), ("redis loopback", url)):
+        counts[name] = (_collected(store, 1200) - _collected(store, 200)) / 1000
+        print(f"  {name:<16}{counts[name]:>12,.0f}")
+    added = counts["redis loopback"] - counts["memory"]
+    share = added / counts["memory"]
+    print(f"  {'added by Redis':<16}{added:>12,.0f}   ({share:.2f}x the memory store's call)")
+
+
 def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "--child":
+        instruction_child(sys.argv[2], int(sys.argv[3]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--calls", type=int, default=4000, help="tool calls per row of instant tools"
@@ -146,10 +197,25 @@ def main() -> int:
     parser.add_argument(
         "--tool-ms", type=float, default=10.0, help="each tool's I/O wait where tools wait"
     )
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions with callgrind instead"
+    )
     args = parser.parse_args()
     if shutil.which("redis-server") is None:
         print("redis-server not found (apt-get install redis-server)", file=sys.stderr)
         return 2
+    if args.instructions and shutil.which("valgrind") is None:
+        print("--instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    if args.instructions:
+        with tempfile.TemporaryDirectory(prefix="loopguard-bench-redis-") as directory:
+            server = RedisServer(Path(directory))
+            server.start()
+            try:
+                instructions(server.url)
+            finally:
+                server.stop()
+        return 0
     wait = args.tool_ms / 1000
     waiting = max(80, args.calls // 8)  # calls of the rows whose tools wait: seconds each
     rows = (
