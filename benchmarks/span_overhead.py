@@ -42,10 +42,8 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -53,6 +51,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from callgrind import collected
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind
@@ -333,22 +332,7 @@ def instruction_child(setup: str, spans: int, workload: str = "tool") -> None:
 
 def _collected(setup: str, spans: int, workload: str = "tool") -> int:
     """Instructions callgrind counted for :func:`instruction_child` (whole process)."""
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        __file__,
-        "--child",
-        setup,
-        str(spans),
-        workload,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    found = re.search(r"Collected\s*:\s*([\d,]+)", done.stderr)
-    if done.returncode != 0 or found is None:
-        raise RuntimeError(f"callgrind failed for {setup}: {done.stderr.strip()[-300:]}")
-    return int(found.group(1).replace(",", ""))
+    return collected(__file__, "--child", setup, str(spans), workload)
 
 
 def instructions(spans: int, repeat: int = 3) -> int:

@@ -43,11 +43,9 @@ from __future__ import annotations
 
 import argparse
 import random
-import re
 import shutil
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -58,6 +56,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.append(str(HERE.parent))
 sys.path.append(str(HERE.parent / "testing" / "otel-loopguard-testing" / "src"))
 
+from callgrind import collected  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from otel_loopguard_testing.redis_server import RedisServer  # noqa: E402
 
@@ -157,29 +156,15 @@ def instruction_child(store: str, calls: int) -> None:
         guard.shared_runs.close()
 
 
-def _collected(store: str, calls: int) -> int:
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        __file__,
-        "--child",
-        store,
-        str(calls),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    found = re.search(r"Collected\s*:\s*([\d,]+)", done.stderr)
-    if done.returncode != 0 or found is None:
-        raise RuntimeError(f"callgrind failed for {store}: {done.stderr.strip()[-300:]}")
-    return int(found.group(1).replace(",", ""))
+def _count(store: str, calls: int) -> int:
+    return collected(__file__, "--child", store, str(calls))
 
 
 def instructions(url: str) -> None:
     print("instructions per gated tool call (callgrind; 1,200 calls minus 200, 1 thread)")
     counts = {}
     for name, store in (("memory", "memory"), ("redis loopback", url)):
-        counts[name] = (_collected(store, 1200) - _collected(store, 200)) / 1000
+        counts[name] = (_count(store, 1200) - _count(store, 200)) / 1000
         print(f"  {name:<16}{counts[name]:>12,.0f}")
     added = counts["redis loopback"] - counts["memory"]
     share = added / counts["memory"]
