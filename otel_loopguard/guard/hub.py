@@ -163,10 +163,13 @@ class LoopGuard:
         decision = self.monitor.observe(event)
         return decision, decision.action is not _CONTINUE
 
-    def preflight(self, run_id: str, kind: str, expected_tokens: int = 0) -> tuple[Decision, bool]:
-        """Pre-flight limits and the stopped-run check; ``(decision, made just now)``."""
+    def preflight(
+        self, run_id: str, kind: str, expected_tokens: int = 0, begun: Any = None
+    ) -> tuple[Decision, bool]:
+        """Pre-flight limits and the stopped-run check; ``(decision, made just now)``.
+        ``begun``: what :meth:`preflight_before_span` returned for this call."""
         if self.shared_runs is not None:  # a run shared through the store
-            return self.shared_runs.preflight(run_id, kind, expected_tokens)
+            return self.shared_runs.preflight(run_id, kind, expected_tokens, begun)
         preflight_fresh: Any = self._preflight_fresh
         if preflight_fresh is not None:
             return preflight_fresh(run_id, kind, expected_tokens=expected_tokens)  # type: ignore[no-any-return]
@@ -223,14 +226,23 @@ class LoopGuard:
             return run_identity("no-trace", conversation=conversation)
         return self.follower.identity_in_trace(context.trace_id, conversation)
 
-    def run_before_span(self) -> RunIdentity | None:
-        """The run a span about to start here belongs to, where that is known before it
-        starts (an agent run is current, or a span of the trace is): the gate then sends
-        the shared store's request first and makes the span while it travels. ``None``
-        when the new span will be a trace's root."""
-        if _CURRENT_RUN.get() is None and not trace.get_current_span().get_span_context().is_valid:
+    def preflight_before_span(self, kind: str) -> Any:
+        """With a shared run store: the pre-flight of the run a span about to start here
+        belongs to, begun (its request sent), so that making the span overlaps the round
+        trip; hand it to :meth:`preflight` as ``begun``. ``None`` without a shared store,
+        when disabled, or when the run is not known before the span (it will be a trace's
+        root)."""
+        shared = self.shared_runs
+        try:
+            if shared is None or not self.config.enabled:
+                return None
+            current = trace.get_current_span().get_span_context()
+            if _CURRENT_RUN.get() is None and not current.is_valid:
+                return None
+            return shared.preflight_begin(self.resolve_run().run_id, kind)
+        except Exception as exc:
+            self.telemetry.internal_error("preflight_before_span", exc)
             return None
-        return self.resolve_run()
 
     # -- context managers -------------------------------------------------------------------
 

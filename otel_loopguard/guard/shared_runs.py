@@ -130,8 +130,17 @@ class SharedRuns:
 
     # -- the gate ----------------------------------------------------------------------------
 
-    def preflight(self, run_id: str, kind: str, expected_tokens: int) -> tuple[Decision, bool]:
-        """The monitor's pre-flight, on the run's shared counters and STOP."""
+    def preflight(
+        self, run_id: str, kind: str, expected_tokens: int, begun: _Preflight | None = None
+    ) -> tuple[Decision, bool]:
+        """The monitor's pre-flight, on the run's shared counters and STOP. ``begun``: the
+        call's pre-flight begun before its span was made; when the span turned out to
+        belong to another run, that answer is read and dropped (what it counted stays
+        counted) and the call's own run is gated."""
+        if begun is not None:
+            if begun.run_id == run_id:
+                return self.preflight_end(begun)
+            self.store.gate_end(begun.pending)
         return self.preflight_end(self.preflight_begin(run_id, kind, expected_tokens))
 
     def preflight_begin(self, run_id: str, kind: str, expected_tokens: int = 0) -> _Preflight:
@@ -147,11 +156,6 @@ class SharedRuns:
             run_id, delta, time.time(), UserWindow(user, self._window) if user else None
         )
         return _Preflight(run_id, kind, expected_tokens, sync, previous, pending)
-
-    def preflight_drop(self, begun: _Preflight) -> None:
-        """Read and forget the answer of a pre-flight begun for a run the call turned out
-        not to belong to (what it counted is counted; nothing is decided on it)."""
-        self.store.gate_end(begun.pending)
 
     def preflight_end(self, begun: _Preflight) -> tuple[Decision, bool]:
         """The decision of the pre-flight :meth:`preflight_begin` started."""

@@ -132,7 +132,8 @@ class ToolCall:
         config = guard.config
         if config.capture_content and self._arguments is not None:
             attrs["gen_ai.tool.call.arguments"] = content_attribute(self._arguments)
-        early = self._early_preflight() if guard.shared_runs is not None else None
+        # a shared store's round trip overlaps the span's making (None: nothing shared)
+        early = guard.preflight_before_span("tool_call") if guard.shared_runs is not None else None
         span = tracer.start_span(
             f"execute_tool {self._name}", kind=SpanKind.INTERNAL, attributes=attrs
         )
@@ -171,12 +172,7 @@ class ToolCall:
             self._agent = agent
             if agent and "gen_ai.agent.name" not in attrs:
                 span.set_attribute("gen_ai.agent.name", agent)  # who called it, for replay
-            if early is not None and early.run_id == identity.run_id:
-                preflight, fresh = guard.shared_runs.preflight_end(early)  # type: ignore[union-attr]
-            else:
-                if early is not None:  # the span is another run's after all
-                    guard.shared_runs.preflight_drop(early)  # type: ignore[union-attr]
-                preflight, fresh = guard.preflight(identity.run_id, "tool_call")
+            preflight, fresh = guard.preflight(identity.run_id, "tool_call", begun=early)
             if fresh:
                 guard._export_to(span, preflight, None)
             if preflight.action is Action.STOP:
@@ -211,21 +207,6 @@ class ToolCall:
         if veto is not None:
             self._veto(veto)
         return self
-
-    def _early_preflight(self) -> Any:
-        """With a shared run store: the pre-flight's request sent before the span is made,
-        so making it overlaps the round trip (``None``: not known yet, or disabled)."""
-        guard = self._guard
-        try:
-            if not guard.config.enabled:
-                return None
-            identity = guard.run_before_span()
-            if identity is None or guard.shared_runs is None:
-                return None
-            return guard.shared_runs.preflight_begin(identity.run_id, "tool_call")
-        except Exception as exc:
-            guard.telemetry.internal_error("tool_call.preflight_begin", exc)
-            return None
 
     def _veto(self, decision: Decision) -> None:
         """The pre-call veto: the tool never runs; the span ends as an interrupted call."""

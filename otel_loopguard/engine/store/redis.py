@@ -152,6 +152,17 @@ def _encoded(value: Any) -> bytes:
     return (value if isinstance(value, str) else str(value)).encode()
 
 
+def _script_command(script: _Script, keys: list[Any], args: list[Any]) -> list[bytes]:
+    """``EVALSHA sha numkeys key... arg...`` as bytes (bytes given pass as they are)."""
+    return [
+        b"EVALSHA",
+        script.head,
+        b"%d" % len(keys),
+        *[_encoded(k) for k in keys],
+        *[_encoded(a) for a in args],
+    ]
+
+
 class _Wire:
     """The store's connections to the server, made by redis-py's connection class from the
     client's settings. A call takes one from a free list and puts it back when its reply
@@ -304,7 +315,6 @@ class RedisStore(base.RunStore):
         self._down_until = 0.0
         self._down = False
         self._warned_keys: set[str] = set()
-        self._closed = False
 
     # -- keys ------------------------------------------------------------------------------
 
@@ -321,10 +331,7 @@ class RedisStore(base.RunStore):
     ) -> Any:
         """Run one script; ``None`` when the server cannot answer (outage) or the key holds
         something that is not ours (corrupt); never raises."""
-        parts = [b"EVALSHA", script.head, b"%d" % len(keys)]
-        parts += [_encoded(k) for k in keys]
-        parts += [_encoded(a) for a in args]
-        return self._send(operation, key, parts, script)
+        return self._send(operation, key, _script_command(script, keys, args), script)
 
     def _send(self, operation: str, key: str, parts: list[bytes], script: _Script | None) -> Any:
         """One command, one reply, on a connection of its own: see :meth:`_call`."""
@@ -334,7 +341,7 @@ class RedisStore(base.RunStore):
         self, operation: str, key: str, parts: list[bytes], script: _Script | None
     ) -> _Pending | None:
         """Send one command; ``None`` when the store is away or the send failed (said)."""
-        if self._closed or (self._down and self._clock() < self._down_until):
+        if self._wire.closed or (self._down and self._clock() < self._down_until):
             return None
         pending = _Pending(operation, key, parts, script, time.perf_counter())
         try:
@@ -466,15 +473,8 @@ class RedisStore(base.RunStore):
         """Sends the gate script; :meth:`gate_end` reads its answer."""
         key = self.run_key(run_id)
         script = self._gate
-        parts = [  # bytes already, in one list: the gate is on every call's way
-            b"EVALSHA",
-            script.head,
-            b"1" if user is None else b"2",
-            key.encode(),
-        ]
-        if user is not None:
-            parts.append(self.user_key(user.user).encode())
-        parts += (
+        keys = [key] if user is None else [key, self.user_key(user.user)]
+        args = [  # bytes already: the gate is on every call's way
             self._ttl_text,
             repr(now).encode(),
             b"%d" % delta.steps,
@@ -483,9 +483,10 @@ class RedisStore(base.RunStore):
             b"%d" % delta.output_tokens,
             repr(delta.cost).encode() if delta.cost else b"0",
             b"1" if delta.cost_unknown else b"0",
-        )
+        ]
         if user is not None:
-            parts += (repr(bucket_seconds(user.seconds)).encode(), b"%d" % BUCKETS)
+            args += (repr(bucket_seconds(user.seconds)).encode(), b"%d" % BUCKETS)
+        parts = _script_command(script, keys, args)
         return _GateCall(self._start("gate", key, parts, script), key, user is not None)
 
     def gate_end(self, pending: object) -> base.GateAnswer | None:
@@ -543,7 +544,6 @@ class RedisStore(base.RunStore):
         return None if reply is None else int(reply)
 
     def close(self) -> None:
-        self._closed = True
         self._wire.close()
         with contextlib.suppress(Exception):
             self._client.close()
