@@ -176,11 +176,6 @@ def test_the_user_may_come_from_the_agent_spans_attribute() -> None:
             guard.preflight_llm()
 
 
-def _connections_received(server: RedisServer) -> int:
-    info = server.command("INFO", "stats").decode()
-    return int(info.split("total_connections_received:")[1].split()[0])
-
-
 def test_a_tool_call_that_lands_in_another_run_than_expected_keeps_the_store_in_step(
     redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -201,7 +196,7 @@ def test_a_tool_call_that_lands_in_another_run_than_expected_keeps_the_store_in_
     tracer = TracerProvider().get_tracer("test")
     agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}
     ran = []
-    opened_before = _connections_received(redis_server)
+    opened_before = redis_server.info("total_connections_received")
     with caplog.at_level("WARNING"):
         with tracer.start_as_current_span("invoke_agent planner", attributes=agent):
             for n in range(3):
@@ -214,7 +209,7 @@ def test_a_tool_call_that_lands_in_another_run_than_expected_keeps_the_store_in_
     assert ran == [0, 1, 2, 99]
     assert not [r for r in caplog.records if "internal error" in r.getMessage()]
     # the dropped answers were read: one connection served every call (and the INFO asking)
-    assert _connections_received(redis_server) - opened_before == 2
+    assert redis_server.info("total_connections_received") - opened_before == 2
     store = guard.shared_runs.store  # type: ignore[union-attr]
     from otel_loopguard.engine.store import CounterDelta
 

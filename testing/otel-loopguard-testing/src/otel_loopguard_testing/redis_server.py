@@ -142,6 +142,12 @@ class RedisServer:
             reply = sock.recv(1 << 16)
             return reply[len(b"+OK\r\n") :] if auth and reply.startswith(b"+OK\r\n") else reply
 
+    def info(self, field: str) -> int:
+        """A number from ``INFO`` (``connected_clients``, ``total_connections_received``);
+        the connection asking is counted in both."""
+        reply = self.command("INFO").decode()
+        return int(reply.split(f"{field}:", 1)[1].split()[0])
+
     def kill(self) -> None:
         """SIGKILL the server (a crash: connections drop, data is gone)."""
         if self.process is None:
