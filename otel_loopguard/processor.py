@@ -293,6 +293,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
         guard = self.guard
         summary = guard.monitor.end_run(trace_hex)
         if summary is not None:
+            guard.deliveries.run_ended(trace_hex)
             guard.telemetry.record_run_end(guard.run_end_state(summary, error=view.is_error))
 
     def _export(self, decision: Decision, event: Event, ended: SpanEnd, span: ReadableSpan) -> None:
@@ -327,6 +328,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
         state = guard.run_end_state(summary, error=view.is_error)
         context = trace.set_span_in_context(trace.NonRecordingSpan(span.context))
         if ends:
+            guard.deliveries.run_ended(identity.run_id)
             guard.telemetry.record_run_end(state, context)
         guard.telemetry.emit_run_span(
             guard.tracer(), identity.run_id, state, span.context, view.end_time_unix_nano, summary

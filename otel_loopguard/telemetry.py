@@ -43,6 +43,11 @@ DECISION_SPAN = "loopguard.decision"
 RUN_SPAN = "loopguard.run"
 RUN_STATE_ATTRIBUTE = "loopguard.run.state"
 RUN_ID_ATTRIBUTE = "loopguard.run.id"
+#: on a replan's decision event: ``queued`` (it goes into the run's next model request),
+#: ``not_delivered`` (nothing here can deliver it), ``off`` (observe mode, or delivery off)
+DELIVERY_ATTRIBUTE = "loopguard.recommendation.delivery"
+#: on the span of the model request that carried a recommendation
+DELIVERED_EVENT = "loopguard.recommendation.delivered"
 ACTION_ATTRIBUTE = "loopguard.action"
 RISK_ATTRIBUTE = "loopguard.risk_score"
 #: what the span a decision was made on carries of it (its most severe decision's)
@@ -116,6 +121,17 @@ class Telemetry:
         self.runs = meter.create_counter(
             "loopguard.runs", unit="{run}", description="Runs ended, by end state"
         )
+        self.recoveries = meter.create_counter(
+            "loopguard.recoveries",
+            unit="{recommendation}",
+            description=(
+                "Replan recommendations by outcome: resolved (delivered to the model, the "
+                "loop ended), persisted (delivered, the loop went on and was stopped), "
+                "not_delivered"
+            ),
+        )
+        #: what happens to a replan's recommendation (set by the guard: its deliveries)
+        self.delivery_status: Callable[[Decision], str | None] | None = None
         self.internal_errors = meter.create_counter(
             "loopguard.internal_errors",
             unit="{error}",
@@ -203,6 +219,10 @@ class Telemetry:
         detectors = decision.detectors
         self.interrupts.add(1, {"detector": detectors[0] if detectors else "none"}, context=context)
 
+    def record_recovery(self, detector: str, outcome: str) -> None:
+        """One replan recommendation's outcome (guard/deliveries.py)."""
+        self.recoveries.add(1, {"detector": detector, "outcome": outcome})
+
     def record_run_end(self, state: RunEndState | str, context: Context | None = None) -> None:
         value = state.value if isinstance(state, RunEndState) else str(state)
         self.runs.add(1, {"state": value}, context=context)
@@ -276,6 +296,9 @@ class Telemetry:
             attrs["gen_ai.guardrail.result.reason"] = ", ".join(detectors)
         if decision.recommendation:
             attrs["loopguard.recommendation"] = decision.recommendation
+            status = self.delivery_status(decision) if self.delivery_status is not None else None
+            if status is not None:
+                attrs[DELIVERY_ATTRIBUTE] = status
         if decision.end_state is not None:
             attrs[RUN_STATE_ATTRIBUTE] = decision.end_state.value
         if decision.reasons:

@@ -122,6 +122,16 @@ class LoopGuardConfig(BaseModel):
     sub_agent_replans: int = Field(
         1, ge=0, description="loop stops about a sub-agent answered with replan first"
     )
+    deliver_recommendations: bool = Field(
+        True,
+        description="enforce mode: add a replan's recommendation to the run's next model request",
+    )
+    max_nudges: int = Field(
+        1,
+        ge=0,
+        description="recommendations delivered for one detector before its next replan stops "
+        "(0: a replan never becomes a stop)",
+    )
     max_tokens_recoveries: int = Field(
         2, ge=0, description="truncations answered with a continuation"
     )

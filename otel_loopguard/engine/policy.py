@@ -51,6 +51,15 @@ before its next call runs; one that hands back after its loop leaves the run to 
 manager. A handoff cycle, a budget and a truncation or premature end are run-level and
 stop as above.
 
+The ladder: a ``replan`` is a nudge the agent's model receives (in ``enforce`` mode a
+framework package adds the recommendation to the run's next model request). A detector
+whose recommendation was delivered ``OTEL_LOOPGUARD_MAX_NUDGES`` (1) times and that fires
+again, the loop going on after its nudge, **stops**, with a reason that says the nudge did
+not help (kind ``after_nudge``). Only delivered nudges count (:attr:`PolicyInput.nudges`):
+in ``observe`` mode, and where nothing delivers, a replan stays a replan. ``truncation``
+and ``premature_end`` count their own recoveries and are not on the ladder; nor are the
+sub-agent replans below, counted per sub-agent.
+
 When several signals arrive at once the most severe action wins; its ``reasons`` are the
 signals that drove it (for a stop on a loop: the loop signal and the no-progress evidence).
 
@@ -83,7 +92,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from otel_loopguard.engine.config import LoopGuardConfig
@@ -127,6 +136,9 @@ _REPLAN_DETECTORS = frozenset({"read_only_loop", "shell_failure"})
 #: permanent_failure kinds that pause (back off); ``permanent`` and ``persistent`` stop
 _BACK_OFF_KINDS = frozenset({"retryable", "unclassified"})
 _RECOVERY_DETECTORS = frozenset({"truncation", "premature_end"})
+_NO_NUDGES: Mapping[str, int] = {}
+#: the kind of the signal that turns a replan whose nudge did not help into a stop
+AFTER_NUDGE = "after_nudge"
 
 
 @dataclass(slots=True, init=False)
@@ -143,6 +155,8 @@ class PolicyInput:
     agent: str | None = None
     #: loop decisions about that sub-agent already answered with replan in this run
     agent_replans: int = 0
+    #: detector -> its recommendations delivered to the agent's model in this run
+    nudges: Mapping[str, int]
 
     # Written out for mypyc (see Event.__init__): a custom policy gets one per event
     def __init__(
@@ -155,6 +169,7 @@ class PolicyInput:
         config: LoopGuardConfig,
         agent: str | None = None,
         agent_replans: int = 0,
+        nudges: Mapping[str, int] | None = None,
     ) -> None:
         self.run_id = run_id
         self.event = event
@@ -164,6 +179,7 @@ class PolicyInput:
         self.config = config
         self.agent = agent
         self.agent_replans = agent_replans
+        self.nudges = nudges if nudges is not None else _NO_NUDGES
 
 
 Policy = Callable[[PolicyInput], Decision]
@@ -263,6 +279,15 @@ def _decide(policy_input: PolicyInput, strict: bool) -> Decision:
             if recommendation is None and signal.recommendation:
                 recommendation = signal.recommendation
     chosen = tuple(reasons.values())
+    if best_action is Action.REPLAN and policy_input.nudges:
+        ignored = _nudge_ignored(chosen, policy_input)
+        if ignored is not None:
+            best_action, best_end, chosen, recommendation = (
+                Action.STOP,
+                RunEndState.STOPPED,
+                ignored,
+                None,
+            )
     agent = policy_input.agent
     if (
         best_action is Action.STOP
@@ -285,6 +310,34 @@ def _decide(policy_input: PolicyInput, strict: bool) -> Decision:
         recommendation=recommendation if best_action is Action.REPLAN else None,
         end_state=best_end,
     )
+
+
+def _nudge_ignored(
+    reasons: tuple[Signal, ...], policy_input: PolicyInput
+) -> tuple[Signal, ...] | None:
+    """The ladder: the reasons of a STOP when a replan's detector already had its nudges
+    delivered (``max_nudges``) and fires again; None while nudges are left."""
+    limit = policy_input.config.max_nudges
+    if limit <= 0:
+        return None
+    nudges = policy_input.nudges
+    for signal in reasons:
+        detector = signal.detector
+        delivered = nudges.get(detector, 0)
+        if detector in _RECOVERY_DETECTORS or delivered < limit:
+            continue
+        times = "once" if delivered == 1 else f"{delivered} times"
+        return (
+            Signal(
+                detector,
+                AFTER_NUDGE,
+                max(signal.score, 0.9),
+                f"{signal.message}, after its recommendation was delivered {times}: "
+                "the nudge did not help",
+                {**signal.evidence, "nudges": delivered},
+            ),
+        )
+    return None
 
 
 def _sub_agent_prompt(agent: str, reasons: tuple[Signal, ...]) -> str:
@@ -385,6 +438,7 @@ def load_policy(spec: str | None) -> Policy:
 
 
 __all__ = [
+    "AFTER_NUDGE",
     "LOOP_DETECTORS",
     "PER_AGENT_DETECTORS",
     "PRESETS",

@@ -169,6 +169,7 @@ class AgentRun:
                     )
                 if not as_run_key(handle.keyed_by).ends_when_idle:
                     summary = guard.monitor.end_run(handle.run_id, state)
+                    guard.deliveries.run_ended(handle.run_id)
                 else:
                     summary = guard.monitor.run_snapshot(handle.run_id)
                 _set_usage(span, summary)

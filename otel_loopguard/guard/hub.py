@@ -47,6 +47,7 @@ from otel_loopguard.engine.events import (
 )
 from otel_loopguard.engine.run_identity import RunIdentity, as_run_key, end_state, run_identity
 from otel_loopguard.guard.agent_run import AgentRun
+from otel_loopguard.guard.deliveries import Deliveries
 from otel_loopguard.guard.managed import ManagedSpans
 from otel_loopguard.guard.model_turns import (
     ModelTurn,
@@ -141,6 +142,11 @@ class LoopGuard:
             self.monitor.add_error_listener(self.telemetry.count_internal_error)
         #: the run store's side (OTEL_LOOPGUARD_STORE, fleet budgets); None by default
         self.shared_runs: SharedRuns | None = shared_runs_for(self, meter_provider)
+        #: replans' recommendations waiting for their run's next model request
+        self.deliveries = Deliveries(self)
+        self.telemetry.delivery_status = self.deliveries.status
+        if hasattr(self.monitor, "add_decision_listener"):
+            self.monitor.add_decision_listener(self.deliveries.decided)
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -156,6 +162,13 @@ class LoopGuard:
         """
         self.monitor.add_decision_listener(callback)
         return callback
+
+    def monitor_note_delivered(self, run_id: str, detector: str) -> None:
+        """A recommendation of ``detector`` reached the run's model: the policy's ladder
+        counts it (a user's own monitor without ``note_delivered`` has no ladder)."""
+        note = getattr(self.monitor, "note_delivered", None)
+        if note is not None:
+            note(run_id, detector)
 
     # -- feeding ----------------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ gated tool wrapper (:mod:`.tool_gate`), the model-turn wrapper (:mod:`.model_tur
 agent-run wrapper (:mod:`.agent_runs`), all three for plain and coroutine methods alike
 (:mod:`.scoped_call`); run-over-stream helpers (:mod:`.run_streams`), held-back interrupts
 (:mod:`.held_back`), the instrumentor declared by its hooks (:mod:`.instrumentor`), the
-model-call span, the streamed answer and the OpenAI wire format;
+model-call span, the streamed answer and the OpenAI wire format; delivering a replan's
+recommendation into the run's next model request (:mod:`.recommendations`);
 and the few core names a package needs beyond the public face (the open model turn, how
 spans are classified and read, the conversation id of a framework's attributes).
 
@@ -32,6 +33,12 @@ if TYPE_CHECKING:  # pragma: no cover
         model_turn_scope,
         model_turn_wrapper,
         report_turn,
+    )
+    from otel_loopguard.kit.recommendations import (
+        Again,
+        Deliver,
+        Join,
+        deliver_waiting,
     )
     from otel_loopguard.kit.run_streams import Steps, drive, events_in_run, run_over
     from otel_loopguard.kit.scoped_call import PlainScope, Scope, Wrapper, is_async, scoped_wrapper
@@ -64,6 +71,7 @@ _LAZY = {
         "model_turn_wrapper",
         "report_turn",
     ),
+    "otel_loopguard.kit.recommendations": ("Again", "Deliver", "Join", "deliver_waiting"),
     "otel_loopguard.kit.run_streams": ("Steps", "drive", "events_in_run", "run_over"),
     "otel_loopguard.kit.streamed_turns": ("model_turn_stream",),
     "otel_loopguard.kit.scoped_call": (
@@ -98,11 +106,14 @@ __getattr__ = lazy_names(__name__, _LAZY, globals())
 __all__ = [
     "CHECK_AROUND",
     "CHECK_BEFORE",
+    "Again",
     "CheckOnly",
+    "Deliver",
     "FrameworkInstrumentor",
     "GatedCall",
     "HeldInterrupts",
     "Hook",
+    "Join",
     "ModelCall",
     "ModelTurn",
     "PlainScope",
@@ -115,6 +126,7 @@ __all__ = [
     "classify_parts",
     "conversation_in",
     "current_run",
+    "deliver_waiting",
     "drive",
     "events_in_run",
     "exception_flavour",

@@ -13,8 +13,14 @@ it, for a plain method and a coroutine method alike (see :mod:`.scoped_call`):
   layer below reported the turn or the call was made outside any run. In ``enforce`` mode a
   STOP raises here, before the tools the model asked for run.
 
-A package writes only ``read``: the framework's answer as ``observe_llm_response`` keyword
-arguments (``model``, ``finish_reason``, ``input_tokens``, ``output_tokens``, ``empty``,
+- delivery (``deliver=``): in ``enforce`` mode, a replan's recommendation waiting for the
+  run goes into this call's request (:mod:`.recommendations`); with ``again=`` (and
+  ``join=``) a truncated answer, or an empty give-up after failing tools, on which the
+  framework would end the turn, is asked again at once and the joined (or new) answer
+  returned.
+
+A package writes ``read`` (and, to deliver, ``deliver``): the framework's answer as
+``observe_llm_response`` keyword arguments (``model``, ``finish_reason``, ``input_tokens``, ``output_tokens``, ``empty``,
 ``requested_tool_calls``, ``agent_name``, ``response_id``), or ``None`` for nothing to
 report. A ``read`` that raises is counted in ``loopguard.internal_errors`` as
 ``<package>.model_turn`` and the turn is not reported; the framework's answer goes on.
@@ -29,7 +35,16 @@ from typing import Any
 from otel_loopguard.engine.interrupt import LoopGuardInterrupt
 from otel_loopguard.guard.global_guard import get_guard
 from otel_loopguard.guard.run_context import current_run
-from otel_loopguard.kit.scoped_call import Scope, Wrapper, scoped_wrapper
+from otel_loopguard.kit.recommendations import (
+    Again,
+    Deliver,
+    Join,
+    can_deliver,
+    deliver_waiting,
+    reask_request,
+    reasks_allowed,
+)
+from otel_loopguard.kit.scoped_call import Scope, Wrapper, is_async, scoped_wrapper
 
 
 @dataclass(slots=True)
@@ -97,6 +112,9 @@ def model_turn_wrapper(
     interrupt: Translate | None = None,
     report_failed: bool = False,
     asynchronous: bool | None = None,
+    deliver: Deliver | None = None,
+    again: Again | None = None,
+    join: Join | None = None,
 ) -> Wrapper:
     """A wrapt wrapper for one model call per agent step; see the module docstring.
 
@@ -105,8 +123,13 @@ def model_turn_wrapper(
     is kept as ``call.before`` for ``read``; ``interrupt`` replaces our interrupt (of the
     pre-flight check and of the report) with the framework's; with ``report_failed`` a call
     that raised is reported too (its answer may have been committed), without raising at
-    STOP: the caller's exception goes on.
+    STOP: the caller's exception goes on. ``deliver`` adds a waiting recommendation to the
+    request; ``again(call, detector)`` builds the re-ask after a truncated or empty answer
+    and ``join(first, second)`` joins a truncated answer with its continuation (see
+    :mod:`.recommendations`).
     """
+    if deliver is not None:
+        can_deliver(package)
 
     def open_scope(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Scope | None:
         if applies is not None and not applies(instance, args, kwargs):
@@ -119,9 +142,68 @@ def model_turn_wrapper(
             first=first,
             interrupt=interrupt,
             report_failed=report_failed,
+            deliver=deliver,
         )
 
-    return scoped_wrapper(open_scope, asynchronous=asynchronous)
+    inner = scoped_wrapper(open_scope, asynchronous=asynchronous)
+    if again is None or deliver is None:
+        return inner
+    return _reasking(inner, again, join, package, asynchronous)
+
+
+def _reasking(
+    inner: Wrapper, again: Again, join: Join | None, package: str, asynchronous: bool | None
+) -> Wrapper:
+    """``inner`` made again while an answer's report queues a re-ask (module docstring)."""
+
+    def follow_up(instance: Any, args: Any, kwargs: Any, result: Any) -> Any:
+        guard = get_guard()
+        if not guard.deliveries.any_waiting():  # the common case: one test
+            return None, None
+        request = reask_request(
+            guard, ModelCall(instance, args, kwargs, result=result), again, package
+        )
+        return request, _waiting_detector(guard) if request is not None else None
+
+    def joined(first: Any, second: Any, detector: str | None) -> Any:
+        if join is None or detector != "truncation":
+            return second  # a re-prompt's answer replaces the empty one
+        try:
+            return join(first, second)
+        except Exception as exc:
+            get_guard().telemetry.internal_error(f"{package}.join", exc)
+            return second
+
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if asynchronous if asynchronous is not None else is_async(wrapped):
+            return _async(wrapped, instance, args, kwargs)
+        result = inner(wrapped, instance, args, kwargs)
+        for _ in range(reasks_allowed(get_guard())):
+            request, detector = follow_up(instance, args, kwargs, result)
+            if request is None:
+                break
+            result = joined(result, inner(wrapped, instance, *request), detector)
+        return result
+
+    async def _async(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        result = await inner(wrapped, instance, args, kwargs)
+        for _ in range(reasks_allowed(get_guard())):
+            request, detector = follow_up(instance, args, kwargs, result)
+            if request is None:
+                break
+            result = joined(result, await inner(wrapped, instance, *request), detector)
+        return result
+
+    return wrapper
+
+
+def _waiting_detector(guard: Any) -> str | None:
+    """The detector of the message waiting for the current run (the re-ask's kind)."""
+    try:
+        waiting = guard.deliveries.peek(guard.resolve_run().run_id)
+    except Exception:
+        return None
+    return waiting.detector if waiting is not None else None
 
 
 def model_turn_scope(
@@ -133,6 +215,7 @@ def model_turn_scope(
     first: Callable[[], None] | None = None,
     interrupt: Translate | None = None,
     report_failed: bool = False,
+    deliver: Deliver | None = None,
 ) -> Scope:
     """What :func:`model_turn_wrapper` runs each call in, for a hook it cannot wrap (an
     async context manager the framework's stream lives in)::
@@ -142,7 +225,7 @@ def model_turn_scope(
             call.result = ...  # (or ``scope.inside(result)``)
         scope.after(None)  # the report, unless a layer below made it
     """
-    return _Turn(get_guard(), call, read, package, before, first, interrupt, report_failed)
+    return _Turn(get_guard(), call, read, package, before, first, interrupt, report_failed, deliver)
 
 
 class _Turn:
@@ -152,6 +235,7 @@ class _Turn:
     __slots__ = (
         "_before",
         "_call",
+        "_deliver",
         "_first",
         "_guard",
         "_interrupt",
@@ -171,8 +255,10 @@ class _Turn:
         first: Callable[[], None] | None,
         interrupt: Translate | None,
         report_failed: bool,
+        deliver: Deliver | None = None,
     ) -> None:
         self._guard = guard
+        self._deliver = deliver
         self._call = call
         self._read = read
         self._package = package
@@ -191,10 +277,19 @@ class _Turn:
             if self._interrupt is None:
                 raise
             raise self._interrupt(stop) from None
+        if self._deliver is not None:
+            deliver_waiting(self._guard, self._call, self._deliver, self._package)
         if self._before is not None:
             self._call.before = self._before(self._call)
         self._turn = self._guard.model_turn()  # never raises
         return self._turn
+
+    def request(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The arguments the call is made with: the caller's, or new ones carrying a
+        delivered recommendation."""
+        return self._call.args, self._call.kwargs
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Any:
         turn = self._turn

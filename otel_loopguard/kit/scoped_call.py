@@ -36,7 +36,9 @@ Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], A
 class Scope(Protocol):
     """What :func:`scoped_wrapper` runs the call in.
 
-    ``__enter__`` before the call (it may raise to refuse the call: a veto),
+    ``__enter__`` before the call (it may raise to refuse the call: a veto), then, when the
+    scope has it, ``request(args, kwargs)`` for the arguments the call is made with (a
+    model turn that adds a recommendation to the request),
     :meth:`inside` with the call's result while the scope is still open, ``__exit__``
     (also when the call raised), then :meth:`after` with what :meth:`inside` returned, once
     the scope is closed; the wrapper returns what :meth:`after` returns.
@@ -96,6 +98,9 @@ def scoped_wrapper(open_scope: OpenScope, *, asynchronous: bool | None = None) -
             return wrapped(*args, **kwargs)
         scope.__enter__()
         try:
+            request = getattr(scope, "request", None)
+            if request is not None:
+                args, kwargs = request(args, kwargs)
             result = wrapped(*args, **kwargs)
             if asynchronous is None and inspect.isawaitable(result):
                 # a plain function that returns an awaitable (a sync decorator around an
@@ -144,5 +149,8 @@ async def _in_scope_async(
     if scope is None:
         return await wrapped(*args, **kwargs)
     with scope:
+        request = getattr(scope, "request", None)
+        if request is not None:
+            args, kwargs = request(args, kwargs)
         result = scope.inside(await wrapped(*args, **kwargs))
     return scope.after(result)

@@ -38,6 +38,7 @@ def export_run_state(
         "run_id": run.run_id,
         "agent": run.agent,
         "agent_replans": dict(run.agent_replans),
+        "nudges": dict(run.nudges),
         "keyed_by": run.keyed_by,
         "counters": {
             "elapsed": max(now - counters.started_at, 0.0),
@@ -100,7 +101,8 @@ def restore_run_state(
     run.max_risk = float(data.get("max_risk", 0.0))
     run.max_action = Action(data.get("max_action", Action.CONTINUE.value))
     run.agent = data.get("agent")
-    run.agent_replans = _agent_replans(data.get("agent_replans"))
+    run.agent_replans = _name_counts(data.get("agent_replans"))
+    run.nudges = _name_counts(data.get("nudges"))
     run.keyed_by = data.get("keyed_by")
     stop = data.get("stop")
     if stop:
@@ -118,8 +120,9 @@ def restore_run_state(
     return run
 
 
-def _agent_replans(data: Any) -> dict[str, int]:
-    """Sub-agent replans of an export; what does not read as ``{name: count}`` is skipped."""
+def _name_counts(data: Any) -> dict[str, int]:
+    """Sub-agent replans (or delivered nudges) of an export; what does not read as
+    ``{name: count}`` is skipped."""
     replans: dict[str, int] = {}
     if isinstance(data, dict):
         for name, count in list(data.items())[:64]:

@@ -307,6 +307,22 @@ class Monitor:
             self._internal_error("adopt_stop", exc)
             return False
 
+    def note_delivered(self, run_id: str | Any, detector: str | Any) -> None:
+        """A ``replan`` of ``detector`` reached the run's model (a framework package added
+        its recommendation to a model request): the policy's ladder counts it
+        (:attr:`~otel_loopguard.engine.policy.PolicyInput.nudges`). Never raises."""
+        try:
+            run = self._table.get(run_key(run_id))
+            if run is None:
+                return
+            with run.lock:
+                nudges = run.nudges
+                name = run_key(detector)
+                if name in nudges or len(nudges) < _SUB_AGENTS_CAP:
+                    nudges[name] = nudges.get(name, 0) + 1
+        except Exception as exc:
+            self._internal_error("note_delivered", exc)
+
     def start_run(
         self, run_id: str | Any, *, agent: str | Any = None, keyed_by: KeyedBy | None = None
     ) -> None:
@@ -407,6 +423,7 @@ class Monitor:
                     self.config,
                     sub_agent,
                     run.agent_replans.get(sub_agent, 0) if sub_agent else 0,
+                    run.nudges,
                 )
             )
             if sub_agent and is_sub_agent_replan(decision):

@@ -60,6 +60,7 @@ class RunState:
         "lock",
         "max_action",
         "max_risk",
+        "nudges",
         "pending",
         "run_id",
         "signal_count",
@@ -88,6 +89,8 @@ class RunState:
         self.agent: str | None = None
         # sub-agent name -> loop decisions about it answered with replan (policy.py)
         self.agent_replans: dict[str, int] = {}
+        # detector -> its recommendations delivered to the agent's model (the ladder)
+        self.nudges: dict[str, int] = {}
         self.keyed_by: str | None = None
         self.last_seen = now
 
