@@ -297,6 +297,27 @@ RESPONSES = ApiShape(read_responses_response, ResponsesEventFolder)
 # -- the request ------------------------------------------------------------------------------
 
 
+def with_user_message(messages: Any, text: str) -> list[Any] | None:
+    """A copy of a Chat Completions ``messages`` list with ``text`` as a user message at its
+    end (after the tool messages that answer the last assistant message's tool calls, where
+    the API wants them), or None when ``messages`` is not a list. The caller's list and its
+    messages are left as they were."""
+    if not isinstance(messages, (list, tuple)):
+        return None
+    return [*messages, {"role": "user", "content": text}]
+
+
+def with_input_message(items: Any, text: str) -> list[Any] | None:
+    """A copy of a Responses API ``input`` (a text, or a list of input items) with ``text``
+    as a user input item at its end (after the ``function_call_output`` items), or None for
+    another shape."""
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}, {"role": "user", "content": text}]
+    if not isinstance(items, (list, tuple)):
+        return None
+    return [*items, {"role": "user", "content": text}]
+
+
 def output_token_cap(request: Mapping[str, Any]) -> int:
     """The most output tokens the request allows (0 when unbounded).
 
