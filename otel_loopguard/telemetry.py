@@ -46,6 +46,16 @@ RUN_ID_ATTRIBUTE = "loopguard.run.id"
 #: on a replan's decision event: ``queued`` (it goes into the run's next model request),
 #: ``not_delivered`` (nothing here can deliver it), ``off`` (observe mode, or delivery off)
 DELIVERY_ATTRIBUTE = "loopguard.recommendation.delivery"
+#: detectors whose signals the presets answer with ``replan`` (a recommendation), and the
+#: outcomes of ``loopguard.recoveries``: their series exist at zero from the start
+REPLANNING_DETECTORS = (
+    "read_only_loop",
+    "shell_failure",
+    "truncation",
+    "premature_end",
+    "repeated_text",
+)
+RECOVERY_OUTCOMES = ("resolved", "persisted", "not_delivered")
 #: on the span of the model request that carried a recommendation
 DELIVERED_EVENT = "loopguard.recommendation.delivered"
 ACTION_ATTRIBUTE = "loopguard.action"
@@ -171,6 +181,9 @@ class Telemetry:
         for detector in _builtin_detector_names():
             self.signals.add(0, {"detector": detector})
             self.interrupts.add(0, {"detector": detector})
+        for detector in REPLANNING_DETECTORS:
+            for outcome in RECOVERY_OUTCOMES:
+                self.recoveries.add(0, {"detector": detector, "outcome": outcome})
         self._logged: set[str] = set()
         self._logged_lock = threading.Lock()
         self._processing_attributes: dict[str, dict[str, str]] = {}

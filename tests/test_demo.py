@@ -117,6 +117,8 @@ def test_every_scenario_ends_as_its_story_says(tmp_path: Path) -> None:
         if s["name"].startswith("invoke_agent")
     )
     assert states == [
+        ("coding-agent", "completed"),  # nudge-heeded
+        ("coding-agent", "stopped"),  # nudge-ignored
         ("order-agent", "stopped"),
         ("support-agent", "completed"),  # healthy
         ("support-agent", "stopped"),  # stuck-search
@@ -131,6 +133,37 @@ def test_every_scenario_ends_as_its_story_says(tmp_path: Path) -> None:
     assert {"permanent_failure", "handoff_cycle"} <= stop_detectors
     # a 404 retried: stopped at the second failure, the third fetch never ran
     assert len(tool_executions(trace, "fetch_order")) <= 3
+
+
+def test_a_nudge_that_works_beside_one_that_is_stopped(tmp_path: Path) -> None:
+    """enforce mode: the shell hint reaches the model's next request; the model that acts on
+    it completes, the one that ignores it is stopped with "the nudge did not help"."""
+    code, output, trace = run_demo(tmp_path, "--scenario", "nudge-heeded")
+    assert code == 0, output
+    assert "recovered after the nudge" in output
+    assert "pip install requests" in output and "LoopGuardInterrupt" not in output
+    agent = next(s for s in spans(trace) if s["name"].startswith("invoke_agent"))
+    assert attrs(agent["attributes"])["loopguard.run.state"] == "completed"
+    (replan,) = [d for d in decision_events(trace) if d["loopguard.action"] == "replan"]
+    assert replan["loopguard.recommendation.delivery"] == "queued"
+    delivered = [
+        attrs(e.get("attributes", []))
+        for s in spans(trace)
+        for e in s.get("events", [])
+        if e["name"] == "loopguard.recommendation.delivered"
+    ]
+    assert [d["loopguard.detectors"] for d in delivered] == [["shell_failure"]]
+
+    code, output, trace = run_demo(tmp_path, "--scenario", "nudge-ignored")
+    assert code == 0, output
+    assert "LoopGuardInterrupt" in output and "the nudge did not help" in output
+    (stop,) = [d for d in decision_events(trace) if d["loopguard.action"] == "stop"]
+    assert stop["loopguard.detectors"] == ["shell_failure"]
+    assert len(tool_executions(trace, "bash")) == 4  # 2 failures, the hint, 2 more: stopped
+
+    code, output, trace = run_demo(tmp_path, "--scenario", "nudge-heeded", "--mode", "observe")
+    assert "nudge:" not in output  # observe mode never changes a request
+    assert len(tool_executions(trace, "bash")) == 12
 
 
 def test_tool_arguments_never_leave_the_process_without_content_capture(tmp_path: Path) -> None:

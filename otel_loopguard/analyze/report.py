@@ -135,6 +135,14 @@ def _decision_json(item: DecisionRecord, capture: bool) -> dict[str, Any]:
     return out
 
 
+def deliveries(record: RunRecord) -> list[DecisionRecord]:
+    """The run's replans with a recommendation: what an enforcing plugin, with a framework
+    package around the agent, would have added to the run's next model request."""
+    return [
+        item for item in record.decisions if item.action is Action.REPLAN and item.recommendation
+    ]
+
+
 def run_json(record: RunRecord, capture: bool, prices_configured: bool) -> dict[str, Any]:
     """One run in the documented JSON shape (plus extra keys)."""
     first_stop = None
@@ -168,6 +176,14 @@ def run_json(record: RunRecord, capture: bool, prices_configured: bool) -> dict[
         "first_stop": first_stop,
         "decisions": [_decision_json(item, capture) for item in record.decisions],
         "decisions_dropped": record.decisions_dropped,
+        "deliveries": [
+            {
+                "tool_call_index": item.tool_call_index,
+                "detectors": list(item.detectors),
+                "recommendation": item.recommendation,
+            }
+            for item in deliveries(record)
+        ],
         "keyed_by": record.keyed_by,
         "end_state": record.end_state,
         "spans": record.spans,
@@ -281,6 +297,13 @@ class TextReport(Report):
                 write(f"            suggests: {item.recommendation}\n")
         if record.decisions_dropped:
             write(f"    … {record.decisions_dropped} more decisions not shown\n")
+        nudges = deliveries(record)
+        if nudges:
+            shown = ", ".join(f"{item.detectors[0]} at #{item.tool_call_index}" for item in nudges)
+            write(
+                f"  In enforce mode {len(nudges)} recommendation{'s' if len(nudges) != 1 else ''}"
+                f" would have gone to the model's next request: {shown}.\n"
+            )
         stop = record.first_stop
         if stop is not None:
             write(

@@ -30,6 +30,8 @@ from otel_loopguard.demo.timeline import Timeline
 from otel_loopguard.engine.decisions import Action, Decision, LoopGuardInterrupt
 from otel_loopguard.engine.events import Event
 from otel_loopguard.guard import LoopGuard
+from otel_loopguard.kit.model_turn import ModelCall
+from otel_loopguard.kit.recommendations import can_deliver, deliver_waiting
 
 MODEL = "scripted-model"
 
@@ -64,6 +66,8 @@ class Outcome:
     saved_tool_calls: int = 0
     saved_tokens: int = 0
     decisions: list[Decision] = field(default_factory=list)
+    #: recommendations that reached the model's request (enforce mode)
+    nudges: list[str] = field(default_factory=list)
 
 
 def build_tracer_provider(
@@ -244,6 +248,7 @@ class DecisionFeed:
     def __init__(self, guard: LoopGuard) -> None:
         self.pending: list[Decision] = []
         guard.on_decision(self._collect)
+        can_deliver("demo")  # the demo's model requests carry recommendations
 
     def _collect(self, decision: Decision, _event: Event) -> None:
         self.pending.append(decision)
@@ -280,12 +285,22 @@ def run_scenario(
                 "tool": (index + 1, False),
             }[phase]
 
+    turns = list(scenario.turns)
+    messages: list[str] = []  # what the model is sent: our nudges are what the demo shows
     try:
         with guard.agent_run(tracer, scenario.agent, attributes={"gen_ai.provider.name": "demo"}):
-            for index, turn in enumerate(scenario.turns):
+            index = 0
+            while index < len(turns):
                 phase = "model"
                 guard.preflight_llm()
                 note_stop()
+                nudge = _deliver(guard, messages)
+                if nudge is not None:
+                    outcome.nudges.append(nudge)
+                    timeline.nudged(nudge)
+                    if scenario.heeded is not None:  # the model changes course
+                        turns[index:] = scenario.heeded
+                turn = turns[index]
                 _model_turn(tracer, turn)
                 outcome.tokens += turn.input_tokens + turn.output_tokens
                 phase = "call"
@@ -332,6 +347,7 @@ def run_scenario(
                     pending.clear()
                 if pace:
                     time.sleep(pace)
+                index += 1
     except LoopGuardInterrupt as interrupt:
         note_stop()
         timeline.decisions(pending)
@@ -343,7 +359,7 @@ def run_scenario(
             where = {"model": (index, False), "call": (index, True)}
             stop_point = where.get(phase, (index + 1, False))
     if stop_point is not None:
-        outcome.saved_tool_calls, outcome.saved_tokens = _left_after(scenario, *stop_point)
+        outcome.saved_tool_calls, outcome.saved_tokens = _left_after(turns, *stop_point)
     if caught is not None:
         timeline.interrupted(caught, outcome, vetoed=phase != "tool")
     else:
@@ -351,10 +367,23 @@ def run_scenario(
     return outcome
 
 
-def _left_after(scenario: Scenario, first: int, model_turn_ran: bool) -> tuple[int, int]:
+def _deliver(guard: LoopGuard, messages: list[str]) -> str | None:
+    """The demo's model request: a recommendation waiting for the run goes into it, as a
+    framework package adds it to its framework's request (enforce mode only)."""
+    call = ModelCall(None, (messages,), {})
+
+    def add(call: ModelCall, text: str) -> bool:
+        call.args = ([*messages, text],)
+        return True
+
+    delivered = deliver_waiting(guard, call, add, "demo")
+    return delivered.text if delivered is not None else None
+
+
+def _left_after(turns: list[Turn], first: int, model_turn_ran: bool) -> tuple[int, int]:
     """Tool calls and tokens of the script from turn ``first`` on (its model turn excluded
     when it already ran): what a STOP there keeps from being spent."""
-    rest = scenario.turns[first:]
+    rest = turns[first:]
     calls = sum(1 for turn in rest if turn.tool is not None)
     tokens = sum(turn.input_tokens + turn.output_tokens for turn in rest)
     if model_turn_ran and rest:

@@ -35,6 +35,9 @@ class Scenario:
     story: str
     agent: str
     turns: tuple[Turn, ...]
+    #: what the model does once a recommendation reaches it (``enforce`` mode delivers a
+    #: replan's message into its next request): the rest of its script; None: it ignores it
+    heeded: tuple[Turn, ...] | None = None
 
 
 def _turn(turn_index: int, agent: str, tool: str | None, *args: Any, **kwargs: Any) -> Turn:
@@ -118,6 +121,60 @@ def _permanent_failure(max_turns: int = 20) -> Scenario:
     )
 
 
+_MISSING_MODULE = "ModuleNotFoundError: No module named 'requests'"
+#: how the agent reruns the failing tests: different commands, the same missing module
+_TEST_COMMANDS = (
+    "pytest",
+    "python -m pytest",
+    "pytest -x tests",
+    "python -m pytest -q",
+    "pytest tests/test_export.py",
+    "python -m pytest tests",
+)
+
+
+def _failing_tests(index: int) -> Turn:
+    command = _TEST_COMMANDS[index % len(_TEST_COMMANDS)]
+    return _turn(index, "coding-agent", "bash", {"command": command}, result=_MISSING_MODULE)
+
+
+def _nudge_heeded() -> Scenario:
+    failing = tuple(_failing_tests(index) for index in range(2))
+    recovery = (
+        _turn(
+            2,
+            "coding-agent",
+            "bash",
+            {"command": "pip install requests"},
+            result="Successfully installed requests-2.32.3",
+        ),
+        _turn(3, "coding-agent", "bash", {"command": "pytest"}, result="12 passed in 0.41s"),
+        _turn(4, "coding-agent", None, answer="Installed the missing module; all 12 tests pass."),
+    )
+    never = tuple(_failing_tests(index) for index in range(2, 12))
+    return Scenario(
+        "nudge-heeded",
+        "A coding agent nudged out of a rut (it listens)",
+        "Its tests fail on a missing module and it runs them again. otel-loopguard answers "
+        "with a replan: in enforce mode the shell hint goes into the model's next request, "
+        "and this model acts on it.",
+        "coding-agent",
+        failing + never,
+        heeded=recovery,
+    )
+
+
+def _nudge_ignored() -> Scenario:
+    return Scenario(
+        "nudge-ignored",
+        "The same rut, and a model that ignores the nudge",
+        "The hint reaches the model too, but it keeps rerunning the tests. The same evidence "
+        "after a delivered nudge is a stop: the nudge did not help.",
+        "coding-agent",
+        tuple(_failing_tests(index) for index in range(12)),
+    )
+
+
 def _healthy() -> Scenario:
     script = [
         ("search_kb", {"query": "refund policy"}, "Refunds within 30 days of purchase."),
@@ -147,5 +204,7 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "stuck-search": _stuck_search,
     "ping-pong": _ping_pong,
     "permanent-failure": _permanent_failure,
+    "nudge-heeded": _nudge_heeded,
+    "nudge-ignored": _nudge_ignored,
     "healthy": _healthy,
 }

@@ -77,6 +77,13 @@ class Timeline:
             if decision.recommendation:
                 self._print(self._paint("dim", f"            recommend: {decision.recommendation}"))
 
+    def nudged(self, text: str) -> None:
+        """A recommendation went into the model's next request (its text was shown with
+        the replan that made it)."""
+        self._print(
+            self._paint("ok", "  nudge: the recommendation went into the model's next request")
+        )
+
     def interrupted(self, interrupt: LoopGuardInterrupt, outcome: Outcome, *, vetoed: bool) -> None:
         how = (
             "the next call was vetoed before it ran"
@@ -108,6 +115,14 @@ class Timeline:
                 f"  enforce would have saved: {_calls(outcome.saved_tool_calls)} and "
                 f"{outcome.saved_tokens:,} tokens this run spent after the STOP."
             )
+        elif outcome.nudges:
+            self._print(
+                self._paint(
+                    "ok",
+                    f"  recovered after the nudge: completed, {_calls(outcome.tool_calls)}, "
+                    f"{outcome.tokens:,} tokens.",
+                )
+            )
         else:
             self._print(
                 self._paint(
@@ -131,6 +146,8 @@ class Timeline:
                     f"STOP recorded (observe mode), ran to the end; enforce would have saved "
                     f"{_calls(outcome.saved_tool_calls, '')} / {outcome.saved_tokens:,} tokens"
                 )
+            elif outcome.nudges:
+                verdict = f"recovered after the nudge, {_calls(outcome.tool_calls, '')}"
             else:
                 verdict = f"completed, {_calls(outcome.tool_calls, '')}"
             self._print(f"  {outcome.scenario.name:<18} {verdict}")

@@ -20,10 +20,11 @@ it, for a plain method and a coroutine method alike (see :mod:`.scoped_call`):
   returned.
 
 A package writes ``read`` (and, to deliver, ``deliver``): the framework's answer as
-``observe_llm_response`` keyword arguments (``model``, ``finish_reason``, ``input_tokens``, ``output_tokens``, ``empty``,
-``requested_tool_calls``, ``agent_name``, ``response_id``), or ``None`` for nothing to
-report. A ``read`` that raises is counted in ``loopguard.internal_errors`` as
-``<package>.model_turn`` and the turn is not reported; the framework's answer goes on.
+``observe_llm_response`` keyword arguments (``model``, ``finish_reason``, ``input_tokens``,
+``output_tokens``, ``empty``, ``requested_tool_calls``, ``agent_name``, ``response_id``),
+or ``None`` for nothing to report. A ``read`` that raises is counted in
+``loopguard.internal_errors`` as ``<package>.model_turn`` and the turn is not reported;
+the framework's answer goes on.
 """
 
 from __future__ import annotations

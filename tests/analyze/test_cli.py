@@ -245,3 +245,31 @@ def test_bad_stdin_exits_2() -> None:
     result = cli("analyze", "-", stdin=b"\x00\x01\x02 not traces")
     assert result.returncode == 2 and b"<stdin>" in result.stderr
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_the_report_lists_the_recommendations_an_enforcing_plugin_would_have_delivered(
+    tmp_path: Path,
+) -> None:
+    """A run that only reads: the read-only nudge, once per threshold, is what an enforcing
+    plugin would have added to the model's next request; a run that acts gets none."""
+    recorder = Recorder()
+    reads = [("read_file", {"path": f"src/f{i}.py"}, f"contents {i}") for i in range(7)]
+    agent_run(recorder, "reader", reads, tokens_per_turn=50)
+    agent_run(recorder, "writer", [("write_file", {"path": "a.py"}, "ok")], tokens_per_turn=50)
+    export = write_otlp(tmp_path / "reads.json", recorder.spans())
+    env = {"OTEL_LOOPGUARD_READ_ONLY_LOOP_THRESHOLD": "3"}
+    text = cli("analyze", str(export), **env)
+    assert text.returncode == 0, text.stderr
+    assert (
+        "In enforce mode 2 recommendations would have gone to the model's next request: "
+        "read_only_loop at #3, read_only_loop at #6." in text.stdout.decode()
+    )
+    report = json.loads(cli("analyze", "--format", "json", str(export), **env).stdout)
+    runs = {run["agent"]: run for run in report["runs"]}
+    nudges = runs["reader"]["deliveries"]
+    assert [(n["tool_call_index"], n["detectors"]) for n in nudges] == [
+        (3, ["read_only_loop"]),
+        (6, ["read_only_loop"]),
+    ]
+    assert all("Act on what you found" in n["recommendation"] for n in nudges)
+    assert runs["writer"]["deliveries"] == []
