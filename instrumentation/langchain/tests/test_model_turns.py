@@ -142,11 +142,14 @@ def test_max_steps_makes_no_further_model_call(make_loopguard):
 
 def test_a_truncated_answer_gets_the_truncation_decision(loopguard):
     cut_off = "The Pro plan costs 20 EUR per month, billed"
-    model = CountingChatModel(messages=iter([priced_turn(cut_off, finish="length")]))
+    script = [priced_turn(cut_off, finish="length"), priced_turn(" yearly.")]
+    model = CountingChatModel(messages=iter(script))
 
     result = build_react_graph(iter(()), ToolCounter(), model=model).invoke(USER_INPUT, RUN_CONFIG)
 
-    assert final_answer(result) == cut_off  # not interrupted: a replan is advice
+    # not interrupted: a replan is advice (its continuation prompt asks again at once, and
+    # the graph gets the joined answer: tests/test_recommendations.py)
+    assert final_answer(result) == cut_off + " yearly."
     ((_span, replan),) = loopguard.decision_events("replan")
     assert replan["loopguard.detectors"] == ("truncation",)
 
@@ -163,6 +166,7 @@ def test_an_empty_end_after_a_failing_tool_is_a_premature_end(loopguard):
             tool_calls=[{"name": "fetch", "args": {"url": "/admin"}, "id": "c1"}],
         ),
         priced_turn(""),  # the model ends its turn with nothing at all
+        priced_turn("The admin page is forbidden."),  # re-prompted (test_recommendations.py)
     ]
     model = CountingChatModel(messages=iter(script))
 
@@ -170,7 +174,7 @@ def test_an_empty_end_after_a_failing_tool_is_a_premature_end(loopguard):
         USER_INPUT, RUN_CONFIG
     )
 
-    assert final_answer(result) == ""
+    assert final_answer(result) == "The admin page is forbidden."
     ((_span, replan),) = loopguard.decision_events("replan")
     assert replan["loopguard.detectors"] == ("premature_end",)
 

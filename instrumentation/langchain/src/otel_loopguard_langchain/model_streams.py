@@ -40,6 +40,14 @@ The provider's stream is closed inside a turn of its own, so a layer below that 
 close marks that turn rather than one of the caller's. The next model call of the run is
 still pre-flight checked.
 
+Delivery (``enforce`` mode): a recommendation waiting for the run when the stream is made
+goes into its request as a ``HumanMessage`` at the end of a copy of the input's messages
+(as in :mod:`otel_loopguard_langchain.model_turns`), at the first chunk asked for, after the
+pre-flight check: the stream is then made again from the new input (langchain's stream
+calls the provider only when read, so the first one was never sent). A streamed answer is
+not asked again when it was cut off or empty: its chunks are already the caller's. The
+waiting message then goes into the run's next model call.
+
 The cost per chunk does not grow with the answer: the chunks are added up in batches of
 :data:`_MERGE_EVERY`, the text is dropped after each batch (keeping only whether any of it
 was non-blank), and the tool call arguments are parsed once, at the end (see
@@ -48,12 +56,17 @@ was non-blank), and the tool call arguments are parsed once, at the end (see
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
+from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messages
+from langchain_core.prompt_values import PromptValue
+
 from otel_loopguard import current_run, get_guard
+from otel_loopguard.kit.model_turn import ModelCall
+from otel_loopguard.kit.recommendations import deliver_waiting
 from otel_loopguard.kit.streamed_turns import model_turn_stream
-from otel_loopguard_langchain.model_turns import has_text, read_message
+from otel_loopguard_langchain.model_turns import has_text, internal_message, read_message
 
 # chunks held before they are added to the running total: one ``AIMessageChunk`` addition
 # (a pydantic object, a long tool argument copied) per batch, not per chunk
@@ -74,7 +87,10 @@ def stream_wrapper(
     chunks = wrapped(*args, **kwargs)
     if current_run() is None:  # no run we know of: left untouched
         return chunks
-    answer = _StreamedAnswer(get_guard())
+    guard = get_guard()
+    if guard.deliveries.any_waiting():  # a recommendation may go into this request
+        chunks = _delivering(wrapped, instance, args, kwargs, chunks)
+    answer = _StreamedAnswer(guard)
     return model_turn_stream(
         chunks,
         lambda: answer.read(instance),
@@ -83,6 +99,77 @@ def stream_wrapper(
         # made in a run, read after it: the call is outside it
         applies=lambda: current_run() is not None,
     )
+
+
+def _delivering(
+    wrapped: Callable[..., Any],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    chunks: Any,
+) -> Any:
+    """``chunks``, or (when a recommendation is delivered at the first pull, which the kit's
+    stream makes after its pre-flight check) the stream made again from the input carrying
+    it. The first stream was never read, so it never reached the provider."""
+    call = ModelCall(instance, args, kwargs)
+
+    def request() -> Any:
+        if deliver_waiting(get_guard(), call, _deliver_input, "langchain") is None:
+            return None
+        return wrapped(*call.args, **call.kwargs)
+
+    if hasattr(chunks, "__anext__"):
+        return _adelivering(chunks, request)
+    return _sync_delivering(chunks, request)
+
+
+def _sync_delivering(chunks: Iterator[Any], request: Callable[[], Any]) -> Iterator[Any]:
+    made = request()
+    if made is not None:
+        chunks.close()  # never started: nothing was sent
+        chunks = made
+    yield from chunks
+
+
+async def _adelivering(
+    chunks: AsyncIterator[Any], request: Callable[[], Any]
+) -> AsyncIterator[Any]:
+    made = request()
+    if made is not None:
+        await chunks.aclose()  # type: ignore[attr-defined]
+        chunks = made
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        await chunks.aclose()  # type: ignore[attr-defined]
+
+
+def _deliver_input(call: ModelCall, message: str) -> bool:
+    """``stream(input, config=None, *, stop=None, **kwargs)``: the recommendation at the end
+    of the input's messages (a copy; a string or a prompt value becomes its messages)."""
+    named = not call.args
+    model_input = call.kwargs.get("input") if named else call.args[0]
+    messages = _input_messages(model_input)
+    if messages is None:
+        return False
+    messages = [*messages, internal_message(message)]
+    if named:
+        call.kwargs = {**call.kwargs, "input": messages}
+    else:
+        call.args = (messages, *call.args[1:])
+    return True
+
+
+def _input_messages(model_input: Any) -> list[BaseMessage] | None:
+    """The messages a chat model makes of its input (``BaseChatModel._convert_input``)."""
+    if isinstance(model_input, PromptValue):
+        return model_input.to_messages()
+    if isinstance(model_input, str):
+        return [HumanMessage(content=model_input)]
+    if isinstance(model_input, Sequence):
+        return convert_to_messages(model_input)
+    return None
 
 
 class _StreamedAnswer:

@@ -23,6 +23,19 @@ method alike).
   already reported this turn, which marks the open turn. In ``enforce`` mode a STOP (a token
   budget, max steps) raises in the model node, before the tools it asked for run.
 
+- Delivery (``enforce`` mode): a replan's recommendation waiting for the run (a read-only
+  loop's nudge, a shell failure's hint, a truncation's continuation prompt, a premature
+  end's re-prompt) is added to this call's messages as a ``HumanMessage`` at the end, in a
+  copy of the list: the graph's state keeps the messages the agent wrote. A message list
+  ends with the user's input or the tool results of the last turn, after which a user
+  message is valid for every provider (langchain-anthropic merges it into the user turn
+  that carries the tool results).
+- Re-asks: a LangGraph ReAct agent ends its run on an answer without tool calls, so an
+  answer cut off at the token limit, or an empty give-up after failing tools, would end
+  it. Here the model is asked again at once (the answer so far plus the continuation
+  prompt, or the re-prompt) and the caller gets one ``AIMessage``: the joined text with the
+  usage summed (truncation) or the new answer (premature end).
+
 Only inside a run the guard knows (a LangGraph run, or an application's own
 ``agent_run``): a model called outside any run is left alone.
 """
@@ -31,6 +44,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages.ai import add_usage
+from langchain_core.outputs import ChatGeneration, ChatResult
 
 from otel_loopguard.kit.model_turn import ModelCall, in_a_run, model_turn_wrapper
 from otel_loopguard_langchain.runs import current_agent
@@ -46,8 +63,115 @@ def _read(call: ModelCall) -> dict[str, Any] | None:
     return _read_answer(call.instance, call.result)
 
 
+def internal_message(text: str) -> HumanMessage:
+    """Our recommendation as the model sees it: a user message the agent did not write."""
+    return HumanMessage(content=text)
+
+
+def _messages(call: ModelCall) -> list[BaseMessage] | None:
+    """The message list of a ``_generate_with_cache(messages, stop, run_manager, **kwargs)``
+    call (langchain passes it positionally; a caller may name it)."""
+    messages = call.args[0] if call.args else call.kwargs.get("messages")
+    return messages if isinstance(messages, list) else None
+
+
+def _with_messages(call: ModelCall, messages: list[BaseMessage]) -> tuple[Any, dict[str, Any]]:
+    """``call``'s arguments with ``messages`` in place of its message list."""
+    if call.args:
+        return (messages, *call.args[1:]), dict(call.kwargs)
+    return call.args, {**call.kwargs, "messages": messages}
+
+
+def _deliver(call: ModelCall, message: str) -> bool:
+    """The recommendation at the end of a copy of the call's messages."""
+    messages = _messages(call)
+    if messages is None:
+        return False
+    call.args, call.kwargs = _with_messages(call, [*messages, internal_message(message)])
+    return True
+
+
+def _answer(result: Any) -> Any:
+    """The first generation's message of a ``ChatResult`` (the answer ``invoke`` returns)."""
+    generations = getattr(result, "generations", None)
+    return getattr(generations[0], "message", None) if generations else None
+
+
+def _again(call: ModelCall, detector: str) -> tuple[Any, dict[str, Any]] | None:
+    """The re-ask after ``call.result``: the same request plus the answer so far as an
+    ``AIMessage`` (text only: a truncated answer's cut tool arguments cannot be sent back
+    without tool results). An empty answer adds nothing (providers reject an empty
+    assistant turn); the re-prompt itself is delivered into the request by ``_deliver``.
+    None when the answer asks for tools: the graph goes on to run them, and the waiting
+    message goes into the next model call instead."""
+    messages = _messages(call)
+    answer = _answer(call.result)
+    if messages is None or not isinstance(answer, AIMessage) or answer.tool_calls:
+        return None
+    text = _text_of(answer.content)
+    follow_up = [*messages, AIMessage(content=text)] if text else list(messages)
+    return _with_messages(call, follow_up)
+
+
+def _join(first: Any, second: Any) -> Any:
+    """One ``ChatResult`` whose answer is the truncated text followed by its continuation,
+    the usage of both calls summed, the rest (finish reason, tool calls) of the second."""
+    head, tail = _answer(first), _answer(second)
+    if not isinstance(head, AIMessage) or not isinstance(tail, AIMessage):
+        return second
+    usage = head.usage_metadata
+    if usage and tail.usage_metadata:
+        usage = add_usage(usage, tail.usage_metadata)
+    message = tail.model_copy(
+        update={
+            "content": _joined_content(head.content, tail.content),
+            "usage_metadata": usage or tail.usage_metadata,
+            "id": head.id or tail.id,
+        }
+    )
+    generation_info = getattr(second.generations[0], "generation_info", None)
+    return ChatResult(
+        generations=[
+            ChatGeneration(message=message, generation_info=generation_info),
+            *second.generations[1:],
+        ],
+        llm_output=second.llm_output,
+    )
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message's content: the string, or its text blocks joined."""
+    if isinstance(content, str):
+        return content
+    return "".join(
+        block if isinstance(block, str) else str(block.get("text") or "")
+        for block in content or ()
+        if isinstance(block, str) or (isinstance(block, Mapping) and block.get("type") == "text")
+    )
+
+
+def _joined_content(head: Any, tail: Any) -> Any:
+    """Strings joined as one string; content blocks (or a mix) as one block list."""
+    if isinstance(head, str) and isinstance(tail, str):
+        return head + tail
+
+    def blocks(content: Any) -> list[Any]:
+        if isinstance(content, str):
+            return [{"type": "text", "text": content}] if content else []
+        return list(content or ())
+
+    return [*blocks(head), *blocks(tail)]
+
+
 #: wraps ``BaseChatModel._generate_with_cache`` and ``_agenerate_with_cache``
-model_wrapper = model_turn_wrapper(_read, package="langchain", applies=in_a_run)
+model_wrapper = model_turn_wrapper(
+    _read,
+    package="langchain",
+    applies=in_a_run,
+    deliver=_deliver,
+    again=_again,
+    join=_join,
+)
 
 
 def _read_answer(model: Any, result: Any) -> dict[str, Any] | None:
