@@ -24,12 +24,29 @@ def apologising(messages: list[dict[str, Any]]) -> Reply:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
 def test_the_same_answer_every_turn_replans_then_stops(make_loopguard, stream):
-    guard = make_loopguard(mode="enforce")
+    guard = make_loopguard(mode="enforce", deliver_recommendations=False)
     with pytest.raises(LoopGuardInterrupt) as raised:
         run_agent(ScriptedMessagesAPI(apologising).client(), ToolBox(), stream=stream)
     assert raised.value.decision.detectors == ("repeated_text",)
     actions = [d.action.value for d, _ in guard.decided if "repeated_text" in d.detectors]
     assert actions == ["replan", "replan", "replan", "stop"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+def test_the_same_answer_after_its_nudge_stops_at_once(make_loopguard, stream):
+    """Delivered, the replan's message reaches the model once; the same apology after it
+    is the nudge not helping: the next decision stops."""
+    guard = make_loopguard(mode="enforce")
+    api = ScriptedMessagesAPI(apologising)
+    with pytest.raises(LoopGuardInterrupt) as raised:
+        run_agent(api.client(), ToolBox(), stream=stream)
+    assert raised.value.decision.detectors == ("repeated_text",)
+    assert "the nudge did not help" in raised.value.decision.reason
+    actions = [d.action.value for d, _ in guard.decided if "repeated_text" in d.detectors]
+    assert actions == ["replan", "stop"]
+    (replan,) = [d for d, _ in guard.decided if d.action.value == "replan"]
+    carrying = [r for r in api.requests if replan.recommendation in str(r["messages"])]
+    assert len(carrying) == 1
 
 
 def test_a_productive_agent_says_different_things(make_loopguard):

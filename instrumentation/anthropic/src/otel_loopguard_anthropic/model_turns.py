@@ -30,7 +30,15 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from otel_loopguard import LoopGuard, LoopGuardInterrupt, current_run, get_guard
 from otel_loopguard.kit.model_call_span import set_response_attributes
+from otel_loopguard.kit.model_turn import ModelCall as RequestCall
+from otel_loopguard.kit.recommendations import (
+    can_deliver,
+    deliver_waiting,
+    reask_request,
+    reasks_allowed,
+)
 from otel_loopguard.kit.scoped_call import PlainScope, Wrapper, scoped_wrapper
+from otel_loopguard_anthropic import recommendations
 from otel_loopguard_anthropic.messages import Turn, turn_from_message
 from otel_loopguard_anthropic.streams import AsyncObservedStream, ObservedStream
 
@@ -74,7 +82,16 @@ INPUT_TOKENS_SEEN = InputTokensSeen()
 class ModelCall:
     """The lifecycle of one request; every method is safe to call once, in order."""
 
-    __slots__ = ("_ended", "_guard", "_own", "_run_id", "_sdk_span", "_tracer", "request")
+    __slots__ = (
+        "_ended",
+        "_guard",
+        "_own",
+        "_pending",
+        "_run_id",
+        "_sdk_span",
+        "_tracer",
+        "request",
+    )
 
     def __init__(self, guard: LoopGuard, tracer: Tracer, request: dict[str, Any]) -> None:
         self._guard = guard
@@ -84,6 +101,7 @@ class ModelCall:
         self._sdk_span: Span | None = None
         self._run_id: str | None = None
         self._ended = False
+        self._pending: recommendations.PendingSpan | None = None
 
     # -- before the request -----------------------------------------------------------------
 
@@ -135,12 +153,42 @@ class ModelCall:
     def guard(self) -> LoopGuard:
         return self._guard
 
+    def deliver(self, client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The arguments to send: the caller's, or new ones whose body carries the run's
+        waiting recommendation. The delivery is recorded on our span, or on the SDK's once it
+        starts (inside ``request``, after this)."""
+        call = RequestCall(client, args, kwargs)
+        span: Any = self._own
+        if span is None:
+            span = self._pending = recommendations.PendingSpan()
+        delivered = deliver_waiting(
+            self._guard, call, recommendations.deliver, recommendations.PACKAGE, span=span
+        )
+        if delivered is None:
+            self._pending = None
+            return args, kwargs
+        body = getattr(recommendations.request_options(call), "json_data", None)
+        if isinstance(body, dict):
+            self.request = body
+        return call.args, call.kwargs
+
     def sdk_span_started(self, span: Span | None) -> None:
         """The SDK started its span for this request: we feed it, so the processor must not."""
         if span is None or self._own is not None:
             return
         self._sdk_span = span
         self._guard.mark_managed(span)
+        self.replay_delivery(span)
+
+    def replay_delivery(self, span: Span | None = None) -> None:
+        """A delivery recorded before the SDK's span started goes on it (or, when the SDK
+        made none, on the span current at delivery)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            try:
+                pending.replay(span)
+            except Exception as exc:
+                self._guard.telemetry.internal_error("anthropic.deliver", exc)
 
     def current(self) -> Any:
         """Make our span current while the request is sent (HTTP spans become children)."""
@@ -309,10 +357,11 @@ class _RequestScope(PlainScope):
     and our span current while it is sent, a failure ending it, the answer (or the stream
     that brings it) fed once the call returned."""
 
-    __slots__ = ("_call", "_current", "_token")
+    __slots__ = ("_call", "_client", "_current", "_token")
 
-    def __init__(self, call: ModelCall) -> None:
+    def __init__(self, call: ModelCall, client: Any) -> None:
         self._call = call
+        self._client = client
         self._current: Any = None
         self._token: Any = None
 
@@ -321,8 +370,16 @@ class _RequestScope(PlainScope):
         self._current = self._call.current()
         self._current.__enter__()
 
+    def request(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The arguments the request is sent with (after the pre-flight check): a waiting
+        recommendation is delivered into a copy of the body."""
+        return self._call.deliver(self._client, args, kwargs)
+
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         try:
+            self._call.replay_delivery()
             self._current.__exit__(exc_type, exc, tb)
             if exc is not None:
                 self._call.fail(exc)
@@ -335,15 +392,97 @@ class _RequestScope(PlainScope):
 
 
 def request_wrapper(tracer: Tracer, *, asynchronous: bool) -> Wrapper:
-    """Wrap ``SyncAPIClient.request`` (``asynchronous=False``) or ``AsyncAPIClient.request``."""
+    """Wrap ``SyncAPIClient.request`` (``asynchronous=False``) or ``AsyncAPIClient.request``:
+    each Messages request in its scope, then the re-asks of a truncated or empty answer."""
+    can_deliver(recommendations.PACKAGE)
 
     def open_scope(
         client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> _RequestScope | None:
         call = _start(tracer, client, args, kwargs)
-        return None if call is None else _RequestScope(call)
+        return None if call is None else _RequestScope(call, client)
 
-    return scoped_wrapper(open_scope, asynchronous=asynchronous)
+    inner = scoped_wrapper(open_scope, asynchronous=asynchronous)
+
+    def wrapper(wrapped: Any, client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if asynchronous:
+            return _async(wrapped, client, args, kwargs)
+        result = inner(wrapped, client, args, kwargs)
+        for _ in range(_reasks(args, kwargs, result)):
+            reask = _ReAsk(client, args, kwargs, result)
+            if reask.request is None:
+                break
+            try:
+                second = inner(wrapped, client, *reask.request)
+            except Exception as exc:  # the answer the caller got stands
+                get_guard().telemetry.internal_error("anthropic.reask", exc)
+                break
+            result = reask.joined(second)
+        return result
+
+    async def _async(wrapped: Any, client: Any, args: Any, kwargs: Any) -> Any:
+        result = await inner(wrapped, client, args, kwargs)
+        for _ in range(_reasks(args, kwargs, result)):
+            reask = _ReAsk(client, args, kwargs, result)
+            if reask.request is None:
+                break
+            try:
+                second = await inner(wrapped, client, *reask.request)
+            except Exception as exc:
+                get_guard().telemetry.internal_error("anthropic.reask", exc)
+                break
+            result = reask.joined(second)
+        return result
+
+    return wrapper
+
+
+def _reasks(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> int:
+    """How many re-asks this call may make: none unless a message waits somewhere (the
+    common case costs one test) and the call was a Messages request."""
+    guard = get_guard()
+    if not guard.deliveries.any_waiting():
+        return 0
+    try:
+        if messages_request(args, kwargs) is None:
+            return 0
+        return reasks_allowed(guard)
+    except Exception as exc:
+        guard.telemetry.internal_error("anthropic.reask", exc)
+        return 0
+
+
+class _ReAsk:
+    """The follow-up of one answer, if its report queued a re-ask (a truncation's
+    continuation, a premature end's re-prompt): the request, and how to join its answer."""
+
+    __slots__ = ("_first", "detector", "request")
+
+    def __init__(self, client: Any, args: Any, kwargs: Any, result: Any) -> None:
+        self._first = result
+        self.detector: str | None = None
+
+        def again(call: RequestCall, detector: str) -> Any:
+            self.detector = detector
+            return recommendations.again(call, detector)
+
+        self.request = reask_request(
+            get_guard(),
+            RequestCall(client, args, kwargs, result=result),
+            again,
+            recommendations.PACKAGE,
+        )
+
+    def joined(self, second: Any) -> Any:
+        """A truncated answer joined with its continuation; a re-prompt's answer replaces
+        the empty one."""
+        if self.detector != "truncation":
+            return second
+        try:
+            return recommendations.join(self._first, second)
+        except Exception as exc:
+            get_guard().telemetry.internal_error("anthropic.join", exc)
+            return second
 
 
 def sdk_span_wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
