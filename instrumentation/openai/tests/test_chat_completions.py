@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from agent_loop import run_chat_agent
+from agent_loop import run_chat_agent, run_loop
 from conftest import TRACER
 from otel_loopguard_testing import (
     assert_genai_chat_span,
@@ -39,23 +39,23 @@ def test_chat_span_follows_the_genai_conventions(make_loopguard):
 
 def test_truncation_replans_with_continuation_then_takes_the_answer_as_final(make_loopguard):
     """Truncation alone never stops a run (issue 18, point 7): after the two continuations
-    the third cut answer is the end of the turn, as the chat loop takes it, in enforce mode
-    too."""
+    the third cut answer is the end of the turn, in enforce mode too. The continuations are
+    asked inside the loop's one ``create`` call (delivery), which returns the joined answer."""
     lg = make_loopguard(mode="enforce", max_tokens_recoveries=2)
     api = ScriptedAPI([Turn(text=f"part {i}", finish_reason="length") for i in range(6)])
 
-    outcome = run_chat_agent(api.client(), TRACER, {})
+    answer = run_loop(api.client())
 
     actions = [decision.action.value for decision, _ in lg.decided]
     assert actions == ["replan", "replan", "warn"]
     recommendation = lg.decided[0][0].recommendation
     assert recommendation and "continue" in recommendation.lower()
-    # the loop sent each continuation prompt back to the model, then took "part 2" as final
-    assert [m["content"] for m in api.requests[2]["messages"] if m["role"] == "user"][1:] == [
-        recommendation,
+    # each continuation request: the loop's request, the answer so far, the prompt once
+    assert [m["content"] for m in api.requests[2]["messages"][-2:]] == [
+        "part 0part 1",
         recommendation,
     ]
-    assert outcome.answer == "part 2"
+    assert answer.choices[0].message.content == "part 0part 1part 2"
     assert len(api.requests) == 3
     chats = lg.spans("chat ")
     events = [lg.decisions_on(span) for span in chats]
@@ -95,11 +95,9 @@ def test_truncation_in_observe_mode_records_but_never_raises(make_loopguard):
 
 
 def test_empty_end_of_turn_after_failing_tool_replans(make_loopguard):
+    """The empty give-up is asked again inside ``create`` with the re-prompt delivered: the
+    loop gets the explanation."""
     lg = make_loopguard(mode="enforce")
-
-    def fetch(url: str) -> str:
-        raise PermissionError(f"403 forbidden: {url}")
-
     api = ScriptedAPI(
         [
             Turn(tool_calls=[("fetch", {"url": "https://example.test/pricing"})]),
@@ -107,12 +105,15 @@ def test_empty_end_of_turn_after_failing_tool_replans(make_loopguard):
             Turn(text="I could not open the page: access is forbidden."),
         ]
     )
-    outcome = run_chat_agent(api.client(), TRACER, {"fetch": fetch})
+    answer = run_loop(api.client())
 
-    assert outcome.answer == "I could not open the page: access is forbidden."
+    assert answer.choices[0].message.content == "I could not open the page: access is forbidden."
     replans = [d for d, _ in lg.decided if d.action.value == "replan"]
     assert [d.detectors for d in replans] == [("premature_end",)]
-    assert outcome.injected == [replans[0].recommendation]
+    assert api.requests[2]["messages"][-1] == {
+        "role": "user",
+        "content": replans[0].recommendation,
+    }
     second_chat = lg.spans("chat ")[1]
     (event,) = lg.decisions_on(second_chat)
     assert event["loopguard.action"] == "replan"

@@ -22,6 +22,13 @@ from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
 from otel_loopguard.kit.openai_format import CHAT, RESPONSES, ApiShape
 from otel_loopguard_openai.model_turns import ModelCallRecorder, request_wrapper
 from otel_loopguard_openai.package import _instruments
+from otel_loopguard_openai.recommendations import (
+    ReAsker,
+    again_chat,
+    deliver_chat,
+    deliver_responses,
+    join_chat,
+)
 from otel_loopguard_openai.version import __version__
 
 __all__ = ["OpenAIInstrumentor", "__version__"]
@@ -50,7 +57,17 @@ def _default_guard() -> Any:
 def _request_hook(module: str, cls: str, method: str, shape: ApiShape, is_async: bool) -> Hook:
     def make(tracer: Any) -> Any:
         recorder = ModelCallRecorder(tracer, _default_guard)
-        return request_wrapper(recorder, shape, asynchronous=is_async)
+        deliver = deliver_chat if shape is CHAT else deliver_responses
+        # re-asks for Chat Completions ``create`` only: ``parse`` raises on a truncated
+        # answer, and a Responses request has no one message list to continue
+        reasker = (
+            ReAsker(_default_guard, again_chat, join_chat)
+            if shape is CHAT and method == "create"
+            else None
+        )
+        return request_wrapper(
+            recorder, shape, asynchronous=is_async, deliver=deliver, reasker=reasker
+        )
 
     return Hook(module, f"{cls}.{method}", make=make)
 

@@ -10,7 +10,12 @@ and the streamed and non-streamed calls. Each call:
    OpenAI instrumentation (opentelemetry-instrumentation-openai-v2, OpenLLMetry) already
    makes one for this call: then the span processor observes theirs and we only enforce;
 3. reports the answer (usage, finish reasons, the tool calls the model asked for) to the
-   guard, which feeds the monitor and puts any decision on the span before it ends.
+   guard, which feeds the monitor and puts any decision on the span before it ends;
+4. in enforce mode, delivers a replan's recommendation waiting for the run (the read-only
+   nudge, the shell hint, a continuation prompt...) into this request, once, as a user
+   message at the end of ``messages`` (Chat Completions) or ``input`` (Responses); see
+   :mod:`otel_loopguard_openai.recommendations`, which also re-asks a truncated or empty
+   non-streamed Chat Completion the caller's loop would end its turn on.
 
 Nothing here may break the caller: internal errors are caught and counted by the guard;
 only ``LoopGuardInterrupt`` (enforce mode) and the SDK's own exceptions reach the caller.
@@ -26,6 +31,7 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 
 from otel_loopguard import LoopGuardInterrupt
 from otel_loopguard.kit import model_call_span as call_span
+from otel_loopguard.kit.model_turn import ModelCall
 from otel_loopguard.kit.openai_format import (
     ApiShape,
     ModelAnswer,
@@ -33,8 +39,10 @@ from otel_loopguard.kit.openai_format import (
     chat_span_name,
     output_token_cap,
 )
+from otel_loopguard.kit.recommendations import Deliver, can_deliver, deliver_waiting
 from otel_loopguard.kit.scoped_call import PlainScope, scoped_wrapper
 from otel_loopguard.kit.streamed_answer import DoneCallback
+from otel_loopguard_openai.recommendations import PACKAGE, ReAsker
 from otel_loopguard_openai.streams import ObservedAsyncStream, ObservedStream
 
 PROVIDER = "openai"
@@ -134,6 +142,32 @@ class ModelCallRecorder:
     def _internal_error(self, where: str, exc: Exception) -> None:
         call_span.count_internal_error(self._guard_provider, where, exc)
 
+    def guard(self) -> Any:
+        return self._guard_provider()
+
+    def deliver(
+        self,
+        deliver: Deliver,
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        span: Span | None,
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The arguments the request is sent with: the caller's, or new ones carrying the
+        recommendation waiting for the run (recorded on ``span``, our ``chat`` span, or
+        the current span when another instrumentation makes the request's span). Called
+        after the pre-flight check; never raises."""
+        try:
+            guard = self._guard_provider()
+            if not guard.deliveries.any_waiting():  # the common case: one test
+                return args, kwargs
+            call = ModelCall(instance, args, kwargs)
+            deliver_waiting(guard, call, deliver, PACKAGE, span)
+            return call.args, call.kwargs
+        except Exception as exc:
+            self._internal_error("openai.deliver", exc)
+            return args, kwargs
+
     def fail(self, span: Span | None, error: BaseException) -> None:
         if span is not None:
             call_span.end_failed(span, error)
@@ -232,12 +266,39 @@ def _parsed_raw_response(result: Any) -> Any:
     return parsed if hasattr(parsed, "choices") or hasattr(parsed, "output") else None
 
 
+class _DeliveringScope(PlainScope):
+    """A request whose span another OpenAI instrumentation makes: we only deliver a waiting
+    recommendation into it (the pre-flight check has run)."""
+
+    __slots__ = ("_deliver", "_instance", "_recorder")
+
+    def __init__(self, recorder: ModelCallRecorder, deliver: Deliver, instance: Any) -> None:
+        self._recorder = recorder
+        self._deliver = deliver
+        self._instance = instance
+
+    def request(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return self._recorder.deliver(self._deliver, self._instance, args, kwargs, None)
+
+
 class _RequestScope(PlainScope):
     """One request of the wrapped method (a :class:`~otel_loopguard.kit.scoped_call.Scope`):
-    the span current around the call, a failure ending it, the answer (or the stream that
-    will bring it) judged once the call returned."""
+    the span current around the call, a failure ending it, a waiting recommendation
+    delivered into the request, the answer (or the stream that will bring it) judged once
+    the call returned."""
 
-    __slots__ = ("_calling", "_kwargs", "_recorder", "_request_model", "_shape", "_span")
+    __slots__ = (
+        "_calling",
+        "_deliver",
+        "_instance",
+        "_kwargs",
+        "_recorder",
+        "_request_model",
+        "_shape",
+        "_span",
+    )
 
     def __init__(
         self,
@@ -246,16 +307,26 @@ class _RequestScope(PlainScope):
         span: Span,
         request_model: str | None,
         kwargs: dict[str, Any],
+        deliver: Deliver,
+        instance: Any,
     ) -> None:
         self._recorder = recorder
         self._shape = shape
         self._span = span
         self._request_model = request_model
         self._kwargs = kwargs
+        self._deliver = deliver
+        self._instance = instance
         self._calling = recorder.calling(span)
 
     def __enter__(self) -> None:
         self._calling.__enter__()
+
+    def request(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        # with the span current (entered): the delivery is recorded on it
+        return self._recorder.deliver(self._deliver, self._instance, args, kwargs, self._span)
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         self._calling.__exit__(exc_type, exc, tb)
@@ -271,20 +342,29 @@ class _RequestScope(PlainScope):
 
 
 def request_wrapper(
-    recorder: ModelCallRecorder, shape: ApiShape, *, asynchronous: bool
+    recorder: ModelCallRecorder,
+    shape: ApiShape,
+    *,
+    asynchronous: bool,
+    deliver: Deliver,
+    reasker: ReAsker | None = None,
 ) -> Callable[..., Any]:
     """The wrapper of one request method, sync or async (``asynchronous``: the SDK's
-    ``required_args`` decorator hides that its async methods are coroutine functions)."""
+    ``required_args`` decorator hides that its async methods are coroutine functions).
+    ``deliver`` adds a waiting recommendation to the request; ``reasker`` (Chat Completions
+    ``create``) asks again after a truncated or empty answer the caller would end its
+    turn on."""
+    can_deliver(PACKAGE)
 
     def open_scope(
         call: tuple[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> _RequestScope | None:
+    ) -> PlainScope | None:
         wrapped, instance = call
         request_model = kwargs.get("model") if isinstance(kwargs.get("model"), str) else None
         span = recorder.start(wrapped, instance, request_model, kwargs)
         if span is None:
-            return None
-        return _RequestScope(recorder, shape, span, request_model, kwargs)
+            return _DeliveringScope(recorder, deliver, instance)
+        return _RequestScope(recorder, shape, span, request_model, kwargs, deliver, instance)
 
     scoped = scoped_wrapper(open_scope, asynchronous=asynchronous)
 
@@ -292,4 +372,6 @@ def request_wrapper(
         # the scope is opened with the wrapped method too: the pre-flight looks at what it wraps
         return scoped(wrapped, (wrapped, instance), args, kwargs)
 
-    return wrapper
+    if reasker is None:
+        return wrapper
+    return reasker.wrap(wrapper, asynchronous=asynchronous)
