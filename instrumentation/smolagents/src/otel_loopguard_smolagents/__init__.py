@@ -20,7 +20,7 @@ from importlib import import_module
 from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
 from otel_loopguard_smolagents.executor import timeout_with_context
 from otel_loopguard_smolagents.foreign_runs import run_wrapper
-from otel_loopguard_smolagents.model_turns import step_stream_wrapper
+from otel_loopguard_smolagents.model_turns import memory_messages_wrapper, step_stream_wrapper
 from otel_loopguard_smolagents.package import _instruments
 from otel_loopguard_smolagents.runs import run_stream_wrapper
 from otel_loopguard_smolagents.tools import execute_tool_call_wrapper, tool_call_wrapper
@@ -50,5 +50,7 @@ class SmolagentsInstrumentor(FrameworkInstrumentor):
             Hook(_AGENTS, f"{agent_class}._step_stream", step_stream_wrapper)
             for agent_class in ("ToolCallingAgent", "CodeAgent")
         ),
+        # the step's request: a replan's recommendation goes into it
+        Hook(_AGENTS, "MultiStepAgent.write_memory_to_messages", make=memory_messages_wrapper),
         Hook(_EXECUTOR, "timeout", timeout_with_context, when=_executor_has_timeout),
     )
