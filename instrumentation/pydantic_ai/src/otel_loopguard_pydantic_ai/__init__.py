@@ -28,6 +28,7 @@ from __future__ import annotations
 from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
 from otel_loopguard_pydantic_ai.model_turns import request_wrapper, stream_wrapper
 from otel_loopguard_pydantic_ai.package import _instruments
+from otel_loopguard_pydantic_ai.recommendations import model_request_wrapper
 from otel_loopguard_pydantic_ai.runs import iter_wrapper
 from otel_loopguard_pydantic_ai.tools import tool_wrapper
 from otel_loopguard_pydantic_ai.version import __version__
@@ -47,4 +48,7 @@ class PydanticAIInstrumentor(FrameworkInstrumentor):
         Hook("pydantic_ai.tool_manager", "ToolManager.execute_tool_call", make=tool_wrapper),
         Hook(_GRAPH, "ModelRequestNode.run", request_wrapper),
         Hook(_GRAPH, "ModelRequestNode.stream", stream_wrapper),
+        # where a delivered recommendation goes into the messages sent (.recommendations)
+        Hook(_GRAPH, "model_request", model_request_wrapper),
+        Hook(_GRAPH, "model_request_stream", model_request_wrapper),
     )

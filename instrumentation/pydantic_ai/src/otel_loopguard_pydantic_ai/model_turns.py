@@ -54,6 +54,7 @@ from opentelemetry import trace
 
 from otel_loopguard import current_run
 from otel_loopguard.kit.model_turn import ModelCall, model_turn_scope, model_turn_wrapper
+from otel_loopguard_pydantic_ai.recommendations import close_step, deliver, open_step
 
 _PACKAGE = "pydantic_ai"
 #: how our errors are counted (``loopguard.internal_errors``) and logged
@@ -83,15 +84,29 @@ def _read(call: ModelCall) -> dict[str, Any] | None:
     return _read_response(response) if response is not None else None
 
 
-#: wraps ``ModelRequestNode.run(ctx)``
-request_wrapper = model_turn_wrapper(
+#: the model turn of ``ModelRequestNode.run(ctx)``; a recommendation waiting for the run
+#: goes into the step's requests (:mod:`.recommendations`)
+_turn_wrapper = model_turn_wrapper(
     _read,
     package=_PACKAGE,
     applies=_applies,
     before=_before,
     report_failed=True,
     asynchronous=True,
+    deliver=deliver,
 )
+
+
+async def request_wrapper(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Wrap ``ModelRequestNode.run(ctx)``: the model turn, inside the step's carrier of a
+    delivered recommendation (closed when the step is over, so a later step never sends it)."""
+    token = open_step()
+    try:
+        return await _turn_wrapper(wrapped, instance, args, kwargs)
+    finally:
+        close_step(token)
 
 
 def stream_wrapper(
@@ -117,17 +132,22 @@ async def _streamed_turn(
     """The model turn is open while the caller holds the stream: pydantic-ai reads the rest
     of the response, closes the stream and commits the response when the context is left.
     The pre-flight check comes before the request is opened: a vetoed one is never sent."""
-    scope = model_turn_scope(
-        _read,
-        ModelCall(instance, args, kwargs),
-        package=_PACKAGE,
-        before=_before,
-        report_failed=True,
-    )
-    with scope:
-        async with wrapped(*args, **kwargs) as agent_stream:
-            yield agent_stream
-    scope.after(None)
+    token = open_step()
+    try:
+        scope = model_turn_scope(
+            _read,
+            ModelCall(instance, args, kwargs),
+            package=_PACKAGE,
+            before=_before,
+            report_failed=True,
+            deliver=deliver,
+        )
+        with scope:
+            async with wrapped(*args, **kwargs) as agent_stream:
+                yield agent_stream
+        scope.after(None)
+    finally:
+        close_step(token)
 
 
 def _observed() -> bool:
