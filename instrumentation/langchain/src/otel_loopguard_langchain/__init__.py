@@ -19,7 +19,7 @@ import importlib.util
 
 from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, hooks_of
 from otel_loopguard_langchain.model_streams import stream_wrapper as model_stream_wrapper
-from otel_loopguard_langchain.model_turns import model_wrapper
+from otel_loopguard_langchain.model_turns import agenerate_wrapper, amodel_wrapper, model_wrapper
 from otel_loopguard_langchain.package import _instruments
 from otel_loopguard_langchain.runs import stream_wrapper
 from otel_loopguard_langchain.tools import tool_wrapper
@@ -51,9 +51,16 @@ class LangChainInstrumentor(FrameworkInstrumentor):
         *hooks_of(
             _CHAT_MODELS_MODULE,
             "BaseChatModel",
-            ("_generate_with_cache", "_agenerate_with_cache"),
+            ("_generate_with_cache",),
             wrapper=model_wrapper,
         ),
+        *hooks_of(
+            _CHAT_MODELS_MODULE,
+            "BaseChatModel",
+            ("_agenerate_with_cache",),
+            wrapper=amodel_wrapper,
+        ),
+        *hooks_of(_CHAT_MODELS_MODULE, "BaseChatModel", ("agenerate",), wrapper=agenerate_wrapper),
         *hooks_of(
             _CHAT_MODELS_MODULE,
             "BaseChatModel",

@@ -42,13 +42,15 @@ Only inside a run the guard knows (a LangGraph run, or an application's own
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.ai import add_usage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from otel_loopguard import LoopGuardInterrupt
+from otel_loopguard.kit.held_back import exception_flavour, interrupt_again
 from otel_loopguard.kit.model_turn import ModelCall, in_a_run, model_turn_wrapper
 from otel_loopguard_langchain.runs import current_agent
 
@@ -163,15 +165,44 @@ def _joined_content(head: Any, tail: Any) -> Any:
     return [*blocks(head), *blocks(tail)]
 
 
-#: wraps ``BaseChatModel._generate_with_cache`` and ``_agenerate_with_cache``
-model_wrapper = model_turn_wrapper(
-    _read,
-    package="langchain",
-    applies=in_a_run,
-    deliver=_deliver,
-    again=_again,
-    join=_join,
+_HOOKS: dict[str, Any] = {"deliver": _deliver, "again": _again, "join": _join}
+
+#: wraps ``BaseChatModel._generate_with_cache``
+model_wrapper = model_turn_wrapper(_read, package="langchain", applies=in_a_run, **_HOOKS)
+
+
+class GatheredInterrupt(LoopGuardInterrupt, Exception):
+    """A STOP of an async model call, as the ``Exception`` langchain's ``agenerate`` can
+    carry: it gathers its ``_agenerate_with_cache`` calls with ``return_exceptions=True``
+    and then reads every result that is not an ``Exception`` as an answer, so a plain
+    ``LoopGuardInterrupt`` (a ``BaseException``) would become an ``AttributeError``. The
+    ``agenerate`` wrapper (:func:`agenerate_wrapper`) raises it again as a plain interrupt."""
+
+
+def _gathered(stop: LoopGuardInterrupt) -> BaseException:
+    return exception_flavour(stop, GatheredInterrupt)
+
+
+#: wraps ``BaseChatModel._agenerate_with_cache``
+amodel_wrapper = model_turn_wrapper(
+    _read, package="langchain", applies=in_a_run, interrupt=_gathered, **_HOOKS
 )
+
+
+def agenerate_wrapper(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Wrap ``BaseChatModel.agenerate``: a STOP carried out of its gather as
+    :class:`GatheredInterrupt` leaves as the plain ``LoopGuardInterrupt`` again, which the
+    frameworks above (a LangGraph retry policy, ``except Exception``) let pass."""
+
+    async def call() -> Any:
+        try:
+            return await wrapped(*args, **kwargs)
+        except GatheredInterrupt as stop:
+            raise interrupt_again(stop) from None
+
+    return call()
 
 
 def _read_answer(model: Any, result: Any) -> dict[str, Any] | None:
