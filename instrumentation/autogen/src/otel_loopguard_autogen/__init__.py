@@ -37,6 +37,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from wrapt import FunctionWrapper, wrap_function_wrapper
 
+from otel_loopguard.kit.recommendations import can_deliver
 from otel_loopguard_autogen.model_turns import call_llm_wrapper, reflection_wrapper
 from otel_loopguard_autogen.package import _instruments
 from otel_loopguard_autogen.runs import LoopGuardTeamInterrupt, agent_run_wrapper, stream_wrapper
@@ -74,6 +75,7 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             _ASSISTANT_MODULE, "AssistantAgent._check_and_handle_handoff", handoff_wrapper
         )
         wrap_function_wrapper(_ASSISTANT_MODULE, "AssistantAgent._call_llm", call_llm_wrapper)
+        can_deliver("autogen")  # the model calls carry a replan's recommendation
         wrap_function_wrapper(
             _ASSISTANT_MODULE, "AssistantAgent._reflect_on_tool_use_flow", reflection_wrapper
         )
