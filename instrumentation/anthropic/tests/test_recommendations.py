@@ -419,3 +419,35 @@ def test_the_callers_history_is_never_changed(make_loopguard: Any) -> None:
     assert not _said(history, READ_ONLY_NUDGE)
     assert _said(api.requests[-1]["messages"], READ_ONLY_NUDGE)
     assert all(isinstance(m["content"], (str, list)) for m in history)
+
+
+def test_the_sdk_tool_runner_gets_the_joined_answer_of_a_truncated_turn(
+    make_loopguard: Any,
+) -> None:
+    """The SDK's own agent loop (beta tool runner) ends on an answer without tool calls: the
+    truncated one is continued inside its request, and the runner's last message is whole."""
+    from anthropic import beta_tool
+
+    make_loopguard(mode="enforce")
+    api = ScriptedMessagesAPI(cut_once)
+
+    @beta_tool
+    def search(query: str) -> str:
+        """Search the product knowledge base."""
+        return "no results"
+
+    with agent_run("runner"):
+        last = (
+            api.client()
+            .beta.messages.tool_runner(
+                model=MODEL,
+                max_tokens=256,
+                tools=[search],
+                messages=[{"role": "user", "content": QUESTION}],
+            )
+            .until_done()
+        )
+
+    assert "".join(b.text for b in last.content) == "The Pro plan costs 20 EUR per month."
+    assert len(api.requests) == 2
+    assert_delivered_last(api.requests[1], CONTINUATION)

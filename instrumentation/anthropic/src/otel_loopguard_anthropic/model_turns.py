@@ -8,6 +8,12 @@ through ``create``), as do the beta Messages API and the SDK's tool runner; wrap
 sent. ``start_api_call_span`` is where the SDK starts its own span for the call, so we can
 tell the span processor not to feed that one.
 
+Delivery: in ``enforce`` mode a replan's recommendation waiting for the run goes into the
+request's body after the pre-flight check (:mod:`.recommendations`), for every request
+shape alike (created, streamed, sync, async, beta); a non-streamed answer cut off at
+``max_tokens`` or an empty ``end_turn`` after failing tools is asked again inside the same
+``request`` call, so the caller gets the joined (or the new) ``Message``.
+
 Where the span comes from: since 2.x the Anthropic SDK makes its own CLIENT span per API
 call (``anthropic.messages.create``, ``gen_ai.operation.name=chat``, usage, stop reason)
 unless tracing is off for the client (``ANTHROPIC_OPEN_TELEMETRY=false`` or
@@ -157,6 +163,8 @@ class ModelCall:
         """The arguments to send: the caller's, or new ones whose body carries the run's
         waiting recommendation. The delivery is recorded on our span, or on the SDK's once it
         starts (inside ``request``, after this)."""
+        if not self._guard.deliveries.any_waiting():  # the common case: one test
+            return args, kwargs
         call = RequestCall(client, args, kwargs)
         span: Any = self._own
         if span is None:
