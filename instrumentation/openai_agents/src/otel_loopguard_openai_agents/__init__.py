@@ -26,6 +26,9 @@ Why these hook points (openai-agents 0.24):
   ``run_single_turn`` and ``run_single_turn_streamed`` look all three up in
   ``agents.run_internal.run_loop``, so wrapping them there sees each turn of plain and
   streamed runs once, before its tools run (see :mod:`.model_turns`).
+* Both turn functions build the model's input with ``maybe_filter_model_input`` (looked up
+  in ``run_loop`` too): in ``enforce`` mode a replan's recommendation is added to the input
+  it returns (see :mod:`.recommendations`).
 * ``run_streamed`` returns at once and runs the agent in a background task that awaits
   ``agents.run.start_streaming``: the agent span is opened inside that task so it ends
   when the run really ends (also when the consumer stops early or cancels).
@@ -36,6 +39,7 @@ from __future__ import annotations
 from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook, hooks_of
 from otel_loopguard_openai_agents.model_turns import model_call_wrapper, turn_wrapper
 from otel_loopguard_openai_agents.package import _instruments
+from otel_loopguard_openai_agents.recommendations import make_filter_wrapper
 from otel_loopguard_openai_agents.runs import run_wrapper, streaming_wrapper
 from otel_loopguard_openai_agents.tools import failure_wrapper, handoff_wrapper, tool_wrapper
 from otel_loopguard_openai_agents.version import __version__
@@ -66,4 +70,6 @@ class OpenAIAgentsInstrumentor(FrameworkInstrumentor):
             wrapper=model_call_wrapper,
         ),
         Hook(_LOOP_MODULE, "get_single_step_result_from_response", turn_wrapper),
+        # a replan's recommendation goes into the next model call's input (.recommendations)
+        Hook(_LOOP_MODULE, "maybe_filter_model_input", make=make_filter_wrapper),
     )
