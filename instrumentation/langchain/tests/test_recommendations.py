@@ -24,6 +24,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn, http
 from pydantic import Field
 
 from otel_loopguard import LoopGuardInterrupt
@@ -334,6 +335,74 @@ def test_a_streamed_answer_is_not_asked_again(make_loopguard: Any, path: str) ->
 
     assert len(model.requests) == 1
     assert state["messages"][-1].content == "The fix is in utils.py,"
+
+
+# -- the request ChatOpenAI sends: the OpenAI SDK's serialised chat completion request ------
+
+
+def chat_openai(api: ScriptedAPI) -> Any:
+    """The real ``langchain-openai`` model over the real OpenAI SDK, its HTTP answered by
+    the scripted API (no network)."""
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        model="gpt-test",
+        api_key="test-key",  # type: ignore[arg-type]
+        base_url="http://llm.test/v1",
+        max_retries=0,
+        http_client=http.Client(transport=http.MockTransport(api.handle)),
+        http_async_client=http.AsyncClient(transport=http.MockTransport(api.handle)),
+    )
+
+
+def drive(graph: Any, path: str) -> dict[str, Any]:
+    if path in ("ainvoke", "model_astream"):
+        return asyncio.run(graph.ainvoke(USER_INPUT, RUN_CONFIG))
+    return graph.invoke(USER_INPUT, RUN_CONFIG)
+
+
+@pytest.mark.parametrize("path", ["invoke", "ainvoke", "model_stream", "model_astream"])
+def test_chat_openai_sends_the_nudge_as_a_user_message_after_the_tool_results(
+    make_loopguard: Any, path: str
+) -> None:
+    harness = make_loopguard(mode="enforce", read_only_loop_threshold=3)
+    reads = [Turn(tool_calls=[("read_file", {"path": f"f{i}.py"})]) for i in range(4)]
+    api = ScriptedAPI([*reads, Turn(text="The bug is in utils.py.")])
+
+    state = drive(build(chat_openai(api), path), path)
+
+    assert state["messages"][-1].content == "The bug is in utils.py."
+    sent = [request["messages"] for request in api.requests]
+    carried = [sum(NUDGE in str(m.get("content")) for m in messages) for messages in sent]
+    assert carried == [0, 0, 0, 0, 1]
+    *_, assistant, tool_result, nudge = sent[4]
+    assert assistant["role"] == "assistant" and assistant["tool_calls"]
+    assert tool_result["role"] == "tool"
+    assert tool_result["tool_call_id"] == assistant["tool_calls"][0]["id"]
+    assert nudge["role"] == "user" and NUDGE in nudge["content"]
+    assert harness.run_state("coder") == "completed"
+
+
+@pytest.mark.parametrize("path", ["invoke", "ainvoke"])
+def test_chat_openai_continues_a_truncated_answer(make_loopguard: Any, path: str) -> None:
+    make_loopguard(mode="enforce")
+    api = ScriptedAPI(
+        [
+            Turn(text="The fix is in utils.py,", finish_reason="length", output_tokens=7),
+            Turn(text=" line 3.", output_tokens=3),
+        ]
+    )
+
+    state = drive(build(chat_openai(api), path), path)
+
+    final = state["messages"][-1]
+    assert final.content == "The fix is in utils.py, line 3."
+    assert final.usage_metadata["output_tokens"] == 10
+    first, second = (request["messages"] for request in api.requests)
+    *_, answer_so_far, continuation = second
+    assert second[: len(first)] == first
+    assert answer_so_far == {"role": "assistant", "content": "The fix is in utils.py,"}
+    assert continuation["role"] == "user" and CONTINUATION in continuation["content"]
 
 
 # -- 4: observe mode -----------------------------------------------------------------------

@@ -10,7 +10,9 @@ reported as a model turn (usage, tool calls, finish reason), for token budgets,
 ``max_steps``, truncation and premature ends. Loop
 detection, decisions and enforcement come from otel-loopguard's guard: in
 ``enforce`` mode a looping run ends with :class:`~otel_loopguard.LoopGuardInterrupt` in the
-caller's ``invoke`` / ``stream`` and no tool runs after the STOP.
+caller's ``invoke`` / ``stream`` and no tool runs after the STOP, and a replan's
+recommendation is delivered to the run's next chat model call as a ``HumanMessage``
+(:mod:`otel_loopguard_langchain.model_turns`).
 """
 
 from __future__ import annotations
