@@ -33,7 +33,7 @@ or run the program under ``opentelemetry-instrument``.
 from __future__ import annotations
 
 from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
-from otel_loopguard_google_adk.model_turns import call_llm_wrapper
+from otel_loopguard_google_adk.model_turns import make_call_llm_wrapper
 from otel_loopguard_google_adk.package import _instruments
 from otel_loopguard_google_adk.runs import run_async_wrapper, run_wrapper
 from otel_loopguard_google_adk.tools import tool_wrapper
@@ -54,6 +54,6 @@ class GoogleADKInstrumentor(FrameworkInstrumentor):
     hooks = (
         Hook(_RUNNERS_MODULE, "Runner.run_async", make=run_async_wrapper),
         Hook(_RUNNERS_MODULE, "Runner.run", run_wrapper),
-        Hook(_FLOW_MODULE, "BaseLlmFlow._call_llm_async", call_llm_wrapper),
+        Hook(_FLOW_MODULE, "BaseLlmFlow._call_llm_async", make=make_call_llm_wrapper),
         Hook(_CALLER_MODULE, "_execute_single_prepared_call", make=tool_wrapper),
     )

@@ -22,6 +22,23 @@ A trap: ADK drives the model's generator in copies of the context taken at the f
 ends in that copy, which holds the turn of the first pull only. So the first turn's mark
 counts for the whole call. Under ``opentelemetry-instrument`` that span, read by the span
 processor, is the layer below that reports; our report is for programs without it.
+
+Delivering recommendations (``enforce`` mode): a replan's recommendation waiting for the
+run goes into the request of the run's next model call, after the pre-flight check, as a
+``types.Content(role="user", parts=[types.Part(text=...)])`` appended to the request's
+``contents`` (after the function responses of the last step). The flow builds a new
+``LlmRequest`` from the session's events every step, and the message goes into a shallow
+copy of it with a new ``contents`` list, so neither the flow's request nor the session's
+events change: the model sees the message once, in that one request.
+
+ADK ends the agent's turn on a complete text answer, also when it was cut off at the token
+limit (``MAX_TOKENS``), and on an empty answer (which it marks as an error). When the
+answer's report queues a re-ask for the run (a truncation's continuation prompt, the
+re-prompt after an empty give-up following failing tools), that answer is held back and the
+model asked again at once with the same request plus the answer so far (a ``model``
+content) and the delivered prompt; the flow then gets one answer: the truncated text joined
+with its continuation (usage summed), or the re-prompted answer in place of the empty one.
+Streamed (SSE) partial chunks of both calls pass through as they come.
 """
 
 from __future__ import annotations
@@ -29,8 +46,30 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from otel_loopguard import get_guard
-from otel_loopguard.kit.model_turn import report_turn
+from opentelemetry import trace
+
+from otel_loopguard import current_run, get_guard
+from otel_loopguard.kit.model_turn import ModelCall, report_turn
+from otel_loopguard.kit.recommendations import (
+    REASK_DETECTORS,
+    can_deliver,
+    deliver_waiting,
+    reask_request,
+    reasks_allowed,
+)
+
+PACKAGE = "google_adk"
+
+#: (args, kwargs) of one ``_call_llm_async`` call
+Request = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+def make_call_llm_wrapper(instrumentor: Any = None) -> Callable[..., Any]:
+    """The wrapper of ``BaseLlmFlow._call_llm_async``; says that this package delivers
+    recommendations (a replan is queued for the next model call, not recorded as
+    undeliverable)."""
+    can_deliver(PACKAGE)
+    return call_llm_wrapper
 
 
 def call_llm_wrapper(
@@ -38,17 +77,59 @@ def call_llm_wrapper(
 ) -> Any:
     """Wrap ``BaseLlmFlow._call_llm_async(invocation_context, llm_request,
     model_response_event)``."""
-    invocation_context = args[0] if args else kwargs.get("invocation_context")
-    llm_request = args[1] if len(args) > 1 else kwargs.get("llm_request")
-    return _observed_call(wrapped(*args, **kwargs), invocation_context, llm_request)
+    return _observed_call(wrapped, instance, args, kwargs)
 
 
 async def _observed_call(
-    responses: AsyncGenerator[Any, None], invocation_context: Any, llm_request: Any
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> AsyncGenerator[Any, None]:
+    """The model call, re-asked while its complete answer queued a re-ask (module
+    docstring); yields what the flow gets."""
     guard = get_guard()
+    request: Request = (args, kwargs)
+    so_far: Any = None  # the answer held back, joined with its continuations
+    detector: str | None = None
+    for _ in range(reasks_allowed(guard) + 1):
+        held: Any = None
+        async for response, reask in _one_call(guard, wrapped, ModelCall(instance, *request)):
+            if held is not None:  # the call answered on after it: no re-ask of this call
+                yield held
+                held = None
+            if reask:
+                held = _combined(guard, so_far, response, detector)
+                continue
+            if so_far is not None and not _is_partial(response):
+                response = _combined(guard, so_far, response, detector)
+                so_far = None
+            yield response
+        if held is None:
+            return
+        detector = _waiting_detector(guard)
+        follow_up = reask_request(
+            guard, ModelCall(instance, args, kwargs, result=held), _again, PACKAGE
+        )
+        if follow_up is None:
+            yield held
+            return
+        so_far, request = held, follow_up
+    if so_far is not None:  # pragma: no cover - the detectors stop asking before
+        yield so_far
+
+
+async def _one_call(
+    guard: Any, wrapped: Callable[..., Any], call: ModelCall
+) -> AsyncGenerator[tuple[Any, bool], None]:
+    """One call of the flow's model: pre-flight check, delivery, one turn per pull, the
+    report of its first complete response; yields ``(response, reask)``, ``reask`` True
+    for a complete response whose report queued a re-ask of this run."""
+    guard.preflight_llm()
+    if guard.deliveries.any_waiting():
+        deliver_waiting(guard, call, deliver_message, PACKAGE, span=_delivery_span())
+    args, kwargs = call.args, call.kwargs
+    invocation_context = args[0] if args else kwargs.get("invocation_context")
+    llm_request = args[1] if len(args) > 1 else kwargs.get("llm_request")
+    responses = wrapped(*args, **kwargs)
     try:
-        guard.preflight_llm()
         first_turn = None
         reported = False
         while True:
@@ -61,18 +142,157 @@ async def _observed_call(
                 return
             finally:
                 turn.end()
-            if (
-                turn.in_run
-                and not (reported or turn.reported or first_turn.reported)
-                and _is_complete(guard, response)
-            ):
-                reported = True
-                report_turn(  # raises only our interrupt
-                    guard, "google_adk", _response_report, response, invocation_context, llm_request
-                )
-            yield response
+            reask = False
+            if turn.in_run and _is_complete(guard, response):
+                if not (reported or turn.reported or first_turn.reported):
+                    reported = True
+                    report_turn(  # raises only our interrupt
+                        guard, PACKAGE, _response_report, response, invocation_context, llm_request
+                    )
+                reask = _reask_waiting(guard)
+            yield response, reask
     finally:
         await responses.aclose()
+
+
+def _delivery_span() -> Any:
+    """The span a delivery is recorded on: the current one (ADK's model-call span where
+    ADK's tracing records), else the run's ``invoke_agent`` span."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        return span
+    run = current_run()
+    return run.span if run is not None and run.span is not None else span
+
+
+def _reask_waiting(guard: Any) -> bool:
+    """Whether a re-ask (a truncation's continuation, a premature end's re-prompt) waits
+    for the current run; the common case (nothing waiting anywhere) is one test."""
+    if not guard.deliveries.any_waiting():
+        return False
+    return _waiting_detector(guard) in REASK_DETECTORS
+
+
+def _waiting_detector(guard: Any) -> str | None:
+    try:
+        if not guard.enforcing or not guard.config.deliver_recommendations:
+            return None
+        waiting = guard.deliveries.peek(guard.resolve_run().run_id)
+    except Exception as exc:
+        guard.telemetry.internal_error(f"{PACKAGE}.again", exc)
+        return None
+    return waiting.detector if waiting is not None else None
+
+
+def _llm_request(call: ModelCall) -> Any:
+    args = call.args
+    return args[1] if len(args) > 1 else call.kwargs.get("llm_request")
+
+
+def _with_request(call: ModelCall, llm_request: Any) -> Request:
+    """``call``'s arguments with ``llm_request`` in place of its request."""
+    args, kwargs = call.args, dict(call.kwargs)
+    if len(args) > 1:
+        return (args[0], llm_request, *args[2:]), kwargs
+    kwargs["llm_request"] = llm_request
+    return args, kwargs
+
+
+def _with_contents(llm_request: Any, *extra: Any) -> Any:
+    """A shallow copy of ``llm_request`` whose ``contents`` is a new list ending with
+    ``extra``: the flow's request and the session's contents stay as they were."""
+    contents = llm_request.contents
+    if not isinstance(contents, list):
+        raise TypeError(f"LlmRequest.contents is {type(contents).__name__}, not a list")
+    return llm_request.model_copy(update={"contents": [*contents, *extra]})
+
+
+def deliver_message(call: ModelCall, message: str) -> bool:
+    """Add ``message`` to the request as a user ``Content`` at the end of its contents
+    (after the function responses the model asked for); the request object is copied."""
+    from google.genai import types
+
+    llm_request = _llm_request(call)
+    if llm_request is None:
+        return False
+    content = types.Content(role="user", parts=[types.Part(text=message)])
+    call.args, call.kwargs = _with_request(call, _with_contents(llm_request, content))
+    return True
+
+
+def _again(call: ModelCall, detector: str) -> Request | None:
+    """The re-ask after ``call.result``: the original request, plus the truncated answer
+    as a ``model`` content (an empty answer adds nothing: Gemini rejects a content without
+    parts); the waiting prompt is delivered into it by :func:`deliver_message`."""
+    from google.genai import types
+
+    llm_request = _llm_request(call)
+    if llm_request is None:
+        return None
+    if detector != "truncation":
+        return _with_request(call, _with_contents(llm_request))
+    parts = [p for p in _parts(call.result) if getattr(p, "function_call", None) is None]
+    if not _text(parts):
+        return None  # nothing to continue from
+    answer = types.Content(role="model", parts=parts)
+    return _with_request(call, _with_contents(llm_request, answer))
+
+
+def _combined(guard: Any, so_far: Any, response: Any, detector: str | None) -> Any:
+    """The answer the flow gets after a re-ask: a truncated answer joined with its
+    continuation, or the re-prompted answer in place of the empty one."""
+    if so_far is None or detector != "truncation":
+        return response
+    try:
+        return _join(so_far, response)
+    except Exception as exc:  # an answer shape we do not know: the continuation alone
+        guard.telemetry.internal_error(f"{PACKAGE}.join", exc)
+        return response
+
+
+def _join(first: Any, second: Any) -> Any:
+    """One ``LlmResponse``: the text of both answers, the second's thoughts and function
+    calls, the second's finish reason, usage summed."""
+    from google.genai import types
+
+    parts = _parts(second)
+    text = _text(_parts(first)) + _text(parts)
+    thoughts = [p for p in parts if getattr(p, "thought", False)]
+    others = [p for p in parts if not getattr(p, "thought", False) and p.text is None]
+    content = types.Content(role="model", parts=[*thoughts, types.Part(text=text), *others])
+    return second.model_copy(
+        update={
+            "content": content,
+            "usage_metadata": _usage_sum(first.usage_metadata, second.usage_metadata),
+        }
+    )
+
+
+def _usage_sum(first: Any, second: Any) -> Any:
+    if first is None or second is None:
+        return second if second is not None else first
+    fields = ("prompt_token_count", "candidates_token_count", "thoughts_token_count")
+    totals: dict[str, int] = {}
+    for field in (*fields, "total_token_count"):
+        a, b = getattr(first, field, None), getattr(second, field, None)
+        if isinstance(a, int) or isinstance(b, int):
+            totals[field] = (a or 0) + (b or 0)
+    return second.model_copy(update=totals)
+
+
+def _parts(response: Any) -> list[Any]:
+    content = getattr(response, "content", None)
+    return list(getattr(content, "parts", None) or ())
+
+
+def _text(parts: list[Any]) -> str:
+    return "".join(
+        p.text for p in parts if isinstance(p.text, str) and not getattr(p, "thought", False)
+    )
+
+
+def _is_partial(response: Any) -> bool:
+    return getattr(response, "partial", None) is True
 
 
 def _is_complete(guard: Any, response: Any) -> bool:
