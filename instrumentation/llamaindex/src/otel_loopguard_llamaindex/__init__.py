@@ -14,7 +14,7 @@ and in ``enforce`` mode ends a looping or over-budget run with
 from __future__ import annotations
 
 from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook, hooks_of
-from otel_loopguard_llamaindex.model_turns import agent_step_wrapper
+from otel_loopguard_llamaindex.model_turns import agent_step_wrapper, request_wrapper
 from otel_loopguard_llamaindex.package import _instruments
 from otel_loopguard_llamaindex.runs import run_wrapper
 from otel_loopguard_llamaindex.tools import tool_wrapper
@@ -29,12 +29,20 @@ _FUNCTION_TOOL = "llama_index.core.tools.function_tool"
 _BASE_AGENT = "llama_index.core.agent.workflow.base_agent"
 _MULTI_AGENT = "llama_index.core.agent.workflow.multi_agent_workflow"
 _AGENT_CLASSES = ((_BASE_AGENT, "BaseWorkflowAgent"), (_MULTI_AGENT, "AgentWorkflow"))
+#: the agents that ask their LLM through ``_get_response`` / ``_get_streaming_response``
+_REQUESTING_AGENTS = (
+    ("llama_index.core.agent.workflow.function_agent", "FunctionAgent"),
+    ("llama_index.core.agent.workflow.react_agent", "ReActAgent"),
+    ("llama_index.core.agent.workflow.codeact_agent", "CodeActAgent"),
+)
 
 __all__ = ["LlamaIndexInstrumentor", "LoopGuardWorkflowInterrupt", "__version__"]
 
 _CALL_TOOL = call_tool_wrapper()
 _CALL_TOOL_STEP = call_tool_step_wrapper()
 _AGENT_STEP = agent_step_wrapper()
+_REQUEST = request_wrapper(0)
+_STREAMED_REQUEST = request_wrapper(1)
 
 
 class LlamaIndexInstrumentor(FrameworkInstrumentor):
@@ -53,6 +61,15 @@ class LlamaIndexInstrumentor(FrameworkInstrumentor):
                 Hook(module, f"{cls}.call_tool", _CALL_TOOL_STEP),
                 Hook(module, f"{cls}.run", make=run_wrapper),
                 Hook(module, f"{cls}.run_agent_step", _AGENT_STEP),
+            )
+        ),
+        # the LLM's message list: a replan's recommendation goes into it
+        *(
+            hook
+            for module, cls in _REQUESTING_AGENTS
+            for hook in (
+                Hook(module, f"{cls}._get_response", _REQUEST),
+                Hook(module, f"{cls}._get_streaming_response", _STREAMED_REQUEST),
             )
         ),
     )

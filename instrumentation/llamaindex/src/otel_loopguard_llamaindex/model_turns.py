@@ -30,6 +30,18 @@ A streamed turn is reported once, when ``take_step`` returns with the stream con
   ``AgentOutput`` event has already been written to the caller's event stream by then
   (the step does that before it returns).
 
+Recommendations (``enforce`` mode): a replan's message waiting for the run goes into the
+message list the agent hands its LLM, by the request methods of the three agent classes
+(``_get_response`` / ``_get_streaming_response`` of ``FunctionAgent``, ``ReActAgent``,
+``CodeActAgent``: :func:`request_wrapper`), appended to a copy of that list as
+``ChatMessage(role="user")``: after the tool results of the run's scratchpad (or the ReAct
+observations), which the agent's own ``AgentSetup.input`` does not hold yet. An agent that
+ends its turn on an answer cut off at the token limit, or on an empty answer after failing
+tools, is asked again at once from ``run_agent_step`` (:func:`agent_step_wrapper`): the
+agent's scratchpad already holds that answer, so the same step event is the follow-up
+request, and the continuation prompt or re-prompt is delivered into it; the caller gets one
+``AgentOutput`` (a truncated answer joined with its continuation, or the new answer).
+
 Both interrupts are raised as :class:`~.workflow.LoopGuardWorkflowInterrupt`, which the
 workflow runtime hands to ``await handler`` (see :mod:`.workflow`). Not observed: the
 model calls outside ``run_agent_step`` (the ``early_stopping_method="generate"`` summary
@@ -42,18 +54,142 @@ import enum
 from collections.abc import Callable
 from typing import Any
 
+from otel_loopguard import get_guard
 from otel_loopguard.kit.model_turn import ModelCall, in_a_run, model_turn_wrapper
+from otel_loopguard.kit.recommendations import (
+    can_deliver,
+    deliver_waiting,
+    reask_request,
+    reasks_allowed,
+)
 from otel_loopguard_llamaindex.workflow import _interrupt_for_workflow
 
 _PACKAGE = "llamaindex"  # our errors are counted as llamaindex.model_turn
 
 
+#: the agent classes whose ``take_step`` keeps the answer in the run's scratchpad (or
+#: reasoning), so asking again with the same step event carries the answer so far
+_REASKABLE = ("FunctionAgent", "ReActAgent", "CodeActAgent")
+
+
 def agent_step_wrapper() -> Callable[..., Any]:
     """``run_agent_step(ctx, ev: AgentSetup)`` of both agent workflow classes (outside a run
-    the guard knows, left alone)."""
-    return model_turn_wrapper(
+    the guard knows, left alone), asking again where the agent would end its turn on a
+    truncated or empty answer (module docstring)."""
+    inner = model_turn_wrapper(
         _read, package=_PACKAGE, applies=in_a_run, interrupt=_interrupt_for_workflow
     )
+
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return _reasking(inner, wrapped, instance, args, kwargs)
+
+    return wrapper
+
+
+async def _reasking(
+    inner: Callable[..., Any],
+    wrapped: Any,
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """The step, then its re-asks while the answer's report queued one (a truncation's
+    continuation, a premature end's re-prompt), up to the recoveries the detectors allow.
+
+    The kit's ``model_turn_wrapper(again=...)`` asks again only where it delivers too; here
+    the delivery is a level below (the agents' request methods), so the loop is ours."""
+    result = await inner(wrapped, instance, args, kwargs)
+    guard = get_guard()
+    for _ in range(reasks_allowed(guard)):
+        if not guard.deliveries.any_waiting():  # the common case: one test
+            break
+        call = ModelCall(instance, args, kwargs, result=result)
+        request = reask_request(guard, call, _again, _PACKAGE)
+        if request is None:
+            break
+        detector = _waiting_detector(guard)
+        second = await inner(wrapped, instance, *request)
+        result = _joined(guard, result, second) if detector == "truncation" else second
+    return result
+
+
+def _waiting_detector(guard: Any) -> str | None:
+    try:
+        waiting = guard.deliveries.peek(guard.resolve_run().run_id)
+    except Exception:
+        return None
+    return waiting.detector if waiting is not None else None
+
+
+def _again(call: ModelCall, detector: str) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The follow-up request after an answer the workflow would end the turn on: the same
+    step event (the answer is in the acting agent's scratchpad or reasoning already). None
+    where the workflow goes on by itself (tool calls, a ReAct retry) or the agent class may
+    not keep the answer (a user's own ``take_step``)."""
+    output = call.result
+    if getattr(output, "tool_calls", None) or getattr(output, "retry_messages", None):
+        return None
+    agent = _agent_of(call.instance, getattr(output, "current_agent_name", None))
+    if not any(cls.__name__ in _REASKABLE for cls in type(agent).__mro__):
+        return None
+    return call.args, call.kwargs
+
+
+def _agent_of(instance: Any, agent_name: str | None) -> Any:
+    agents = getattr(instance, "agents", None)
+    return agents.get(agent_name) if isinstance(agents, dict) else instance
+
+
+def _joined(guard: Any, first: Any, second: Any) -> Any:
+    """One ``AgentOutput``: the continuation's, its message's text the truncated answer's
+    followed by the continuation's."""
+    try:
+        message = second.response
+        text = (first.response.content or "") + (message.content or "")
+        joined = message.model_copy(update={"blocks": []})
+        joined.content = text
+        return second.model_copy(update={"response": joined})
+    except Exception as exc:
+        guard.telemetry.internal_error(f"{_PACKAGE}.join", exc)
+        return second
+
+
+def request_wrapper(position: int) -> Callable[..., Any]:
+    """An agent class's ``_get_response`` (``position`` 0 of the message list) or
+    ``_get_streaming_response`` (1, after ``ctx``): a waiting recommendation goes into the
+    message list the LLM receives (this package delivers, said once here)."""
+    can_deliver(_PACKAGE)
+
+    def deliver(call: ModelCall, message: str) -> bool:
+        return _deliver(call, message, position)
+
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = ModelCall(instance, args, kwargs)
+        deliver_waiting(get_guard(), call, deliver, _PACKAGE)  # never raises
+        return wrapped(*call.args, **call.kwargs)
+
+    return wrapper
+
+
+def _deliver(call: ModelCall, message: str, position: int) -> bool:
+    """A copy of the message list with ``ChatMessage(role="user", content=message)`` at its
+    end: after the tool messages that answer the assistant's tool calls (function calling)
+    or the last observation (ReAct). The scratchpad and memory keep their own lists."""
+    from llama_index.core.base.llms.types import ChatMessage, MessageRole
+
+    nudge = ChatMessage(role=MessageRole.USER, content=message)
+    if "current_llm_input" in call.kwargs:
+        messages = call.kwargs["current_llm_input"]
+        if not isinstance(messages, list):
+            return False
+        call.kwargs = {**call.kwargs, "current_llm_input": [*messages, nudge]}
+        return True
+    if len(call.args) <= position or not isinstance(call.args[position], list):
+        return False
+    args = list(call.args)
+    args[position] = [*args[position], nudge]
+    call.args = tuple(args)
+    return True
 
 
 def _read(call: ModelCall) -> dict[str, Any]:
