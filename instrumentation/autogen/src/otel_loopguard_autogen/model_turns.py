@@ -104,7 +104,8 @@ def _prepared(guard: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     client carries the run's waiting recommendation (raises only our interrupt)."""
     guard.preflight_llm()
     call = ModelCall(None, (), kwargs)
-    deliver_waiting(guard, call, _deliver, "autogen", span=_delivery_span())
+    if guard.deliveries.any_waiting():  # the common case costs this one test
+        deliver_waiting(guard, call, _deliver, "autogen", span=_delivery_span())
     return call.kwargs
 
 
