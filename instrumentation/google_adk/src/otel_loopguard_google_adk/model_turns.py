@@ -184,6 +184,14 @@ def _waiting_detector(guard: Any) -> str | None:
     return waiting.detector if waiting is not None else None
 
 
+def _live(call: ModelCall) -> bool:
+    """A call ADK answers through a live connection (``RunConfig.support_cfc``), which
+    never sends the request's contents: it cannot carry a message."""
+    args = call.args
+    context = args[0] if args else call.kwargs.get("invocation_context")
+    return getattr(getattr(context, "run_config", None), "support_cfc", False) is True
+
+
 def _llm_request(call: ModelCall) -> Any:
     args = call.args
     return args[1] if len(args) > 1 else call.kwargs.get("llm_request")
@@ -213,7 +221,7 @@ def deliver_message(call: ModelCall, message: str) -> bool:
     from google.genai import types
 
     llm_request = _llm_request(call)
-    if llm_request is None:
+    if llm_request is None or _live(call):
         return False
     content = types.Content(role="user", parts=[types.Part(text=message)])
     call.args, call.kwargs = _with_request(call, _with_contents(llm_request, content))
