@@ -76,9 +76,12 @@ def test_truncation_replans_with_continuation_then_stops_after_recoveries(make_l
     assert actions == ["replan", "replan", "stop"]
     recommendation = lg.decided[0][0].recommendation
     assert recommendation and "continue" in recommendation.lower()
-    # the loop sent each continuation prompt back to the model through LiteLLM
-    sent = [m["content"] for m in api.requests[2]["messages"] if m["role"] == "user"]
-    assert sent[1:] == [recommendation, recommendation]
+    # each continuation was asked inside the loop's one ``completion`` call (delivery): the
+    # loop's request, the answer so far, the continuation prompt once
+    assert [m["content"] for m in api.requests[2]["messages"][1:]] == [
+        "part 0part 1",
+        recommendation,
+    ]
     assert "truncation" in stopped.value.decision.detectors
     assert len(api.requests) == 3  # no request after the STOP
     chats = lg.spans("chat ")

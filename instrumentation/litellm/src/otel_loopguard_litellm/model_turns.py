@@ -11,7 +11,11 @@ Each call:
    content and no tool arguments are put on it;
 3. reports the answer (usage, finish reasons, the tool calls the model asked for) to the
    guard, which feeds the detectors and puts any decision on the span before it ends; a
-   streamed answer is reported when its last chunk has been read.
+   streamed answer is reported when its last chunk has been read;
+4. in enforce mode, delivers a replan's recommendation waiting for the run into this call,
+   once, as a user message at the end of ``messages`` (or ``input``); see
+   :mod:`otel_loopguard_litellm.recommendations`, which also re-asks a truncated or empty
+   non-streamed ``completion`` the caller's loop would end its turn on.
 
 One call, one turn:
 
@@ -45,6 +49,7 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 
 from otel_loopguard import LoopGuardInterrupt
 from otel_loopguard.kit import model_call_span as call_span
+from otel_loopguard.kit.model_turn import ModelCall as KitModelCall
 from otel_loopguard.kit.openai_format import (
     ApiShape,
     ModelAnswer,
@@ -52,8 +57,10 @@ from otel_loopguard.kit.openai_format import (
     chat_span_name,
     output_token_cap,
 )
+from otel_loopguard.kit.recommendations import Deliver, can_deliver, deliver_waiting
 from otel_loopguard.kit.scoped_call import PlainScope, Wrapper, scoped_wrapper
 from otel_loopguard.kit.streamed_answer import DoneCallback
+from otel_loopguard_litellm.recommendations import PACKAGE, ReAsker
 from otel_loopguard_litellm.streams import ObservedStream
 
 # True while a completion / acompletion call we instrument runs (also in the executor
@@ -61,6 +68,12 @@ from otel_loopguard_litellm.streams import ObservedStream
 _IN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "otel_loopguard_litellm_call", default=False
 )
+
+
+def in_call() -> bool:
+    """Inside a call we instrument (a nested one passes through)."""
+    return _IN_CALL.get()
+
 
 # LiteLLM's provider names that differ from the GenAI conventions' gen_ai.provider.name
 _PROVIDER_NAMES = {
@@ -170,6 +183,23 @@ class ModelCallRecorder:
     def internal_error(self, where: str, exc: Exception) -> None:
         call_span.count_internal_error(self._guard_provider, where, exc)
 
+    def deliver(
+        self, deliver: Deliver, args: tuple[Any, ...], kwargs: dict[str, Any], span: Span
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The arguments the call is made with: the caller's, or new ones carrying the
+        recommendation waiting for the run (recorded on ``span``, the call's). Called after
+        the pre-flight check; never raises."""
+        try:
+            guard = self._guard_provider()
+            if not guard.deliveries.any_waiting():  # the common case: one test
+                return args, kwargs
+            call = KitModelCall(None, args, kwargs)
+            deliver_waiting(guard, call, deliver, PACKAGE, span)
+            return call.args, call.kwargs
+        except Exception as exc:
+            self.internal_error("litellm.deliver", exc)
+            return args, kwargs
+
     def call_returned(self, call: ModelCall) -> bool:
         """Close the call's model-turn scope; True when a layer below reported the turn."""
         try:
@@ -258,19 +288,30 @@ def _is_stream(kwargs: dict[str, Any], result: Any) -> bool:
 
 class _CallScope(PlainScope):
     """One call of the wrapped function (a :class:`~otel_loopguard.kit.scoped_call.Scope`):
-    ``with`` the :class:`ModelCall`, then the answer (or the stream that brings it) judged."""
+    ``with`` the :class:`ModelCall`, a waiting recommendation delivered into its request,
+    then the answer (or the stream that brings it) judged."""
 
-    __slots__ = ("_call", "_kwargs", "_recorder")
+    __slots__ = ("_call", "_deliver", "_kwargs", "_recorder")
 
     def __init__(
-        self, recorder: ModelCallRecorder, call: ModelCall, kwargs: dict[str, Any]
+        self,
+        recorder: ModelCallRecorder,
+        call: ModelCall,
+        kwargs: dict[str, Any],
+        deliver: Deliver,
     ) -> None:
         self._recorder = recorder
         self._call = call
         self._kwargs = kwargs
+        self._deliver = deliver
 
     def __enter__(self) -> None:
         self._call.__enter__()
+
+    def request(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return self._recorder.deliver(self._deliver, args, kwargs, self._call.span)
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         self._call.__exit__(exc_type, exc, tb)
@@ -279,8 +320,18 @@ class _CallScope(PlainScope):
         return self._recorder.returned(self._call, self._kwargs, result)
 
 
-def call_wrapper(recorder: ModelCallRecorder, shape: ApiShape, *, asynchronous: bool) -> Wrapper:
-    """The wrapper of one LiteLLM function, sync or async (``acompletion``...)."""
+def call_wrapper(
+    recorder: ModelCallRecorder,
+    shape: ApiShape,
+    *,
+    asynchronous: bool,
+    deliver: Deliver,
+    reasker: ReAsker | None = None,
+) -> Wrapper:
+    """The wrapper of one LiteLLM function, sync or async (``acompletion``...). ``deliver``
+    adds a waiting recommendation to the call's request; ``reasker`` (``completion``) asks
+    again after a truncated or empty answer the caller would end its turn on."""
+    can_deliver(PACKAGE)
 
     def open_scope(
         instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -294,6 +345,9 @@ def call_wrapper(recorder: ModelCallRecorder, shape: ApiShape, *, asynchronous: 
             # the async function, instrumented itself, and returns its coroutine
             return None
         call = recorder.start(args, kwargs, shape)
-        return None if call is None else _CallScope(recorder, call, kwargs)
+        return None if call is None else _CallScope(recorder, call, kwargs, deliver)
 
-    return scoped_wrapper(open_scope, asynchronous=asynchronous)
+    wrapper = scoped_wrapper(open_scope, asynchronous=asynchronous)
+    if reasker is None:
+        return wrapper
+    return reasker.wrap(wrapper, asynchronous=asynchronous)
