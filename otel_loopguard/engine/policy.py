@@ -93,7 +93,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import CONTINUE, Action, Decision, RunEndState, Signal
@@ -136,7 +136,6 @@ _REPLAN_DETECTORS = frozenset({"read_only_loop", "shell_failure"})
 #: permanent_failure kinds that pause (back off); ``permanent`` and ``persistent`` stop
 _BACK_OFF_KINDS = frozenset({"retryable", "unclassified"})
 _RECOVERY_DETECTORS = frozenset({"truncation", "premature_end"})
-_NO_NUDGES: Mapping[str, int] = {}
 #: the kind of the signal that turns a replan whose nudge did not help into a stop
 AFTER_NUDGE = "after_nudge"
 
@@ -156,7 +155,7 @@ class PolicyInput:
     #: loop decisions about that sub-agent already answered with replan in this run
     agent_replans: int = 0
     #: detector -> its recommendations delivered to the agent's model in this run
-    nudges: Mapping[str, int]
+    nudges: Mapping[str, int] = field(default_factory=dict)
 
     # Written out for mypyc (see Event.__init__): a custom policy gets one per event
     def __init__(
@@ -179,7 +178,7 @@ class PolicyInput:
         self.config = config
         self.agent = agent
         self.agent_replans = agent_replans
-        self.nudges = nudges if nudges is not None else _NO_NUDGES
+        self.nudges = nudges if nudges is not None else {}
 
 
 Policy = Callable[[PolicyInput], Decision]

@@ -69,15 +69,16 @@ class Deliveries:
         "_delivered",
         "_guard",
         "_lock",
-        "_waiting",
         "_warned",
+        "waiting",
     )
 
     def __init__(self, guard: Any) -> None:
         self._guard = guard
         self._cap = max(guard.config.max_runs, 1)
-        #: run id -> the message its next model request carries
-        self._waiting: dict[str, Recommendation] = {}
+        #: run id -> the message its next model request carries (read without the lock:
+        #: an empty dict is how a model call knows, in one test, that nothing waits)
+        self.waiting: dict[str, Recommendation] = {}
         #: run id -> detector -> recommendations delivered, outcome not known yet
         self._delivered: OrderedDict[str, dict[str, int]] = OrderedDict()
         self._lock = threading.Lock()
@@ -115,11 +116,11 @@ class Deliveries:
             return
         waiting = Recommendation(run_id, detector, decision.recommendation or "", decision)
         with self._lock:
-            replaced = self._waiting.get(run_id)
-            self._waiting[run_id] = waiting
-            if len(self._waiting) > self._cap:
-                oldest = next(iter(self._waiting))
-                dropped = self._waiting.pop(oldest)
+            replaced = self.waiting.get(run_id)
+            self.waiting[run_id] = waiting
+            if len(self.waiting) > self._cap:
+                oldest = next(iter(self.waiting))
+                dropped = self.waiting.pop(oldest)
             else:
                 dropped = None
         for gone in (replaced, dropped):
@@ -128,7 +129,7 @@ class Deliveries:
 
     def _stopped(self, run_id: str, decision: Decision) -> None:
         with self._lock:
-            left = self._waiting.pop(run_id, None)
+            left = self.waiting.pop(run_id, None)
             delivered = self._delivered.get(run_id)
             persisted = (
                 [s.detector for s in decision.reasons if s.kind == AFTER_NUDGE] if delivered else []
@@ -144,19 +145,19 @@ class Deliveries:
 
     def any_waiting(self) -> bool:
         """Whether any run has a message waiting (the per-call cost when none does)."""
-        return bool(self._waiting)
+        return bool(self.waiting)
 
     def peek(self, run_id: str) -> Recommendation | None:
         """The message waiting for ``run_id``, left in place."""
-        return self._waiting.get(run_id)
+        return self.waiting.get(run_id)
 
     def take(self, run_id: str) -> Recommendation | None:
         """The message waiting for ``run_id``'s next model request, taken out (it goes
         into one request only), or None."""
-        if not self._waiting:
+        if not self.waiting:
             return None
         with self._lock:
-            return self._waiting.pop(run_id, None)
+            return self.waiting.pop(run_id, None)
 
     def delivered(self, recommendation: Recommendation) -> None:
         """The message went into a model request: the ladder counts it."""
@@ -181,10 +182,10 @@ class Deliveries:
     def run_ended(self, run_id: str) -> None:
         """The run ended: its delivered nudges that the ladder never stopped resolved the
         loop; a message still waiting was never delivered."""
-        if not self._waiting and not self._delivered:
+        if not self.waiting and not self._delivered:
             return
         with self._lock:
-            left = self._waiting.pop(run_id, None)
+            left = self.waiting.pop(run_id, None)
             delivered = self._delivered.pop(run_id, None)
         if left is not None:
             self._count(left.detector, NOT_DELIVERED)

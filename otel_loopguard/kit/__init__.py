@@ -32,7 +32,9 @@ if TYPE_CHECKING:  # pragma: no cover
         in_a_run,
         model_turn_scope,
         model_turn_wrapper,
+        reasking_wrapper,
         report_turn,
+        waiting_detector,
     )
     from otel_loopguard.kit.recommendations import (
         Again,
@@ -69,7 +71,9 @@ _LAZY = {
         "in_a_run",
         "model_turn_scope",
         "model_turn_wrapper",
+        "reasking_wrapper",
         "report_turn",
+        "waiting_detector",
     ),
     "otel_loopguard.kit.recommendations": ("Again", "Deliver", "Join", "deliver_waiting"),
     "otel_loopguard.kit.run_streams": ("Steps", "drive", "events_in_run", "run_over"),
@@ -139,6 +143,7 @@ __all__ = [
     "model_turn_scope",
     "model_turn_stream",
     "model_turn_wrapper",
+    "reasking_wrapper",
     "record_outcome",
     "report_result",
     "report_turn",
@@ -146,4 +151,5 @@ __all__ = [
     "scoped_wrapper",
     "span_attributes",
     "tool_gate_wrapper",
+    "waiting_detector",
 ]

@@ -147,24 +147,31 @@ def model_turn_wrapper(
         )
 
     inner = scoped_wrapper(open_scope, asynchronous=asynchronous)
-    if again is None or deliver is None:
+    if again is None:
         return inner
-    return _reasking(inner, again, join, package, asynchronous)
+    return reasking_wrapper(inner, again, join, package, asynchronous)
 
 
-def _reasking(
-    inner: Wrapper, again: Again, join: Join | None, package: str, asynchronous: bool | None
+def reasking_wrapper(
+    inner: Wrapper,
+    again: Again,
+    join: Join | None,
+    package: str,
+    asynchronous: bool | None = None,
 ) -> Wrapper:
-    """``inner`` made again while an answer's report queues a re-ask (module docstring)."""
+    """``inner`` (a wrapt wrapper that makes and reports one model call) made again while
+    an answer's report queues a re-ask: a truncation's continuation (the answers joined by
+    ``join``) or a premature end's re-prompt (the new answer). What
+    :func:`model_turn_wrapper` does with ``again=``; for a package whose model-call
+    wrapper is a scope of its own, and whose ``deliver`` runs one level below (in the
+    request the framework builds inside the call)."""
 
     def follow_up(instance: Any, args: Any, kwargs: Any, result: Any) -> Any:
         guard = get_guard()
-        if not guard.deliveries.any_waiting():  # the common case: one test
-            return None, None
         request = reask_request(
             guard, ModelCall(instance, args, kwargs, result=result), again, package
         )
-        return request, _waiting_detector(guard) if request is not None else None
+        return request, waiting_detector(guard) if request is not None else None
 
     def joined(first: Any, second: Any, detector: str | None) -> Any:
         if join is None or detector != "truncation":
@@ -179,6 +186,8 @@ def _reasking(
         if asynchronous if asynchronous is not None else is_async(wrapped):
             return _async(wrapped, instance, args, kwargs)
         result = inner(wrapped, instance, args, kwargs)
+        if not get_guard().deliveries.waiting:  # the common case: nothing to re-ask
+            return result
         for _ in range(reasks_allowed(get_guard())):
             request, detector = follow_up(instance, args, kwargs, result)
             if request is None:
@@ -188,6 +197,8 @@ def _reasking(
 
     async def _async(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         result = await inner(wrapped, instance, args, kwargs)
+        if not get_guard().deliveries.waiting:
+            return result
         for _ in range(reasks_allowed(get_guard())):
             request, detector = follow_up(instance, args, kwargs, result)
             if request is None:
@@ -198,7 +209,7 @@ def _reasking(
     return wrapper
 
 
-def _waiting_detector(guard: Any) -> str | None:
+def waiting_detector(guard: Any) -> str | None:
     """The detector of the message waiting for the current run (the re-ask's kind)."""
     try:
         waiting = guard.deliveries.peek(guard.resolve_run().run_id)
@@ -278,7 +289,7 @@ class _Turn:
             if self._interrupt is None:
                 raise
             raise self._interrupt(stop) from None
-        if self._deliver is not None:
+        if self._deliver is not None and self._guard.deliveries.waiting:
             deliver_waiting(self._guard, self._call, self._deliver, self._package)
         if self._before is not None:
             self._call.before = self._before(self._call)

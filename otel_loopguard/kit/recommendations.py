@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 
 from otel_loopguard.guard.deliveries import DELIVERING_PACKAGES, Recommendation
+from otel_loopguard.guard.run_context import current_run
 from otel_loopguard.telemetry import DELIVERED_EVENT, RUN_ID_ATTRIBUTE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -91,10 +92,20 @@ def deliver_waiting(
         return None
     try:
         deliveries.delivered(waiting)
-        _record(waiting, span if span is not None else trace.get_current_span())
+        _record(waiting, span if span is not None else _current_span())
     except Exception as exc:
         guard.telemetry.internal_error(f"{package}.deliver", exc)
     return waiting
+
+
+def _current_span() -> Any:
+    """The span current at the call, or the current run's agent span where the framework's
+    own current span records nothing (a framework making spans without a tracer provider)."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        return span
+    handle = current_run()
+    return handle.span if handle is not None and handle.span is not None else span
 
 
 def _record(waiting: Recommendation, span: Any) -> None:

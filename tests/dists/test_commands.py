@@ -1,8 +1,10 @@
 """The `otel-loopguard` command from the installed wheel: README's first two commands.
 
 `demo --scenario all` runs every scripted agent under the real plugin in enforce mode; the
-looping ones must be interrupted and the healthy one left alone. `analyze` then replays
-the trace file the demo wrote and must find the same stops.
+looping ones must be interrupted, the nudged one that listens must recover and the healthy
+one be left alone. `analyze` then replays the trace file the demo wrote and must find the
+same stops (but the one made after a delivered nudge: replay cannot know whether a model
+would have listened, so there it is the replan that delivered the nudge).
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from typing import Any
 import pytest
 from conftest import Venv, explain
 
-#: the demo's scripted scenarios that loop, and the one that does not
+#: the demo's scripted scenarios that loop, and those that do not
 LOOPING = ("stuck-search", "ping-pong", "permanent-failure")
-HEALTHY = "healthy"
+#: stopped on-line after its nudge was delivered and ignored (a replan in replay)
+NUDGE_IGNORED = "nudge-ignored"
+HEALTHY = ("healthy", "nudge-heeded")
 
 
 @pytest.fixture(scope="module")
@@ -49,15 +53,17 @@ def test_demo_stops_every_looping_scenario_and_leaves_the_healthy_one(
     assert done.returncode == 0, explain(done)
     assert "Traceback" not in done.stderr, done.stderr
     verdicts = summary_lines(done.stdout)
-    for name in LOOPING:
+    for name in (*LOOPING, NUDGE_IGNORED):
         assert verdicts[name].startswith("stopped at call"), verdicts
         # stopped before its script's natural end: calls and tokens were saved
         calls, total = re.search(
             r"stopped at call (\d+), saved (\d+) calls", verdicts[name]
         ).groups()
         assert int(calls) >= 1 and int(total) >= 1
-    assert verdicts[HEALTHY].startswith("completed"), verdicts
-    assert done.stdout.count("LoopGuardInterrupt reached the agent's caller") == len(LOOPING)
+    assert verdicts["healthy"].startswith("completed"), verdicts
+    assert verdicts["nudge-heeded"].startswith("recovered after the nudge"), verdicts
+    interrupted = done.stdout.count("LoopGuardInterrupt reached the agent's caller")
+    assert interrupted == len(LOOPING) + 1
     assert trace_file.is_file()
     assert f"otel-loopguard analyze {trace_file}" in done.stdout
 
@@ -74,10 +80,12 @@ def test_analyze_replays_the_demo_trace_and_finds_the_stops(
     done = analyze(installed, trace_file, "--format", "json", "--fail-on", "never")
     assert done.returncode == 0, explain(done)
     report: dict[str, Any] = json.loads(done.stdout)
-    assert report["summary"]["runs"] == len(LOOPING) + 1
+    assert report["summary"]["runs"] == len(LOOPING) + 1 + len(HEALTHY)
     assert report["summary"]["stopped"] == len(LOOPING)
     finals = sorted(run["final_action"] for run in report["runs"])
     assert finals.count("stop") == len(LOOPING)
+    nudged = [run for run in report["runs"] if run["agent"] == "coding-agent"]
+    assert sorted(len(run["deliveries"]) for run in nudged) == [1, 2]
     # the default --fail-on stop: a CI job gating on the trace fails, with the text report
     done = analyze(installed, trace_file)
     assert done.returncode == 1, explain(done)

@@ -85,12 +85,14 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[dict[s
 
 def test_the_deciding_tool_span_says_stop_as_attributes(demo_spans) -> None:
     stopped = [s for s in demo_spans if s["attrs"].get("loopguard.action") == "stop"]
-    # one attribute filter finds the three tool calls where the three loops were stopped,
-    # and the three agent spans they interrupted (the roots a trace list shows)
+    # one attribute filter finds the four tool calls where the four loops were stopped,
+    # and the four agent spans they interrupted (the roots a trace list shows)
     assert sorted(s["name"] for s in stopped) == [
+        "execute_tool bash",
         "execute_tool fetch_order",
         "execute_tool search_kb",
         "execute_tool transfer_to_triage_agent",
+        "invoke_agent coding-agent",
         "invoke_agent order-agent",
         "invoke_agent support-agent",
         "invoke_agent triage-agent",
@@ -98,7 +100,7 @@ def test_the_deciding_tool_span_says_stop_as_attributes(demo_spans) -> None:
     stops = {
         s["traceId"]: d for s in stopped for d in s["decisions"] if d["loopguard.action"] == "stop"
     }
-    assert len(stops) == 3
+    assert len(stops) == 4
     for span in stopped:  # each the same as the trace's STOP event
         for key in ("loopguard.risk_score", "loopguard.detectors", "loopguard.reason"):
             assert span["attrs"][key] == stops[span["traceId"]][key], key
@@ -114,7 +116,7 @@ def test_the_stopped_agent_span_status_starts_with_the_reason(demo_spans) -> Non
     agents = [
         s for s in demo_spans if s["name"].startswith("invoke_agent") and s["traceId"] in stops
     ]
-    assert len(agents) == 3
+    assert len(agents) == 4
     for agent in agents:
         message = agent["status"]["message"]
         assert message.startswith(stops[agent["traceId"]]), message
@@ -130,9 +132,10 @@ def test_every_warn_scores_below_every_stop(demo_spans) -> None:
             risks.setdefault(decision["loopguard.action"], []).append(
                 decision["loopguard.risk_score"]
             )
-    # the healthy run's two warns (polling, repeated model turns) among them
-    assert len(risks["warn"]) == 4 and len(risks["stop"]) == 3
-    assert max(risks["warn"]) < min(risks["stop"]), risks
+    # the healthy run's two warns (polling, repeated model turns) among them; the two
+    # replans (the shell hint of the nudge scenarios) between warns and stops
+    assert len(risks["warn"]) == 4 and len(risks["stop"]) == 4 and len(risks["replan"]) == 2
+    assert max(risks["warn"]) < min(risks["replan"]) <= max(risks["replan"]) < min(risks["stop"])
 
 
 def test_the_ping_pong_names_the_agents_as_they_are_named(demo_spans) -> None:

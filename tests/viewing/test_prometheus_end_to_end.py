@@ -4,9 +4,10 @@ The demo runs its scripted agents (all scenarios, enforce mode) under the real s
 processor with the Prometheus exporter serving ``/metrics``; Debian's ``prometheus`` binary
 scrapes it every second; each panel query of each dashboard, with Grafana's variables filled
 in, is then run through Prometheus' HTTP API. Each must return data, and each panel's
-values must be the demo's: three stops (by repetition, handoff_cycle and
-permanent_failure, of three agents), four warns, three interrupts, three stopped runs and
-one completed. Every one of those series is born at 1 (or at its first count), which
+values must be the demo's: four stops (by repetition, handoff_cycle, permanent_failure
+and shell_failure, of four agents), four warns, two replans (the shell hint, delivered
+twice: one resolved, one persisted), four interrupts, four stopped runs and two
+completed. Every one of those series is born at 1 (or at its first count), which
 ``increase()`` alone cannot count, so the panels are evaluated twice: over a range that
 starts before the plugin's first scrape (every series born inside it) and over one that
 starts after it (the zero series created at start are old, the decisions are born).
@@ -74,22 +75,37 @@ def finite_values(result: list[dict]) -> list[float]:
 # ping-pong: warn action_cycle, stop handoff_cycle (both billing-agent's
 # transfer_to_triage_agent); permanent-failure (order-agent): stop permanent_failure
 # (fetch_order); healthy (support-agent): warn repetition (check_status), warn
-# repeated_tool_steps (a model turn: no tool). Each STOP interrupted its run.
+# repeated_tool_steps (a model turn: no tool); nudge-heeded (coding-agent): replan
+# shell_failure (bash), delivered, the run recovers (resolved); nudge-ignored (coding-agent):
+# replan shell_failure, delivered, then stop shell_failure after the nudge (persisted).
+# Each STOP interrupted its run.
 DEMO_PANELS: dict[str, dict[str, float]] = {
-    "Decisions over time by action": {"warn": 4, "stop": 3},
-    "Stops by detector": {"repetition": 1, "handoff_cycle": 1, "permanent_failure": 1},
-    "Agents that loop most": {"support-agent": 1, "billing-agent": 1, "order-agent": 1},
+    "Decisions over time by action": {"warn": 4, "replan": 2, "stop": 4},
+    "Stops by detector": {
+        "repetition": 1,
+        "handoff_cycle": 1,
+        "permanent_failure": 1,
+        "shell_failure": 1,
+    },
+    "Agents that loop most": {
+        "support-agent": 1,
+        "billing-agent": 1,
+        "order-agent": 1,
+        "coding-agent": 3,
+    },
     "Tools that loop most": {
         "search_kb": 2,
         "transfer_to_triage_agent": 2,
         "fetch_order": 1,
         "check_status": 1,
+        "bash": 3,
     },
-    # cumulative buckets: the four warns score at most 0.5, the three stops above 0.7
-    "Risk score distribution": {"0.5": 4, "0.6": 4, "0.7": 4, "1.0": 7, "+Inf": 7},
-    "Interrupts": {"": 3},
+    # cumulative buckets: the four warns score at most 0.5, the two replans 0.55-0.6, the
+    # four stops above 0.7
+    "Risk score distribution": {"0.5": 4, "0.6": 6, "0.7": 6, "1.0": 10, "+Inf": 10},
+    "Interrupts": {"": 4},
     "Active runs": {},
-    "Runs by end state": {"stopped": 3, "completed": 1},
+    "Runs by end state": {"stopped": 4, "completed": 2},
     "Internal errors": {},
     "Signals by detector": {
         "repetition": 3,
@@ -98,7 +114,9 @@ DEMO_PANELS: dict[str, dict[str, float]] = {
         "handoff_cycle": 1,
         "permanent_failure": 1,
         "repeated_tool_steps": 1,
+        "shell_failure": 3,
     },
+    "Recommendations by outcome": {"resolved": 1, "persisted": 1},
 }
 # the same with the dashboard's agent variable set to support-agent (the two runs of it)
 SUPPORT_AGENT_PANELS = {
@@ -223,7 +241,7 @@ def test_every_panel_shows_what_the_demo_did_in_real_prometheus(prometheus, tmp_
         while True:
             assert demo.poll() is None, demo.stdout.read() if demo.stdout else ""
             runs = finite_values(query(base, "sum(loopguard_runs_total)"))
-            if runs and runs[0] >= 4:
+            if runs and runs[0] >= 6:
                 break
             assert time.monotonic() < deadline, "no loopguard_runs_total in Prometheus"
             time.sleep(1)
@@ -281,7 +299,7 @@ def test_every_panel_shows_what_the_demo_did_in_real_prometheus(prometheus, tmp_
             time.sleep(1)
         assert not wrong, "panels that do not show what the demo did:\n" + "\n".join(wrong)
         # our alerting rules, loaded by this Prometheus: each evaluates without error on
-        # the plugin's real series, and three stopped runs of four raise the stop-rate
+        # the plugin's real series, and four stopped runs of six raise the stop-rate
         # alert (pending: it fires after 10 minutes, which promtool's tests cover) with the
         # true share of stopped runs: every run counted, also the first of each end state
         # (a counter series born at 1 would count as no increase). The alert's value

@@ -45,11 +45,9 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import wrapt
-from opentelemetry import trace
 
 from otel_loopguard import LoopGuardInterrupt, get_guard
-from otel_loopguard.guard.run_context import current_run
-from otel_loopguard.kit.model_turn import ModelCall, report_turn
+from otel_loopguard.kit.model_turn import ModelCall, report_turn, waiting_detector
 from otel_loopguard.kit.recommendations import deliver_waiting, reask_request, reasks_allowed
 from otel_loopguard_autogen.runs import interrupt_for_host
 from otel_loopguard_autogen.tools import decode_arguments
@@ -105,18 +103,9 @@ def _prepared(guard: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     guard.preflight_llm()
     call = ModelCall(None, (), kwargs)
     if guard.deliveries.any_waiting():  # the common case costs this one test
-        deliver_waiting(guard, call, _deliver, "autogen", span=_delivery_span())
+        # recorded on the current span, or on the run's where autogen's own records nothing
+        deliver_waiting(guard, call, _deliver, "autogen")
     return call.kwargs
-
-
-def _delivery_span() -> Any:
-    """Where a delivery is recorded: the current span, unless it is a non-recording one
-    (autogen's own agent spans, with no tracer provider of their own), then the run's."""
-    span = trace.get_current_span()
-    if span.is_recording():
-        return span
-    run = current_run()
-    return run.span if run is not None and run.span is not None else span
 
 
 async def _observed_call(
@@ -242,12 +231,8 @@ def _follow_up(
     request = reask_request(guard, ModelCall(None, (), kwargs, result=result), _again, "autogen")
     if request is None:
         return None
-    try:
-        waiting = guard.deliveries.peek(guard.resolve_run().run_id)
-    except Exception as exc:
-        guard.telemetry.internal_error("autogen.again", exc)
-        return None
-    return (request[1], waiting.detector) if waiting is not None else None
+    detector = waiting_detector(guard)
+    return (request[1], detector) if detector is not None else None
 
 
 def _join(first: Any, second: Any) -> Any:

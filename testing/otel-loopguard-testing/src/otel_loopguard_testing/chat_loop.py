@@ -46,14 +46,18 @@ def run_chat_tool_loop(
 
     It marks its run with ``guard.agent_run`` and each tool execution with
     ``guard.tool_call`` (reporting the tool's result); the model calls are seen by the
-    instrumentation under test alone. It follows replan recommendations the way the README
-    tells users to: ``guard.on_decision`` hands the decision to the loop, which sends
-    ``decision.recommendation`` as the next user message.
+    instrumentation under test alone. Where the plugin does not deliver replans itself
+    (``observe`` mode, or ``OTEL_LOOPGUARD_DELIVER_RECOMMENDATIONS=false``) it follows them
+    the way docs/python-api.md shows for such agents: ``guard.on_decision`` hands the
+    decision to the loop, which sends ``decision.recommendation`` as the next user message;
+    in ``enforce`` mode with delivery on, the model SDK package delivers it (sending it here
+    too would send it twice).
     """
     from otel_loopguard.engine.decisions import Action, Decision
     from otel_loopguard.guard import get_guard
 
     guard = get_guard()
+    follows_replans = not (guard.enforcing and guard.config.deliver_recommendations)
     outcome = ChatLoopOutcome()
     pending: list[Decision] = []
     guard.on_decision(lambda decision, _event: pending.append(decision))
@@ -65,7 +69,7 @@ def run_chat_tool_loop(
             message = complete(messages).choices[0].message
             messages.append(message.model_dump(exclude_none=True))
             replans = [d for d in pending if d.action is Action.REPLAN and d.recommendation]
-            if replans:
+            if replans and follows_replans:
                 outcome.injected.append(replans[-1].recommendation or "")
                 messages.append({"role": "user", "content": replans[-1].recommendation})
                 continue
