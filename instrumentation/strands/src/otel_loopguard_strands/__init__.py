@@ -47,7 +47,7 @@ from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from otel_loopguard_strands.graphs import node_task_wrapper, parallel_nodes_wrapper
-from otel_loopguard_strands.model_turns import invoke_model_terminal_wrapper
+from otel_loopguard_strands.model_turns import delivering, invoke_model_terminal_wrapper
 from otel_loopguard_strands.package import _instruments
 from otel_loopguard_strands.runs import stream_async_wrapper
 from otel_loopguard_strands.tools import (
@@ -90,6 +90,7 @@ class StrandsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         wrap_function_wrapper(
             _GRAPH_MODULE, "Graph._execute_nodes_parallel", parallel_nodes_wrapper
         )
+        delivering()
         wrap_function_wrapper(
             _EVENT_LOOP_MODULE, "_make_invoke_model_terminal", invoke_model_terminal_wrapper
         )
