@@ -25,6 +25,7 @@ from otel_loopguard.analyze.replay import DecisionRecord, RunRecord
 from otel_loopguard.engine.decisions import Action, Decision
 from otel_loopguard.engine.events import Event
 from otel_loopguard.engine.run_identity import RunKey
+from otel_loopguard.guard.deliveries import NOT_DELIVERED
 from otel_loopguard.serve.state_sync import RunStateSync
 from otel_loopguard.telemetry import SCOPE_NAME, Telemetry
 
@@ -45,6 +46,9 @@ class DecisionOutput:
         self.state_sync = state_sync
         self.decision_spans = 0
         self.stops_stored = 0
+        # the service sees spans after the fact: it can never put a replan's recommendation
+        # into the agent's next model request, and says so on each replan it exports
+        telemetry.delivery_status = _never_delivered
 
     def decided(
         self,
@@ -74,6 +78,12 @@ class DecisionOutput:
                 self.decision_spans += 1
             except Exception as exc:
                 telemetry.internal_error("serve.decision_span", exc)
+        if decision.action is Action.REPLAN and decision.recommendation:
+            try:
+                detectors = decision.detectors
+                telemetry.record_recovery(detectors[0] if detectors else "none", NOT_DELIVERED)
+            except Exception as exc:
+                telemetry.internal_error("serve.recoveries", exc)
         if decision.action is Action.STOP and self.store is not None:
             try:
                 self._store_stop(record.run_id, decision)
@@ -103,6 +113,13 @@ class DecisionOutput:
             self.telemetry.record_run_end(record.end_state or "completed")
         except Exception as exc:
             self.telemetry.internal_error("serve.run_metrics", exc)
+
+
+def _never_delivered(decision: Decision) -> str | None:
+    """``loopguard.recommendation.delivery`` of a decision the service exports."""
+    if decision.action is Action.REPLAN and decision.recommendation:
+        return NOT_DELIVERED
+    return None
 
 
 def decision_tracer(provider: Any) -> trace.Tracer:

@@ -28,10 +28,12 @@ def looping_trace(
     service: str = "raw-agent",
     start_ns: int = 1_000_000_000,
     conversation: str | None = None,
+    reads: bool = False,
 ) -> tuple[str, ExportTraceServiceRequest]:
-    """One agent run of ``calls`` identical searches with identical empty answers, root
-    last (as an SDK exports it), every span carrying ``conversation`` when given; returns
-    the trace id and the request."""
+    """One agent run of ``calls`` identical searches with identical empty answers (with
+    ``reads``: ``read_file`` calls of distinct files, a read-only loop), root last (as an
+    SDK exports it), every span carrying ``conversation`` when given; returns the trace id
+    and the request."""
     trace_id = os.urandom(16)
     root_id = os.urandom(8)
     common = [_kv("gen_ai.conversation.id", conversation)] if conversation else []
@@ -43,14 +45,17 @@ def looping_trace(
                 trace_id=trace_id,
                 span_id=os.urandom(8),
                 parent_span_id=root_id,
-                name="execute_tool search",
+                name="execute_tool read_file" if reads else "execute_tool search",
                 start_time_unix_nano=begin,
                 end_time_unix_nano=begin + 500_000,
                 attributes=[
                     _kv("gen_ai.operation.name", "execute_tool"),
-                    _kv("gen_ai.tool.name", "search"),
-                    _kv("gen_ai.tool.call.arguments", json.dumps({"query": "pricing"})),
-                    _kv("gen_ai.tool.call.result", "no results"),
+                    _kv("gen_ai.tool.name", "read_file" if reads else "search"),
+                    _kv(
+                        "gen_ai.tool.call.arguments",
+                        json.dumps({"path": f"f{index}.py"} if reads else {"query": "pricing"}),
+                    ),
+                    _kv("gen_ai.tool.call.result", f"contents {index}" if reads else "no results"),
                     *common,
                 ],
             )

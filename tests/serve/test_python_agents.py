@@ -85,6 +85,22 @@ def test_otlp_json_is_judged_too(serve: ServeProcess, backend: OTLPReceiver) -> 
     assert wait_for(lambda: _decision_spans(backend, trace_id, "stop"))
 
 
+def test_a_replan_is_exported_as_not_delivered(serve: ServeProcess, backend: OTLPReceiver) -> None:
+    """The service sees spans after the fact: a read-only loop's nudge cannot reach the
+    agent's model; its decision span and the recoveries metric say so."""
+    trace_id, request = looping_trace(9, service="reading-agent", reads=True)
+    assert post(serve.http, request.SerializeToString())[0] == 200
+    (replan,) = wait_for(lambda: _decision_spans(backend, trace_id, "replan"))
+    assert replan.attributes["loopguard.recommendation.delivery"] == "not_delivered"
+    assert "Act on what you found" in replan.attributes["loopguard.recommendation"]
+    wait_for(
+        lambda: serve.metric(
+            "loopguard_recoveries_total", detector="read_only_loop", outcome="not_delivered"
+        )
+        == 1
+    )
+
+
 def test_no_argument_or_result_in_the_log(serve: ServeProcess) -> None:
     """Last in this module: stops the service to read its whole log."""
     assert serve.stop() == 0
