@@ -13,8 +13,8 @@ import logging
 from typing import Any
 
 import pytest
-from otel.helpers import Stack, foreign_agent_span, foreign_tool_span, make_stack
 
+from otel.helpers import Stack, foreign_agent_span, foreign_tool_span, make_stack
 from otel_loopguard import LoopGuardInterrupt, agent_run, set_guard, tool_span
 from otel_loopguard.guard import deliveries as deliveries_module
 from otel_loopguard.kit import ModelCall, model_turn_wrapper
