@@ -94,10 +94,12 @@ def test_a_replan_is_exported_as_not_delivered(serve: ServeProcess, backend: OTL
     assert replan.attributes["loopguard.recommendation.delivery"] == "not_delivered"
     assert "Act on what you found" in replan.attributes["loopguard.recommendation"]
     wait_for(
-        lambda: serve.metric(
-            "loopguard_recoveries_total", detector="read_only_loop", outcome="not_delivered"
+        lambda: (
+            serve.metric(
+                "loopguard_recoveries_total", detector="read_only_loop", outcome="not_delivered"
+            )
+            == 1
         )
-        == 1
     )
 
 
