@@ -35,7 +35,11 @@ from __future__ import annotations
 from functools import partial
 
 from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
-from otel_loopguard_agno.model_turns import aprocess_wrapper, process_wrapper, stream_wrapper
+from otel_loopguard_agno.model_turns import (
+    make_aprocess_wrapper,
+    make_process_wrapper,
+    make_stream_wrapper,
+)
 from otel_loopguard_agno.package import _instruments
 from otel_loopguard_agno.runs import run_stream_wrapper, run_wrapper
 from otel_loopguard_agno.tools import aexecute_wrapper, execute_wrapper
@@ -54,10 +58,10 @@ _RUN_FUNCTIONS = {
     "_arun_stream": partial(run_stream_wrapper, asynchronous=True),
 }
 _MODEL_METHODS = {
-    "_process_model_response": process_wrapper,
-    "_aprocess_model_response": aprocess_wrapper,
-    "process_response_stream": stream_wrapper,
-    "aprocess_response_stream": stream_wrapper,
+    "_process_model_response": make_process_wrapper,
+    "_aprocess_model_response": make_aprocess_wrapper,
+    "process_response_stream": make_stream_wrapper,
+    "aprocess_response_stream": make_stream_wrapper,
 }
 
 
@@ -72,10 +76,7 @@ class AgnoInstrumentor(FrameworkInstrumentor):
             for module in _RUN_MODULES
             for name, make in _RUN_FUNCTIONS.items()
         ),
-        *(
-            Hook(_MODEL_MODULE, f"Model.{name}", wrapper)
-            for name, wrapper in _MODEL_METHODS.items()
-        ),
+        *(Hook(_MODEL_MODULE, f"Model.{name}", make=make) for name, make in _MODEL_METHODS.items()),
         Hook(_FUNCTION_MODULE, "FunctionCall.execute", make=execute_wrapper),
         Hook(_FUNCTION_MODULE, "FunctionCall.aexecute", make=aexecute_wrapper),
     )
