@@ -158,16 +158,20 @@ def reasking_wrapper(
     join: Join | None,
     package: str,
     asynchronous: bool | None = None,
+    nested: Callable[[], bool] | None = None,
 ) -> Wrapper:
     """``inner`` (a wrapt wrapper that makes and reports one model call) made again while
     an answer's report queues a re-ask: a truncation's continuation (the answers joined by
     ``join``) or a premature end's re-prompt (the new answer). What
     :func:`model_turn_wrapper` does with ``again=``; for a package whose model-call
     wrapper is a scope of its own, and whose ``deliver`` runs one level below (in the
-    request the framework builds inside the call)."""
+    request the framework builds inside the call). ``nested()`` True: a call inside one an
+    outer wrapper makes and re-asks (a gateway's nested call): not asked again here."""
 
     def follow_up(instance: Any, args: Any, kwargs: Any, result: Any) -> Any:
         guard = get_guard()
+        if nested is not None and nested():
+            return None, None
         request = reask_request(
             guard, ModelCall(instance, args, kwargs, result=result), again, package
         )

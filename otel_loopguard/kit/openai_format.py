@@ -25,6 +25,7 @@ a few attribute reads per answer or chunk beside the SDK's own parsing of it.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -316,6 +317,58 @@ def with_input_message(items: Any, text: str) -> list[Any] | None:
     if not isinstance(items, (list, tuple)):
         return None
     return [*items, {"role": "user", "content": text}]
+
+
+def _only_message(completion: Any) -> Any:
+    """The message of a one-choice Chat Completion, or None for any other answer (a raw
+    response, several choices, a stream)."""
+    choices = _field(completion, "choices")
+    if not isinstance(choices, list) or len(choices) != 1:
+        return None
+    return _field(choices[0], "message")
+
+
+def continued_chat_messages(messages: Any, answer: Any, detector: str) -> list[Any] | None:
+    """The messages of the re-ask after ``answer``, a Chat Completion without tool calls a
+    hand-written loop would end its turn on (the kit's ``again``): a truncated answer
+    continued (``messages`` plus the answer so far as an assistant message; the continuation
+    prompt is delivered after it), an empty one asked again (``messages`` as they were; the
+    re-prompt is delivered after the tool results). None for a stream, several choices, an
+    answer that asked for tools (the loop runs them and asks again itself)."""
+    message = _only_message(answer)
+    if message is None or not isinstance(messages, (list, tuple)):
+        return None
+    if _field(message, "tool_calls") or _field(message, "function_call"):
+        return None
+    content = _field(message, "content")
+    if detector == "truncation":
+        if not content or not isinstance(content, str):
+            return None  # nothing to continue from
+        return [*messages, {"role": "assistant", "content": content}]
+    if detector == "premature_end" and not content:
+        return list(messages)
+    return None
+
+
+def joined_chat_completion(first: Any, second: Any) -> Any:
+    """One Chat Completion (the OpenAI SDK's, LiteLLM's ``ModelResponse``) of a truncated
+    answer and its continuation: the second's (its id, finish reason) with the content of
+    both and the usage of both; a new object, the SDK's answers are left as they were."""
+    first_message = _only_message(first)
+    if first_message is None or _only_message(second) is None:
+        return second
+    joined = (
+        second.model_copy(deep=True) if hasattr(second, "model_copy") else copy.deepcopy(second)
+    )
+    message = joined.choices[0].message
+    message.content = (_field(first_message, "content") or "") + (message.content or "")
+    first_usage, usage = _field(first, "usage"), _field(joined, "usage")
+    if first_usage is not None and usage is not None:
+        for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            earlier, later = _field(first_usage, name), _field(usage, name)
+            if isinstance(earlier, int) and isinstance(later, int):
+                setattr(usage, name, earlier + later)
+    return joined
 
 
 def output_token_cap(request: Mapping[str, Any]) -> int:

@@ -42,10 +42,9 @@ from typing import Any
 
 from otel_loopguard.kit.instrumentor import FrameworkInstrumentor, Hook
 from otel_loopguard.kit.openai_format import CHAT, RESPONSES, ApiShape
-from otel_loopguard_litellm.model_turns import ModelCallRecorder, call_wrapper, in_call
+from otel_loopguard_litellm.model_turns import ModelCallRecorder, call_wrapper
 from otel_loopguard_litellm.package import _instruments
 from otel_loopguard_litellm.recommendations import (
-    ReAsker,
     again_chat,
     deliver_chat,
     deliver_responses,
@@ -79,15 +78,13 @@ def _call_hook(module: str, name: str, shape: ApiShape, is_async: bool) -> Hook:
     def make(tracer: Any) -> Any:
         deliver = deliver_chat if shape is CHAT else deliver_responses
         # re-asks for ``completion`` only: a Responses call has no one message list
-        reasker = None
-        if shape is CHAT:
-            reasker = ReAsker(_default_guard, again_chat, join_chat, nested=in_call)
         return call_wrapper(
             ModelCallRecorder(tracer, _default_guard),
             shape,
             asynchronous=is_async,
             deliver=deliver,
-            reasker=reasker,
+            again=again_chat if shape is CHAT else None,
+            join=join_chat,
         )
 
     def present() -> bool:

@@ -50,6 +50,7 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 from otel_loopguard import LoopGuardInterrupt
 from otel_loopguard.kit import model_call_span as call_span
 from otel_loopguard.kit.model_turn import ModelCall as KitModelCall
+from otel_loopguard.kit.model_turn import reasking_wrapper
 from otel_loopguard.kit.openai_format import (
     ApiShape,
     ModelAnswer,
@@ -57,10 +58,10 @@ from otel_loopguard.kit.openai_format import (
     chat_span_name,
     output_token_cap,
 )
-from otel_loopguard.kit.recommendations import Deliver, can_deliver, deliver_waiting
+from otel_loopguard.kit.recommendations import Again, Deliver, Join, can_deliver, deliver_waiting
 from otel_loopguard.kit.scoped_call import PlainScope, Wrapper, scoped_wrapper
 from otel_loopguard.kit.streamed_answer import DoneCallback
-from otel_loopguard_litellm.recommendations import PACKAGE, ReAsker
+from otel_loopguard_litellm.recommendations import PACKAGE
 from otel_loopguard_litellm.streams import ObservedStream
 
 # True while a completion / acompletion call we instrument runs (also in the executor
@@ -326,11 +327,14 @@ def call_wrapper(
     *,
     asynchronous: bool,
     deliver: Deliver,
-    reasker: ReAsker | None = None,
+    again: Again | None = None,
+    join: Join | None = None,
 ) -> Wrapper:
     """The wrapper of one LiteLLM function, sync or async (``acompletion``...). ``deliver``
-    adds a waiting recommendation to the call's request; ``reasker`` (``completion``) asks
-    again after a truncated or empty answer the caller would end its turn on."""
+    adds a waiting recommendation to the call's request; ``again`` / ``join``
+    (``completion``) ask again after a truncated or empty answer the caller would end its
+    turn on (the kit's :func:`~otel_loopguard.kit.model_turn.reasking_wrapper`; not in a
+    call nested in one we see, whose outer wrapper asks again)."""
     can_deliver(PACKAGE)
 
     def open_scope(
@@ -348,6 +352,6 @@ def call_wrapper(
         return None if call is None else _CallScope(recorder, call, kwargs, deliver)
 
     wrapper = scoped_wrapper(open_scope, asynchronous=asynchronous)
-    if reasker is None:
+    if again is None:
         return wrapper
-    return reasker.wrap(wrapper, asynchronous=asynchronous)
+    return reasking_wrapper(wrapper, again, join, PACKAGE, asynchronous, nested=in_call)

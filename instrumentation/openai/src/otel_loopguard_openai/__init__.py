@@ -23,7 +23,6 @@ from otel_loopguard.kit.openai_format import CHAT, RESPONSES, ApiShape
 from otel_loopguard_openai.model_turns import ModelCallRecorder, request_wrapper
 from otel_loopguard_openai.package import _instruments
 from otel_loopguard_openai.recommendations import (
-    ReAsker,
     again_chat,
     deliver_chat,
     deliver_responses,
@@ -60,13 +59,14 @@ def _request_hook(module: str, cls: str, method: str, shape: ApiShape, is_async:
         deliver = deliver_chat if shape is CHAT else deliver_responses
         # re-asks for Chat Completions ``create`` only: ``parse`` raises on a truncated
         # answer, and a Responses request has no one message list to continue
-        reasker = (
-            ReAsker(_default_guard, again_chat, join_chat)
-            if shape is CHAT and method == "create"
-            else None
-        )
+        reasks = shape is CHAT and method == "create"
         return request_wrapper(
-            recorder, shape, asynchronous=is_async, deliver=deliver, reasker=reasker
+            recorder,
+            shape,
+            asynchronous=is_async,
+            deliver=deliver,
+            again=again_chat if reasks else None,
+            join=join_chat,
         )
 
     return Hook(module, f"{cls}.{method}", make=make)

@@ -31,7 +31,7 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 
 from otel_loopguard import LoopGuardInterrupt
 from otel_loopguard.kit import model_call_span as call_span
-from otel_loopguard.kit.model_turn import ModelCall
+from otel_loopguard.kit.model_turn import ModelCall, reasking_wrapper
 from otel_loopguard.kit.openai_format import (
     ApiShape,
     ModelAnswer,
@@ -39,10 +39,10 @@ from otel_loopguard.kit.openai_format import (
     chat_span_name,
     output_token_cap,
 )
-from otel_loopguard.kit.recommendations import Deliver, can_deliver, deliver_waiting
+from otel_loopguard.kit.recommendations import Again, Deliver, Join, can_deliver, deliver_waiting
 from otel_loopguard.kit.scoped_call import PlainScope, scoped_wrapper
 from otel_loopguard.kit.streamed_answer import DoneCallback
-from otel_loopguard_openai.recommendations import PACKAGE, ReAsker
+from otel_loopguard_openai.recommendations import PACKAGE
 from otel_loopguard_openai.streams import ObservedAsyncStream, ObservedStream
 
 PROVIDER = "openai"
@@ -347,13 +347,14 @@ def request_wrapper(
     *,
     asynchronous: bool,
     deliver: Deliver,
-    reasker: ReAsker | None = None,
+    again: Again | None = None,
+    join: Join | None = None,
 ) -> Callable[..., Any]:
     """The wrapper of one request method, sync or async (``asynchronous``: the SDK's
     ``required_args`` decorator hides that its async methods are coroutine functions).
-    ``deliver`` adds a waiting recommendation to the request; ``reasker`` (Chat Completions
-    ``create``) asks again after a truncated or empty answer the caller would end its
-    turn on."""
+    ``deliver`` adds a waiting recommendation to the request; ``again`` / ``join`` (Chat
+    Completions ``create``) ask again after a truncated or empty answer the caller would
+    end its turn on (the kit's :func:`~otel_loopguard.kit.model_turn.reasking_wrapper`)."""
     can_deliver(PACKAGE)
 
     def open_scope(
@@ -372,6 +373,6 @@ def request_wrapper(
         # the scope is opened with the wrapped method too: the pre-flight looks at what it wraps
         return scoped(wrapped, (wrapped, instance), args, kwargs)
 
-    if reasker is None:
+    if again is None:
         return wrapper
-    return reasker.wrap(wrapper, asynchronous=asynchronous)
+    return reasking_wrapper(wrapper, again, join, PACKAGE, asynchronous)

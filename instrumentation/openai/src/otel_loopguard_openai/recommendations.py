@@ -18,8 +18,9 @@ changed, so the message reaches the model once and is not repeated in later requ
 
 The re-asks: a hand-written loop ends its turn on an answer without tool calls. When that
 answer was cut off at the output token limit (``truncation``) or was empty after failing
-tools (``premature_end``), :class:`ReAsker` asks again at once, inside the caller's
-``create`` call, with the continuation prompt (or the re-prompt) delivered: the caller gets
+tools (``premature_end``), the kit's re-ask
+(:func:`otel_loopguard.kit.model_turn.reasking_wrapper`) asks again at once, inside the
+caller's ``create`` call, with the continuation prompt (or the re-prompt) delivered: the caller gets
 one ``ChatCompletion`` whose content is the whole answer (usage summed, the last part's
 finish reason), or the re-prompted answer. Only for a non-streamed Chat Completions
 ``create`` with one choice: a stream is already in the caller's hands when its end is
@@ -28,15 +29,15 @@ known, and a Responses ``create`` has no single message list to continue.
 
 from __future__ import annotations
 
-import contextlib
-import copy
-from collections.abc import Callable
 from typing import Any
 
 from otel_loopguard.kit.model_turn import ModelCall
-from otel_loopguard.kit.openai_format import with_input_message, with_user_message
-from otel_loopguard.kit.recommendations import Again, Join, reask_request, reasks_allowed
-from otel_loopguard.kit.scoped_call import Wrapper
+from otel_loopguard.kit.openai_format import (
+    continued_chat_messages,
+    joined_chat_completion,
+    with_input_message,
+    with_user_message,
+)
 
 PACKAGE = "openai"
 #: the request's keyword argument that holds its messages, per API
@@ -63,152 +64,19 @@ def deliver_responses(call: ModelCall, message: str) -> bool:
     return True
 
 
-def _field(value: Any, name: str) -> Any:
-    if isinstance(value, dict):
-        return value.get(name)
-    return getattr(value, name, None)
-
-
-def _only_message(completion: Any) -> Any:
-    """The message of a one-choice Chat Completion, or None for any other answer (a raw
-    response, several choices, a stream)."""
-    choices = _field(completion, "choices")
-    if not isinstance(choices, list) or len(choices) != 1:
-        return None
-    return _field(choices[0], "message")
-
-
 def again_chat(call: ModelCall, detector: str) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-    """The follow-up request after ``call.result``, an answer without tool calls the loop
-    would end its turn on: a truncated answer continued (the request plus the answer so far
-    as an assistant message; the continuation prompt is delivered after it), an empty one
-    asked again (the same request; the re-prompt is delivered after the tool results).
-    None for a stream, several choices or an answer that asked for tools."""
-    kwargs = call.kwargs
-    if kwargs.get("stream") is True:
+    """The re-ask after ``call.result`` (see
+    :func:`otel_loopguard.kit.openai_format.continued_chat_messages`); None for a stream."""
+    if call.kwargs.get("stream") is True:
         return None
-    messages = kwargs.get(_CHAT_MESSAGES)
-    message = _only_message(call.result)
-    if message is None or not isinstance(messages, (list, tuple)):
+    messages = continued_chat_messages(call.kwargs.get(_CHAT_MESSAGES), call.result, detector)
+    if messages is None:
         return None
-    if _field(message, "tool_calls") or _field(message, "function_call"):
-        return None  # the loop runs the tools and asks again itself
-    content = _field(message, "content")
-    if detector == "truncation":
-        if not content or not isinstance(content, str):
-            return None  # nothing to continue from
-        return call.args, {
-            **kwargs,
-            _CHAT_MESSAGES: [*messages, {"role": "assistant", "content": content}],
-        }
-    if detector == "premature_end" and not content:
-        return call.args, {**kwargs, _CHAT_MESSAGES: list(messages)}
-    return None
+    return call.args, {**call.kwargs, _CHAT_MESSAGES: messages}
 
 
-def join_chat(first: Any, second: Any) -> Any:
-    """One Chat Completion of a truncated answer and its continuation: the second's (its
-    id, finish reason) with the content of both and the usage of both; a new object, the
-    SDK's answers are left as they were."""
-    first_message = _only_message(first)
-    if first_message is None or _only_message(second) is None:
-        return second
-    joined = (
-        second.model_copy(deep=True) if hasattr(second, "model_copy") else copy.deepcopy(second)
-    )
-    message = joined.choices[0].message
-    message.content = (_field(first_message, "content") or "") + (message.content or "")
-    first_usage, usage = _field(first, "usage"), _field(joined, "usage")
-    if first_usage is not None and usage is not None:
-        for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
-            earlier, later = _field(first_usage, name), _field(usage, name)
-            if isinstance(earlier, int) and isinstance(later, int):
-                setattr(usage, name, earlier + later)
-    return joined
+#: one ``ChatCompletion`` of a truncated answer and its continuation
+join_chat = joined_chat_completion
 
 
-class ReAsker:
-    """Around a request wrapper: asks again while an answer's report queued a re-ask for
-    the run (see the module docstring), up to the recoveries the detectors allow."""
-
-    def __init__(self, guard_provider: Callable[[], Any], again: Again, join: Join) -> None:
-        self._guard_provider = guard_provider
-        self._again = again
-        self._join = join
-
-    def wrap(self, request: Wrapper, *, asynchronous: bool) -> Wrapper:
-        def wrapper(
-            wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-        ) -> Any:
-            if asynchronous:
-                return self._async(request, wrapped, instance, args, kwargs)
-            result = request(wrapped, instance, args, kwargs)
-            for _ in range(self._bound()):
-                follow_up = self._follow_up(instance, args, kwargs, result)
-                if follow_up is None:
-                    break
-                (again_args, again_kwargs), detector = follow_up
-                result = self._joined(
-                    result, request(wrapped, instance, again_args, again_kwargs), detector
-                )
-            return result
-
-        return wrapper
-
-    async def _async(
-        self,
-        request: Wrapper,
-        wrapped: Any,
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        result = await request(wrapped, instance, args, kwargs)
-        for _ in range(self._bound()):
-            follow_up = self._follow_up(instance, args, kwargs, result)
-            if follow_up is None:
-                break
-            (again_args, again_kwargs), detector = follow_up
-            second = await request(wrapped, instance, again_args, again_kwargs)
-            result = self._joined(result, second, detector)
-        return result
-
-    def _bound(self) -> int:
-        try:
-            return reasks_allowed(self._guard_provider())
-        except Exception:
-            return 0
-
-    def _follow_up(
-        self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
-    ) -> tuple[tuple[tuple[Any, ...], dict[str, Any]], str] | None:
-        """The re-ask queued by ``result``'s report (the request and its detector), or
-        None. Never raises (the kit counts a failing ``again``)."""
-        try:
-            guard = self._guard_provider()
-            if not guard.deliveries.any_waiting():  # the common case: one test
-                return None
-        except Exception:
-            return None
-        detectors: list[str] = []
-
-        def again(call: ModelCall, detector: str) -> Any:
-            detectors.append(detector)
-            return self._again(call, detector)
-
-        call = ModelCall(instance, args, kwargs, result=result)
-        request = reask_request(guard, call, again, PACKAGE)
-        return None if request is None else (request, detectors[-1])
-
-    def _joined(self, first: Any, second: Any, detector: str) -> Any:
-        if detector != "truncation":
-            return second  # a re-prompt's answer replaces the empty one
-        try:
-            return self._join(first, second)
-        except Exception as exc:
-            with contextlib.suppress(Exception):
-                self._guard_provider().telemetry.internal_error(f"{PACKAGE}.join", exc)
-            return second
-
-
-__all__ = ["PACKAGE", "ReAsker", "again_chat", "deliver_chat", "deliver_responses", "join_chat"]
+__all__ = ["PACKAGE", "again_chat", "deliver_chat", "deliver_responses", "join_chat"]
