@@ -34,13 +34,14 @@ if TYPE_CHECKING:  # pragma: no cover
         model_turn_wrapper,
         reasking_wrapper,
         report_turn,
-        waiting_detector,
     )
     from otel_loopguard.kit.recommendations import (
         Again,
         Deliver,
         Join,
+        combined_answer,
         deliver_waiting,
+        waiting_detector,
     )
     from otel_loopguard.kit.run_streams import Steps, drive, events_in_run, run_over
     from otel_loopguard.kit.scoped_call import PlainScope, Scope, Wrapper, is_async, scoped_wrapper
@@ -73,9 +74,15 @@ _LAZY = {
         "model_turn_wrapper",
         "reasking_wrapper",
         "report_turn",
+    ),
+    "otel_loopguard.kit.recommendations": (
+        "Again",
+        "Deliver",
+        "Join",
+        "combined_answer",
+        "deliver_waiting",
         "waiting_detector",
     ),
-    "otel_loopguard.kit.recommendations": ("Again", "Deliver", "Join", "deliver_waiting"),
     "otel_loopguard.kit.run_streams": ("Steps", "drive", "events_in_run", "run_over"),
     "otel_loopguard.kit.streamed_turns": ("model_turn_stream",),
     "otel_loopguard.kit.scoped_call": (
@@ -128,6 +135,7 @@ __all__ = [
     "Wrapper",
     "agent_run_wrapper",
     "classify_parts",
+    "combined_answer",
     "conversation_in",
     "current_run",
     "deliver_waiting",

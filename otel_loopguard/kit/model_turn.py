@@ -41,9 +41,11 @@ from otel_loopguard.kit.recommendations import (
     Deliver,
     Join,
     can_deliver,
+    combined_answer,
     deliver_waiting,
     reask_request,
     reasks_allowed,
+    waiting_detector,
 )
 from otel_loopguard.kit.scoped_call import Scope, Wrapper, is_async, scoped_wrapper
 
@@ -175,16 +177,10 @@ def reasking_wrapper(
         request = reask_request(
             guard, ModelCall(instance, args, kwargs, result=result), again, package
         )
-        return request, waiting_detector(guard) if request is not None else None
+        return request, waiting_detector(guard, package) if request is not None else None
 
     def joined(first: Any, second: Any, detector: str | None) -> Any:
-        if join is None or detector != "truncation":
-            return second  # a re-prompt's answer replaces the empty one
-        try:
-            return join(first, second)
-        except Exception as exc:
-            get_guard().telemetry.internal_error(f"{package}.join", exc)
-            return second
+        return combined_answer(get_guard(), package, join, first, second, detector)
 
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if asynchronous if asynchronous is not None else is_async(wrapped):
@@ -211,15 +207,6 @@ def reasking_wrapper(
         return result
 
     return wrapper
-
-
-def waiting_detector(guard: Any) -> str | None:
-    """The detector of the message waiting for the current run (the re-ask's kind)."""
-    try:
-        waiting = guard.deliveries.peek(guard.resolve_run().run_id)
-    except Exception:
-        return None
-    return waiting.detector if waiting is not None else None
 
 
 def model_turn_scope(

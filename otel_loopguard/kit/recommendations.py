@@ -146,6 +146,38 @@ def reask_request(
         return None
 
 
+def waiting_detector(guard: Any, package: str = "kit") -> str | None:
+    """The detector of the recommendation waiting for the current run, in ``enforce`` mode
+    with delivery on (what kind of re-ask an answer's report queued), or None. Nothing
+    waiting anywhere costs one test; never raises."""
+    deliveries = guard.deliveries
+    if not deliveries.waiting:
+        return None
+    try:
+        if not guard.enforcing or not guard.config.deliver_recommendations:
+            return None
+        waiting = deliveries.peek(guard.resolve_run().run_id)
+    except Exception as exc:
+        guard.telemetry.internal_error(f"{package}.again", exc)
+        return None
+    return waiting.detector if waiting is not None else None
+
+
+def combined_answer(
+    guard: Any, package: str, join: Join | None, first: Any, second: Any, detector: str | None
+) -> Any:
+    """What the framework gets after a re-ask: a truncated answer joined with its
+    continuation (``join``), or the re-prompted answer in place of the empty one. A
+    ``join`` that raises is counted as ``<package>.join`` and the continuation goes alone."""
+    if first is None or join is None or detector != "truncation":
+        return second
+    try:
+        return join(first, second)
+    except Exception as exc:  # an answer shape the package does not know
+        guard.telemetry.internal_error(f"{package}.join", exc)
+        return second
+
+
 def reasks_allowed(guard: Any) -> int:
     """An upper bound on re-asks of one turn (the detectors stop asking before)."""
     config = guard.config
@@ -158,7 +190,9 @@ __all__ = [
     "Deliver",
     "Join",
     "can_deliver",
+    "combined_answer",
     "deliver_waiting",
     "reask_request",
     "reasks_allowed",
+    "waiting_detector",
 ]

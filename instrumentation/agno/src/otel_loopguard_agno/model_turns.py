@@ -47,9 +47,7 @@ from collections.abc import AsyncGenerator, Callable, Generator
 from contextlib import aclosing
 from typing import Any
 
-from opentelemetry import trace
-
-from otel_loopguard import current_run, get_guard
+from otel_loopguard import get_guard
 from otel_loopguard.kit.model_turn import ModelCall, model_turn_wrapper
 from otel_loopguard.kit.recommendations import can_deliver, deliver_waiting
 from otel_loopguard.kit.scoped_call import Wrapper
@@ -134,17 +132,7 @@ def _deliver(call: ModelCall) -> None:
     """The run's waiting recommendation into a streamed call's request (never raises)."""
     guard = get_guard()
     if guard.deliveries.any_waiting():
-        deliver_waiting(guard, call, deliver_message, PACKAGE, span=_delivery_span())
-
-
-def _delivery_span() -> Any:
-    """The current span where it records (a layer's model span, our run's span), else the
-    run's ``invoke_agent`` span."""
-    span = trace.get_current_span()
-    if span.is_recording():
-        return span
-    run = current_run()
-    return run.span if run is not None and run.span is not None else span
+        deliver_waiting(guard, call, deliver_message, PACKAGE)
 
 
 def deliver_message(call: ModelCall, message: str) -> bool:

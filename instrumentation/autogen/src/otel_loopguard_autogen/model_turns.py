@@ -47,8 +47,13 @@ from typing import Any
 import wrapt
 
 from otel_loopguard import LoopGuardInterrupt, get_guard
-from otel_loopguard.kit.model_turn import ModelCall, report_turn, waiting_detector
-from otel_loopguard.kit.recommendations import deliver_waiting, reask_request, reasks_allowed
+from otel_loopguard.kit.model_turn import ModelCall, report_turn
+from otel_loopguard.kit.recommendations import (
+    deliver_waiting,
+    reask_request,
+    reasks_allowed,
+    waiting_detector,
+)
 from otel_loopguard_autogen.runs import interrupt_for_host
 from otel_loopguard_autogen.tools import decode_arguments
 
@@ -231,7 +236,7 @@ def _follow_up(
     request = reask_request(guard, ModelCall(None, (), kwargs, result=result), _again, "autogen")
     if request is None:
         return None
-    detector = waiting_detector(guard)
+    detector = waiting_detector(guard, "autogen")
     return (request[1], detector) if detector is not None else None
 
 

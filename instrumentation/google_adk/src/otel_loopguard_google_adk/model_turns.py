@@ -46,16 +46,16 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from opentelemetry import trace
-
-from otel_loopguard import current_run, get_guard
+from otel_loopguard import get_guard
 from otel_loopguard.kit.model_turn import ModelCall, report_turn
 from otel_loopguard.kit.recommendations import (
     REASK_DETECTORS,
     can_deliver,
+    combined_answer,
     deliver_waiting,
     reask_request,
     reasks_allowed,
+    waiting_detector,
 )
 
 PACKAGE = "google_adk"
@@ -96,15 +96,15 @@ async def _observed_call(
                 yield held
                 held = None
             if reask:
-                held = _combined(guard, so_far, response, detector)
+                held = combined_answer(guard, PACKAGE, _join, so_far, response, detector)
                 continue
             if so_far is not None and not _is_partial(response):
-                response = _combined(guard, so_far, response, detector)
+                response = combined_answer(guard, PACKAGE, _join, so_far, response, detector)
                 so_far = None
             yield response
         if held is None:
             return
-        detector = _waiting_detector(guard)
+        detector = waiting_detector(guard, PACKAGE)
         follow_up = reask_request(
             guard, ModelCall(instance, args, kwargs, result=held), _again, PACKAGE
         )
@@ -124,7 +124,7 @@ async def _one_call(
     for a complete response whose report queued a re-ask of this run."""
     guard.preflight_llm()
     if guard.deliveries.any_waiting():
-        deliver_waiting(guard, call, deliver_message, PACKAGE, span=_delivery_span())
+        deliver_waiting(guard, call, deliver_message, PACKAGE)
     args, kwargs = call.args, call.kwargs
     invocation_context = args[0] if args else kwargs.get("invocation_context")
     llm_request = args[1] if len(args) > 1 else kwargs.get("llm_request")
@@ -155,33 +155,12 @@ async def _one_call(
         await responses.aclose()
 
 
-def _delivery_span() -> Any:
-    """The span a delivery is recorded on: the current one (ADK's model-call span where
-    ADK's tracing records), else the run's ``invoke_agent`` span."""
-    span = trace.get_current_span()
-    if span.is_recording():
-        return span
-    run = current_run()
-    return run.span if run is not None and run.span is not None else span
-
-
 def _reask_waiting(guard: Any) -> bool:
     """Whether a re-ask (a truncation's continuation, a premature end's re-prompt) waits
     for the current run; the common case (nothing waiting anywhere) is one test."""
     if not guard.deliveries.any_waiting():
         return False
-    return _waiting_detector(guard) in REASK_DETECTORS
-
-
-def _waiting_detector(guard: Any) -> str | None:
-    try:
-        if not guard.enforcing or not guard.config.deliver_recommendations:
-            return None
-        waiting = guard.deliveries.peek(guard.resolve_run().run_id)
-    except Exception as exc:
-        guard.telemetry.internal_error(f"{PACKAGE}.again", exc)
-        return None
-    return waiting.detector if waiting is not None else None
+    return waiting_detector(guard, PACKAGE) in REASK_DETECTORS
 
 
 def _live(call: ModelCall) -> bool:
@@ -244,18 +223,6 @@ def _again(call: ModelCall, detector: str) -> Request | None:
         return None  # nothing to continue from
     answer = types.Content(role="model", parts=parts)
     return _with_request(call, _with_contents(llm_request, answer))
-
-
-def _combined(guard: Any, so_far: Any, response: Any, detector: str | None) -> Any:
-    """The answer the flow gets after a re-ask: a truncated answer joined with its
-    continuation, or the re-prompted answer in place of the empty one."""
-    if so_far is None or detector != "truncation":
-        return response
-    try:
-        return _join(so_far, response)
-    except Exception as exc:  # an answer shape we do not know: the continuation alone
-        guard.telemetry.internal_error(f"{PACKAGE}.join", exc)
-        return response
 
 
 def _join(first: Any, second: Any) -> Any:

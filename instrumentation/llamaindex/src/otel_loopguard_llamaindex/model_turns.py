@@ -56,12 +56,7 @@ from typing import Any
 
 from otel_loopguard import get_guard
 from otel_loopguard.kit.model_turn import ModelCall, in_a_run, model_turn_wrapper
-from otel_loopguard.kit.recommendations import (
-    can_deliver,
-    deliver_waiting,
-    reask_request,
-    reasks_allowed,
-)
+from otel_loopguard.kit.recommendations import can_deliver, deliver_waiting
 from otel_loopguard_llamaindex.workflow import _interrupt_for_workflow
 
 _PACKAGE = "llamaindex"  # our errors are counted as llamaindex.model_turn
@@ -76,49 +71,17 @@ def agent_step_wrapper() -> Callable[..., Any]:
     """``run_agent_step(ctx, ev: AgentSetup)`` of both agent workflow classes (outside a run
     the guard knows, left alone), asking again where the agent would end its turn on a
     truncated or empty answer (module docstring)."""
-    inner = model_turn_wrapper(
-        _read, package=_PACKAGE, applies=in_a_run, interrupt=_interrupt_for_workflow
+    # the delivery is a level below (the agents' request methods: request_wrapper); the
+    # re-asks are here, where the step's answer is
+    return model_turn_wrapper(
+        _read,
+        package=_PACKAGE,
+        applies=in_a_run,
+        interrupt=_interrupt_for_workflow,
+        again=_again,
+        join=_join,
+        asynchronous=True,
     )
-
-    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return _reasking(inner, wrapped, instance, args, kwargs)
-
-    return wrapper
-
-
-async def _reasking(
-    inner: Callable[..., Any],
-    wrapped: Any,
-    instance: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-) -> Any:
-    """The step, then its re-asks while the answer's report queued one (a truncation's
-    continuation, a premature end's re-prompt), up to the recoveries the detectors allow.
-
-    The kit's ``model_turn_wrapper(again=...)`` asks again only where it delivers too; here
-    the delivery is a level below (the agents' request methods), so the loop is ours."""
-    result = await inner(wrapped, instance, args, kwargs)
-    guard = get_guard()
-    for _ in range(reasks_allowed(guard)):
-        if not guard.deliveries.any_waiting():  # the common case: one test
-            break
-        call = ModelCall(instance, args, kwargs, result=result)
-        request = reask_request(guard, call, _again, _PACKAGE)
-        if request is None:
-            break
-        detector = _waiting_detector(guard)
-        second = await inner(wrapped, instance, *request)
-        result = _joined(guard, result, second) if detector == "truncation" else second
-    return result
-
-
-def _waiting_detector(guard: Any) -> str | None:
-    try:
-        waiting = guard.deliveries.peek(guard.resolve_run().run_id)
-    except Exception:
-        return None
-    return waiting.detector if waiting is not None else None
 
 
 def _again(call: ModelCall, detector: str) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
@@ -140,18 +103,14 @@ def _agent_of(instance: Any, agent_name: str | None) -> Any:
     return agents.get(agent_name) if isinstance(agents, dict) else instance
 
 
-def _joined(guard: Any, first: Any, second: Any) -> Any:
+def _join(first: Any, second: Any) -> Any:
     """One ``AgentOutput``: the continuation's, its message's text the truncated answer's
-    followed by the continuation's."""
-    try:
-        message = second.response
-        text = (first.response.content or "") + (message.content or "")
-        joined = message.model_copy(update={"blocks": []})
-        joined.content = text
-        return second.model_copy(update={"response": joined})
-    except Exception as exc:
-        guard.telemetry.internal_error(f"{_PACKAGE}.join", exc)
-        return second
+    followed by the continuation's (the kit counts a failure and keeps the continuation)."""
+    message = second.response
+    text = (first.response.content or "") + (message.content or "")
+    joined = message.model_copy(update={"blocks": []})
+    joined.content = text
+    return second.model_copy(update={"response": joined})
 
 
 def request_wrapper(position: int) -> Callable[..., Any]:

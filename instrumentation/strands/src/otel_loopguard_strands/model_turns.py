@@ -48,16 +48,16 @@ from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from typing import Any
 
-from opentelemetry import trace
-
-from otel_loopguard import LoopGuardInterrupt, current_run, get_guard
+from otel_loopguard import LoopGuardInterrupt, get_guard
 from otel_loopguard.kit.model_turn import ModelCall
 from otel_loopguard.kit.recommendations import (
     REASK_DETECTORS,
     can_deliver,
+    combined_answer,
     deliver_waiting,
     reask_request,
     reasks_allowed,
+    waiting_detector,
 )
 from otel_loopguard.kit.streamed_turns import model_turn_stream
 from otel_loopguard_strands.cycles import end_cycle_span
@@ -106,8 +106,8 @@ async def _observed_call(
                     yield event
             if held is None:
                 return
-            answer = _combined(guard, so_far, held, detector)
-            detector = _waiting_detector(guard)
+            answer = combined_answer(guard, PACKAGE, _join, so_far, held, detector)
+            detector = waiting_detector(guard, PACKAGE)
             follow_up = None
             if detector in REASK_DETECTORS:
                 call = ModelCall(None, (context,), {}, result=answer)
@@ -147,7 +147,7 @@ async def _delivered(
     pulled first after the pre-flight check, so a vetoed call takes nothing."""
     call = ModelCall(None, (context,), {})
     if guard.deliveries.any_waiting():
-        deliver_waiting(guard, call, deliver_message, PACKAGE, span=_delivery_span())
+        deliver_waiting(guard, call, deliver_message, PACKAGE)
     async with aclosing(terminal(call.args[0])) as events:
         async for event in events:
             yield event
@@ -155,30 +155,6 @@ async def _delivered(
 
 def _is_stop(event: Any) -> bool:
     return isinstance(event, dict) and "stop" in event
-
-
-def _delivery_span() -> Any:
-    """The span a delivery is recorded on: the current one (Strands' cycle span where
-    Strands' tracing records), else the run's ``invoke_agent`` span."""
-    span = trace.get_current_span()
-    if span.is_recording():
-        return span
-    run = current_run()
-    return run.span if run is not None and run.span is not None else span
-
-
-def _waiting_detector(guard: Any) -> str | None:
-    """The detector of the message waiting for the current run (None: nothing waits)."""
-    if not guard.deliveries.any_waiting():
-        return None
-    try:
-        if not guard.enforcing or not guard.config.deliver_recommendations:
-            return None
-        waiting = guard.deliveries.peek(guard.resolve_run().run_id)
-    except Exception as exc:
-        guard.telemetry.internal_error(f"{PACKAGE}.again", exc)
-        return None
-    return waiting.detector if waiting is not None else None
 
 
 def deliver_message(call: ModelCall, message: str) -> bool:
@@ -213,18 +189,6 @@ def _again(call: ModelCall, detector: str) -> tuple[tuple[Any, ...], dict[str, A
         return None  # nothing to continue from
     answer = {"role": "assistant", "content": [{"text": text}]}
     return (context.replace(messages=[*context.messages, answer]),), {}
-
-
-def _combined(guard: Any, so_far: Any, answer: Any, detector: str | None) -> Any:
-    """What the event loop gets after a re-ask: a truncated answer joined with its
-    continuation, or the re-prompted answer in place of the empty one."""
-    if so_far is None or detector != "truncation":
-        return answer
-    try:
-        return _join(so_far, answer)
-    except Exception as exc:  # an answer shape we do not know: the continuation alone
-        guard.telemetry.internal_error(f"{PACKAGE}.join", exc)
-        return answer
 
 
 def _join(first: Any, second: Any) -> Any:
