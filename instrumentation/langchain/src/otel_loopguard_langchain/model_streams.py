@@ -57,16 +57,16 @@ was non-blank), and the tool call arguments are parsed once, at the end (see
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any
-
-from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messages
-from langchain_core.prompt_values import PromptValue
+from typing import TYPE_CHECKING, Any
 
 from otel_loopguard import current_run, get_guard
 from otel_loopguard.kit.model_turn import ModelCall
 from otel_loopguard.kit.recommendations import deliver_waiting
 from otel_loopguard.kit.streamed_turns import model_turn_stream
 from otel_loopguard_langchain.model_turns import has_text, internal_message, read_message
+
+if TYPE_CHECKING:  # the framework is imported where it is used: the package imports without it
+    from langchain_core.messages import BaseMessage
 
 # chunks held before they are added to the running total: one ``AIMessageChunk`` addition
 # (a pydantic object, a long tool argument copied) per batch, not per chunk
@@ -163,6 +163,9 @@ def _deliver_input(call: ModelCall, message: str) -> bool:
 
 def _input_messages(model_input: Any) -> list[BaseMessage] | None:
     """The messages a chat model makes of its input (``BaseChatModel._convert_input``)."""
+    from langchain_core.messages import HumanMessage, convert_to_messages
+    from langchain_core.prompt_values import PromptValue
+
     if isinstance(model_input, PromptValue):
         return model_input.to_messages()
     if isinstance(model_input, str):

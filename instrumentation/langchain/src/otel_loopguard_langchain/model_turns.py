@@ -43,16 +43,15 @@ Only inside a run the guard knows (a LangGraph run, or an application's own
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
-
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.messages.ai import add_usage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from typing import TYPE_CHECKING, Any
 
 from otel_loopguard import LoopGuardInterrupt
 from otel_loopguard.kit.held_back import exception_flavour, interrupt_again
 from otel_loopguard.kit.model_turn import ModelCall, in_a_run, model_turn_wrapper
 from otel_loopguard_langchain.runs import current_agent
+
+if TYPE_CHECKING:  # the framework is imported where it is used: the package imports without it
+    from langchain_core.messages import BaseMessage, HumanMessage
 
 # where providers put the finish reason in ``response_metadata``: OpenAI, Gemini and most
 # others ``finish_reason``, Anthropic ``stop_reason``, Ollama ``done_reason``, Bedrock
@@ -67,6 +66,8 @@ def _read(call: ModelCall) -> dict[str, Any] | None:
 
 def internal_message(text: str) -> HumanMessage:
     """Our recommendation as the model sees it: a user message the agent did not write."""
+    from langchain_core.messages import HumanMessage
+
     return HumanMessage(content=text)
 
 
@@ -106,6 +107,8 @@ def _again(call: ModelCall, detector: str) -> tuple[Any, dict[str, Any]] | None:
     assistant turn); the re-prompt itself is delivered into the request by ``_deliver``.
     None when the answer asks for tools: the graph goes on to run them, and the waiting
     message goes into the next model call instead."""
+    from langchain_core.messages import AIMessage
+
     messages = _messages(call)
     answer = _answer(call.result)
     if messages is None or not isinstance(answer, AIMessage) or answer.tool_calls:
@@ -118,6 +121,10 @@ def _again(call: ModelCall, detector: str) -> tuple[Any, dict[str, Any]] | None:
 def _join(first: Any, second: Any) -> Any:
     """One ``ChatResult`` whose answer is the truncated text followed by its continuation,
     the usage of both calls summed, the rest (finish reason, tool calls) of the second."""
+    from langchain_core.messages import AIMessage
+    from langchain_core.messages.ai import add_usage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
     head, tail = _answer(first), _answer(second)
     if not isinstance(head, AIMessage) or not isinstance(tail, AIMessage):
         return second
