@@ -17,6 +17,13 @@ which may still do work that belongs to the run, happens with the run current.
 generator too, with a per-event hook (the end state an event reports); :func:`drive` is the
 loop under it, for wrappers whose framework needs more per step (a context variable of its
 own, a run opened at the first step, a check between events): they write a :class:`Steps`.
+
+The framework's stream may be only *iterable*: another instrumentation applied before ours
+(OpenInference's ``Runner.run_async``) hands back a ``wrapt`` proxy whose ``__aiter__`` is an
+async generator and which has no ``__anext__``. So the stream is read through ``aiter()`` /
+``iter()`` of it, taken at the first step (their ``__aiter__`` may start work of its own), and
+both the iterator and the stream are closed at the end (:func:`is_async_stream` says which
+kind a stream is).
 """
 
 from __future__ import annotations
@@ -63,9 +70,34 @@ def drive(inner: Any, steps: Steps, *, quiet_close: bool = False) -> Any:
     same kind) with ``steps`` around each step; see :class:`Steps`. With ``quiet_close`` an
     error of the framework's generator while it is closed is dropped (the outcome that
     ended the stream goes on)."""
-    if hasattr(inner, "__anext__"):
+    if is_async_stream(inner):
         return _drive_async(inner, steps, quiet_close)
     return _drive(inner, steps, quiet_close)
+
+
+def is_async_stream(stream: Any) -> bool:
+    """Whether ``stream`` is read with ``async for``: an async iterator, or an async iterable
+    only (a ``wrapt`` proxy with ``__aiter__`` and no ``__anext__``). Asked before any sync
+    test: every ``wrapt.ObjectProxy`` has ``__iter__``, an async one too."""
+    return hasattr(stream, "__anext__") or hasattr(stream, "__aiter__")
+
+
+def async_items(stream: Any) -> Any:
+    """The async iterator to read ``stream`` with: the stream itself when its type is one
+    (``__anext__``), else what its ``__aiter__`` gives (an iterable proxy's own generator, so
+    their instrumentation runs; ``stream.__anext__`` would reach past it to the generator it
+    wraps). Close with :func:`aclose_stream`."""
+    kind = type(stream)
+    if hasattr(kind, "__anext__"):
+        return stream
+    if hasattr(kind, "__aiter__"):
+        return aiter(stream)
+    return stream.__aiter__()  # a proxy that only forwards attributes
+
+
+def sync_items(stream: Any) -> Any:
+    """:func:`async_items` of a plain stream (close with :func:`close_stream`)."""
+    return stream if hasattr(type(stream), "__next__") else iter(stream)
 
 
 def run_over(run: Any, events: Any, on_event: Callable[[Any, Any], None] | None = None) -> Any:
@@ -142,10 +174,13 @@ class _Entered:
 
 def _drive(inner: Any, steps: Steps, quiet_close: bool) -> Iterator[Any]:
     outcome: BaseException | None = None
+    items: Any = None
     try:
         while True:
             with _Entered(steps):
-                item = next(inner, _DONE)
+                if items is None:
+                    items = sync_items(inner)
+                item = next(items, _DONE)
                 if item is not _DONE:
                     steps.step(item)
             if item is _DONE:
@@ -156,15 +191,18 @@ def _drive(inner: Any, steps: Steps, quiet_close: bool) -> Iterator[Any]:
         raise
     finally:
         with _Entered(steps, True, outcome, quiet_close):
-            getattr(inner, "close", _no_close)()
+            close_stream(items, inner)
 
 
 async def _drive_async(inner: Any, steps: Steps, quiet_close: bool) -> AsyncIterator[Any]:
     outcome: BaseException | None = None
+    items: Any = None
     try:
         while True:
             with _Entered(steps):
-                item = await anext(inner, _DONE)
+                if items is None:
+                    items = async_items(inner)
+                item = await anext(items, _DONE)
                 if item is not _DONE:
                     steps.step(item)
             if item is _DONE:
@@ -175,6 +213,28 @@ async def _drive_async(inner: Any, steps: Steps, quiet_close: bool) -> AsyncIter
         raise
     finally:
         with _Entered(steps, True, outcome, quiet_close):
+            await aclose_stream(items, inner)
+
+
+def close_stream(items: Any, inner: Any) -> None:
+    """Close the iterator read (``items``, from :func:`sync_items`; ``None`` when none was
+    taken), then the stream ``inner`` when that is another object (a generator an iterable
+    proxy's loop left suspended)."""
+    try:
+        if items is not None:
+            getattr(items, "close", _no_close)()
+    finally:
+        if items is not inner:
+            getattr(inner, "close", _no_close)()
+
+
+async def aclose_stream(items: Any, inner: Any) -> None:
+    """:func:`close_stream` of an async stream."""
+    try:
+        if items is not None:
+            await getattr(items, "aclose", _no_aclose)()
+    finally:
+        if items is not inner:
             await getattr(inner, "aclose", _no_aclose)()
 
 
