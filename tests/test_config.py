@@ -57,6 +57,35 @@ def test_bad_value_warns_once_and_uses_default(
     assert repr(bad) in message and "expected" in message
 
 
+@pytest.mark.parametrize("written", ["ENFORCE", " Enforce ", "enforce\n", "\tEnForce"])
+def test_the_mode_is_read_as_users_write_it(written: str, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.engine.config"):
+        assert LoopGuardConfig.from_env({"OTEL_LOOPGUARD_MODE": written}).mode == "enforce"
+    assert not caplog.records
+    assert LoopGuardConfig(mode=written).mode == "enforce"
+
+
+@pytest.mark.parametrize(
+    ("written", "closest"),
+    [("enforced", "enforce"), ("ENFROCE", "enforce"), ("observer", "observe"), ("obs", "observe")],
+)
+def test_an_unknown_mode_names_the_valid_values_and_the_closest(
+    written: str, closest: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.engine.config"):
+        assert LoopGuardConfig.from_env({"OTEL_LOOPGUARD_MODE": written}).mode == "observe"
+    (record,) = caplog.records
+    message = record.getMessage()
+    assert "one of: observe, enforce" in message and f"did you mean {closest!r}?" in message
+
+
+def test_a_mode_close_to_none_names_no_closest(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.engine.config"):
+        LoopGuardConfig.from_env({"OTEL_LOOPGUARD_MODE": "yes"})
+    message = caplog.records[-1].getMessage()
+    assert "one of: observe, enforce" in message and "did you mean" not in message
+
+
 def test_every_field_has_a_description_for_the_readme() -> None:
     for name, info in LoopGuardConfig.model_fields.items():
         assert info.description, name

@@ -340,3 +340,26 @@ def test_observe_mode_says_what_the_stop_would_have_saved(tmp_path: Path) -> Non
     # nudge-ignored stops only after a delivered nudge: observe mode delivers none
     assert len(in_enforce) == 4 and in_observe == in_enforce[:3]
     assert "call(s)" not in enforced
+
+
+def test_a_mode_written_in_any_case_is_read_and_a_bad_one_is_said_once_truthfully(
+    tmp_path: Path,
+) -> None:
+    """``OTEL_LOOPGUARD_MODE=" Observe "`` is observe; a value that is no mode is one
+    warning that says the mode the demo really uses (never "observe" and then enforcing)."""
+    code, output, trace = run_demo(tmp_path, env={"OTEL_LOOPGUARD_MODE": " Observe "})
+    assert code == 0, output
+    assert "(observe mode)" in output and "ignoring" not in output
+    assert len(tool_executions(trace, "search_kb")) == 30
+
+    code, output, trace = run_demo(tmp_path, "--mode", "OBSERVE")
+    assert code == 0, output
+    assert len(tool_executions(trace, "search_kb")) == 30
+
+    code, output, trace = run_demo(tmp_path, env={"OTEL_LOOPGUARD_MODE": "enforced"})
+    assert code == 0, output
+    warnings = [line for line in output.splitlines() if "'enforced'" in line]
+    assert len(warnings) == 1, output
+    assert "observe, enforce" in warnings[0] and "did you mean 'enforce'" in warnings[0]
+    assert "enforce mode" in warnings[0] and "'observe'" not in warnings[0]
+    assert "(enforce mode)" in output and "LoopGuardInterrupt" in output

@@ -69,7 +69,10 @@ def add_parser(subparsers: Any) -> None:
         help="with --labels: exit 1 when the share of clean runs stopped is above R (0 or 0%%)",
     )
     parser.add_argument(
-        "--mode", choices=("observe", "enforce"), help="overrides OTEL_LOOPGUARD_MODE"
+        "--mode",
+        type=lambda value: value.strip().lower(),  # ENFORCE, " Enforce " as the variable
+        choices=("observe", "enforce"),
+        help="overrides OTEL_LOOPGUARD_MODE",
     )
     parser.add_argument(
         "--policy",

@@ -44,6 +44,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--mode",
+        type=_mode_text,
         choices=["enforce", "observe"],
         default=None,
         help="enforce interrupts the agent, observe only records "
@@ -103,9 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from otel_loopguard.processor import LoopGuardSpanProcessor
     from otel_loopguard.spans.otlp_json import write_otlp_json
 
-    mode = args.mode or os.environ.get("OTEL_LOOPGUARD_MODE") or "enforce"
-    if mode not in ("enforce", "observe"):
-        mode = "enforce"  # LoopGuardConfig.from_env warns about the bad variable itself
+    mode, environ = _demo_mode(args.mode)
     pace = args.pace if args.pace is not None else (0.15 if sys.stdout.isatty() else 0.0)
     if (args.pace is not None and args.pace < 0) or args.warmup < 0 or args.keep_exporting < 0:
         print(
@@ -139,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     )
     tracer_provider, collected = build_tracer_provider(service, otlp)
     guard = LoopGuard(
-        LoopGuardConfig.from_env(mode=mode),
+        LoopGuardConfig.from_env(environ, mode=mode),
         meter_provider=meter_provider,
         tracer_provider=tracer_provider,
     )
@@ -187,6 +186,33 @@ def run(args: argparse.Namespace) -> int:
     if report:
         print(report)
     return 0
+
+
+def _mode_text(value: str) -> str:
+    """``--mode ENFORCE`` or ``--mode " Enforce "`` is ``enforce``, as the variable is read."""
+    return value.strip().lower()
+
+
+def _demo_mode(flag: str | None) -> tuple[str, dict[str, str]]:
+    """The demo's mode (``--mode``, else ``OTEL_LOOPGUARD_MODE``, else ``enforce``) and the
+    environment its settings are read from, without the mode variable: the demo's default is
+    not the plugin's, so a bad value is reported here, once, with the mode the demo uses."""
+    from otel_loopguard.engine.config import _accepted, _choice
+
+    environ = dict(os.environ)
+    raw = environ.pop("OTEL_LOOPGUARD_MODE", None)
+    if flag is not None:
+        return flag, environ
+    if raw is None or not raw.strip():
+        return "enforce", environ
+    if _choice(raw) in ("enforce", "observe"):
+        return _choice(raw), environ
+    print(
+        f"otel-loopguard demo: ignoring OTEL_LOOPGUARD_MODE={raw!r}: "
+        f"{_accepted('mode', raw)}; the demo runs in enforce mode, its default",
+        file=sys.stderr,
+    )
+    return "enforce", environ
 
 
 def _prometheus_reader(port: int) -> Any:

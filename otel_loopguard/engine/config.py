@@ -7,6 +7,7 @@ value and what is accepted, and the default is used instead.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
@@ -75,6 +76,13 @@ class ModelPrice(BaseModel):
 def _comma_list(value: Any) -> Any:
     if isinstance(value, str):
         return tuple(item.strip() for item in value.split(",") if item.strip())
+    return value
+
+
+def _choice(value: Any) -> Any:
+    """A choice as users write it: ``ENFORCE``, `` Enforce `` are ``enforce``."""
+    if isinstance(value, str):
+        return value.strip().lower()
     return value
 
 
@@ -192,6 +200,7 @@ class LoopGuardConfig(BaseModel):
     _split_lists = field_validator(
         "read_only_tools", "shell_tools", "note_tools", "wait_tools", mode="before"
     )(_comma_list)
+    _choices = field_validator("mode", mode="before")(_choice)
 
     @field_validator("store")
     @classmethod
@@ -228,6 +237,8 @@ class LoopGuardConfig(BaseModel):
             if raw is None or raw.strip() == "":
                 continue
             candidate: Any = raw.strip()
+            if name in _CHOICE_FIELDS:
+                candidate = _choice(candidate)
             try:
                 value = _FIELD_ADAPTERS[name].validate_python(
                     _comma_list(candidate) if name in _LIST_FIELDS else candidate
@@ -240,7 +251,7 @@ class LoopGuardConfig(BaseModel):
                     cls.env_name(name),
                     _shown(name, raw),
                     name,
-                    _accepted(name),
+                    _accepted(name, raw),
                     _plain(info.default),
                 )
                 continue
@@ -280,6 +291,12 @@ _ACCEPTED_TEXT = {
     "user_key": "a baggage key (no spaces or control characters)",
 }
 _LIST_FIELDS = {"read_only_tools", "shell_tools", "note_tools", "wait_tools"}
+#: fields with a fixed set of values, read in any case and spacing
+_CHOICE_FIELDS = {
+    name
+    for name, info in LoopGuardConfig.model_fields.items()
+    if get_origin(info.annotation) is Literal
+}
 _FIELD_ADAPTERS: dict[str, TypeAdapter[Any]] = {
     # every field is annotated: annotation is never None here
     name: TypeAdapter(info.annotation)  # type: ignore[arg-type]
@@ -317,8 +334,9 @@ def _plain(value: Any) -> str:
 _BOUND_WORDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
 
 
-def _accepted(name: str) -> str:
-    """What the field takes, in plain words: ``expected a number >= 0``."""
+def _accepted(name: str, raw: str | None = None) -> str:
+    """What the field takes, in plain words: ``expected a number >= 0``; for a choice, the
+    valid values and the one closest to ``raw`` (``did you mean 'enforce'?``)."""
     info = LoopGuardConfig.model_fields[name]
     annotation = info.annotation
     if annotation is bool:
@@ -330,7 +348,11 @@ def _accepted(name: str) -> str:
     elif name in _LIST_FIELDS:
         what = "a comma-separated list of names"
     elif get_origin(annotation) is Literal:
-        what = "one of: " + ", ".join(str(choice) for choice in get_args(annotation))
+        choices = [str(choice) for choice in get_args(annotation)]
+        what = "one of: " + ", ".join(choices)
+        closest = _closest(raw, choices) if raw is not None else None
+        if closest is not None:
+            what += f" (did you mean {closest!r}?)"
     elif name in _ACCEPTED_TEXT:
         what = _ACCEPTED_TEXT[name]
     else:
@@ -342,3 +364,14 @@ def _accepted(name: str) -> str:
         if hasattr(bound, attribute)
     ]
     return f"expected {' '.join([what, ' and '.join(bounds)]).strip()}"
+
+
+def _closest(raw: str, choices: list[str]) -> str | None:
+    """The valid value a mistyped one most looks like (``enforced``, ``enfroce``, ``obs``),
+    or None when none is close."""
+    typed = _choice(raw)
+    matches = difflib.get_close_matches(typed, choices, n=1, cutoff=0.5)
+    if matches:
+        return matches[0]
+    prefixed = [choice for choice in choices if typed and choice.startswith(typed[:3])]
+    return prefixed[0] if len(prefixed) == 1 else None

@@ -84,3 +84,20 @@ def test_a_provider_the_program_sets_itself_gets_the_processor() -> None:
     assert outcome["outcome"] == "finished"
     assert decisions(spans, "invoke_agent researcher")  # foreign spans: the processor decided
     assert [s for s in spans if s["name"] == "loopguard.run"]
+
+
+def test_the_mode_is_read_in_any_case_and_spacing() -> None:
+    """``OTEL_LOOPGUARD_MODE=ENFORCE`` (or `` Enforce ``, or the flag so written) enforces."""
+    for written in ("ENFORCE", " Enforce "):
+        outcome, _spans, stderr = run_instrumented(OTEL_LOOPGUARD_MODE=written)
+        assert outcome["outcome"] == "interrupted: stop", stderr
+        assert "ignoring OTEL_LOOPGUARD_MODE" not in stderr
+    outcome, _spans, _stderr = run_instrumented("--loopguard_mode", "Enforce")
+    assert outcome["outcome"] == "interrupted: stop"
+
+    outcome, _spans, stderr = run_instrumented(OTEL_LOOPGUARD_MODE="enforcing")
+    assert outcome == {"outcome": "finished", "executed": 10}
+    warnings = [line for line in stderr.splitlines() if "'enforcing'" in line]
+    assert len(warnings) == 1, stderr
+    assert "one of: observe, enforce" in warnings[0]
+    assert "did you mean 'enforce'?" in warnings[0]
