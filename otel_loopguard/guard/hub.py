@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -90,6 +91,24 @@ _USAGE_KEYS = frozenset(
 )
 
 
+def _config_from_env() -> LoopGuardConfig:
+    """The settings of the ``OTEL_LOOPGUARD_*`` variables; ``loopguard`` (or ``*``) in
+    ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` turns every part off, as
+    ``OTEL_LOOPGUARD_ENABLED=false`` does: the processor, the gates and the framework
+    packages, which share this guard (``loopguard_<framework>`` there turns off only that
+    package, by not loading it)."""
+    config = LoopGuardConfig.from_env()
+    disabled = os.environ.get(DISABLED_INSTRUMENTATIONS, "")
+    if config.enabled and {"loopguard", "*"} & {name.strip() for name in disabled.split(",")}:
+        logger.info("otel-loopguard: off (%s=%s)", DISABLED_INSTRUMENTATIONS, disabled)
+        config = config.model_copy(update={"enabled": False})
+    return config
+
+
+#: the variable opentelemetry-instrument reads to skip instrumentors by entry-point name
+DISABLED_INSTRUMENTATIONS = "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"
+
+
 class LoopGuard:
     """Monitor + telemetry + trace bookkeeping; the object wrappers and the processor share."""
 
@@ -103,7 +122,7 @@ class LoopGuard:
     ) -> None:
         from otel_loopguard.engine.monitor import Monitor
 
-        self.config = config if config is not None else LoopGuardConfig.from_env()
+        self.config = config if config is not None else _config_from_env()
         self.monitor = monitor if monitor is not None else Monitor(self.config)
         self.telemetry = Telemetry(
             self.config, meter_provider, active_runs=lambda: self.monitor.active_runs

@@ -101,3 +101,16 @@ def test_the_mode_is_read_in_any_case_and_spacing() -> None:
     assert len(warnings) == 1, stderr
     assert "one of: observe, enforce" in warnings[0]
     assert "did you mean 'enforce'?" in warnings[0]
+
+
+def test_disabling_loopguard_turns_every_part_off_even_in_enforce_mode() -> None:
+    """``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=loopguard`` is off as
+    ``OTEL_LOOPGUARD_ENABLED=false`` is: no processor, and no gate interrupts (the gates and
+    the framework packages share the one guard)."""
+    for disabled in ("loopguard", "openai, loopguard", "*"):
+        outcome, spans, stderr = run_instrumented(
+            "--loopguard_mode", "enforce", OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=disabled
+        )
+        assert outcome == {"outcome": "finished", "executed": 10}, (disabled, stderr)
+        assert not any(e["name"] == "loopguard.decision" for s in spans for e in s["events"])
+        assert not [s for s in spans if s["name"] == "loopguard.run"]

@@ -37,3 +37,19 @@ def test_observe_mode_under_opentelemetry_instrument_changes_nothing():
 
     assert_console_search_loop_observed(outcome, spans, executions=12)
     assert outcome["answer"] == "I could not find the price."
+
+
+def test_disabling_loopguard_turns_the_framework_package_off_too():
+    """``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=loopguard``: nothing of otel-loopguard acts,
+    the package included; ``loopguard_langchain`` turns off only the package."""
+    env = {"OTEL_LOOPGUARD_MODE": "enforce", "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "loopguard"}
+    outcome, spans = run_console_program(PROGRAM, env=env)
+    assert not outcome["interrupted"] and outcome["executions"] == 12
+    assert not any(
+        event["name"] == "loopguard.decision" for span in spans for event in span["events"]
+    )
+
+    env["OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"] = "loopguard_langchain"
+    outcome, spans = run_console_program(PROGRAM, env=env)
+    assert not outcome["interrupted"] and outcome["executions"] == 12
+    assert not any(span["name"].startswith("execute_tool") for span in spans)
