@@ -69,6 +69,34 @@ def add_parser(subparsers: Any) -> None:
         help="with --labels: exit 1 when the share of clean runs stopped is above R (0 or 0%%)",
     )
     parser.add_argument(
+        "--suggest-settings",
+        action="store_true",
+        help="with --labels: search the detector thresholds and the policy preset for the "
+        "settings that catch the most labelled loops with no false STOP, and print them "
+        "(OTEL_LOOPGUARD_*=value lines) with the figures before and after",
+    )
+    parser.add_argument(
+        "--suggest-budget",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="with --suggest-settings: stop searching after this long (300)",
+    )
+    parser.add_argument(
+        "--suggest-max-candidates",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="with --suggest-settings: replay at most N candidate settings (500)",
+    )
+    parser.add_argument(
+        "--suggest-max-spans",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="with --suggest-settings: spans kept in memory for the search (200000)",
+    )
+    parser.add_argument(
         "--mode",
         type=lambda value: value.strip().lower(),  # ENFORCE, " Enforce " as the variable
         choices=("observe", "enforce"),
@@ -107,6 +135,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a number of seconds above 0")
     return value
 
 
@@ -174,6 +212,11 @@ def _analyze(args: argparse.Namespace) -> int:
     gated = args.min_recall is not None or args.max_false_stop_rate is not None
     if args.labels is None and gated:
         return _fail("--min-recall and --max-false-stop-rate need --labels FILE")
+    suggest_flags = (args.suggest_budget, args.suggest_max_candidates, args.suggest_max_spans)
+    if not args.suggest_settings and any(flag is not None for flag in suggest_flags):
+        return _fail("--suggest-budget and --suggest-max-* need --suggest-settings")
+    if args.suggest_settings and args.labels is None:
+        return _fail("--suggest-settings needs --labels FILE")
     if args.labels is not None:
         try:
             labels = LabelScore(
@@ -181,6 +224,9 @@ def _analyze(args: argparse.Namespace) -> int:
             )
         except LabelsError as exc:
             return _fail(str(exc))
+    if args.suggest_settings:
+        assert labels is not None
+        return _suggest(args, config, labels)
     fail_on_name = args.fail_on or ("never" if labels is not None else "stop")
     fail_on = None if fail_on_name == "never" else Action(fail_on_name)
     context = ReportContext(
@@ -228,6 +274,65 @@ def _analyze(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if report.totals.failing or (labels is not None and labels.failed_gates()):
+        return 1
+    return 0
+
+
+def _suggest(args: argparse.Namespace, config: LoopGuardConfig, labels: Any) -> int:
+    """``--suggest-settings``: parse once, search, print the suggestion (exit 1 when no
+    settings searched avoid every false STOP, or a gate fails on the suggested figures)."""
+    from otel_loopguard.analyze.readers import ReadStats, read_span_batches
+    from otel_loopguard.analyze.replay import DEFAULT_BUFFER_SPANS
+    from otel_loopguard.analyze.sources import InputError
+    from otel_loopguard.analyze.suggest import (
+        DEFAULT_BUDGET_SECONDS,
+        DEFAULT_MAX_CANDIDATES,
+        DEFAULT_MAX_SPANS,
+        SuggestError,
+        collect_views,
+        suggest,
+        write,
+    )
+
+    show = args.progress is not False
+
+    def progress(line: str) -> None:
+        if show:
+            print(f"suggest-settings: {line}", file=sys.stderr, flush=True)
+
+    stats = ReadStats()
+    try:
+        views = collect_views(
+            read_span_batches(args.files, stats, lambda _path, _position: None),
+            args.suggest_max_spans or DEFAULT_MAX_SPANS,
+        )
+        suggestion, first = suggest(
+            views,
+            labels.labels,
+            config,
+            buffer_spans=args.buffer_spans or DEFAULT_BUFFER_SPANS,
+            budget_seconds=args.suggest_budget or DEFAULT_BUDGET_SECONDS,
+            max_candidates=args.suggest_max_candidates or DEFAULT_MAX_CANDIDATES,
+            progress=progress,
+        )
+    except (InputError, SuggestError) as exc:
+        return _fail(str(exc))
+    try:
+        write(sys.stdout, suggestion, args.format)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+    if first.missing:
+        print(
+            f"otel-loopguard analyze: {len(first.missing)} labels matched no run, "
+            f"e.g. {first.missing[0]!r}",
+            file=sys.stderr,
+        )
+    best = suggestion.best.labels
+    assert best is not None
+    best.gates = labels.gates
+    if not suggestion.meets_goal or best.failed_gates():
         return 1
     return 0
 
