@@ -22,8 +22,9 @@ repeat counts when the answer is unchanged and nothing new happened in between (
 first-time key, no answer unseen among the run's latest :data:`RECENT_OUTPUTS`). At
 ``no_progress_threshold`` unchanged repeats of a key with ``repetition_threshold`` calls,
 the answer fires a ``near_duplicate`` signal whose evidence holds ``unchanged_outputs``,
-on which the default policy stops (the fourth such answer by default: the first reworded
-call's answer is the one the others are compared with). Paraphrases with different
+on which the default policy stops (the third such answer by default, as for exact
+repeats: the answer of the key's latest call, when it came right before the first reworded
+call, is the one the others are compared with). Paraphrases with different
 answers, distinct queries with the same empty answer, and pages behind opaque cursors
 (different keys) never get there. Calls whose key does not vary cost nothing more.
 """
@@ -81,8 +82,12 @@ class Following:
 
 class RepetitionState:
     __slots__ = (
+        "answered_near",
+        "answered_output",
         "exact",
         "following",
+        "last_call",
+        "last_near",
         "last_signature",
         "near",
         "similar_texts",
@@ -98,6 +103,13 @@ class RepetitionState:
         # tool -> recent capped call texts; only with a similarity hook configured
         self.similar_texts: dict[str, deque[str]] = {}
         self.following: Following | None = None  # see Following
+        # the latest call and its near key, and the near key and answer of the latest call
+        # answered right after it was made: the reference a key's first reworded call is
+        # compared with, so reworded calls stop as early as exact repeats
+        self.last_call = 0
+        self.last_near = 0
+        self.answered_near = 0
+        self.answered_output = 0
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -129,7 +141,7 @@ class RepetitionDetector:
         if kind is not _TOOL_CALL or not event.signature:
             return None
         signature = event.signature
-        near_count = 0
+        near_count = near = 0
         count = state.exact.bump(counters.call_key)  # the signature's, from the monitor
         if self.near_enabled and event.near_key:
             # per agent within a run, like call_key (counters.agent_key: 0 for the run's own)
@@ -142,7 +154,8 @@ class RepetitionDetector:
             elif near_count > count and counters.call_key:  # the key's calls vary
                 if following is None:
                     following = state.following = Following()
-                self._follow(near, counters.call_key, following)
+                self._follow(near, counters.call_key, following, state)
+        state.last_call, state.last_near = counters.call_key, near
         if signature == state.last_signature:
             state.streak += 1
         else:
@@ -178,20 +191,41 @@ class RepetitionDetector:
         )
 
     @staticmethod
-    def _follow(near: int, call: int, following: Following) -> None:
-        """Pair the next answer to ``call`` with its varying near key ``near``."""
+    def _follow(near: int, call: int, following: Following, state: RepetitionState) -> None:
+        """Pair the next answer to ``call`` with its varying near key ``near``.
+
+        A key followed for the first time takes as its reference the answer of the run's
+        latest answered call when that call had the same key and nothing came in between
+        (its answer was the latest): the first reworded call's answer is then already a
+        repeat, as the second identical call's is.
+        """
         calls, nears = following.calls, following.nears
         calls.append(call)
         nears.append(near)
         if len(calls) > RECENT_CALLS:
             del calls[0], nears[0]
         if following.answers.get(near) is None:
-            following.answers.insert(near, 0, 0, following.epoch)
+            reference = state.answered_output if state.answered_near == near else 0
+            if reference:
+                outputs = following.outputs
+                if reference not in outputs:
+                    outputs.append(reference)
+                    if len(outputs) > RECENT_OUTPUTS:
+                        del outputs[0]
+            following.answers.insert(near, reference, 0, following.epoch)
 
     def _answer(self, event: Event, state: RepetitionState, counters: RunCounters) -> Signal | None:
         """An answer: news moves the epoch; a followed key's answer unchanged is a repeat."""
         following = state.following
         output = counters.outcome_key
+        if counters.call_key == state.last_call and state.last_call:
+            # the latest call's own answer, nothing in between: a reference for its key
+            if counters.failed:
+                state.answered_near = 0
+            else:
+                state.answered_near, state.answered_output = state.last_near, output
+        else:
+            state.answered_near = 0
         if following is None or counters.failed or not output:
             return None  # nothing followed in this run: the usual case
         outputs = following.outputs
@@ -279,6 +313,12 @@ class RepetitionDetector:
             "near": state.near.to_json(),
             "last": state.last_signature,
             "streak": state.streak,
+            "answered": [
+                state.last_call,
+                state.last_near,
+                state.answered_near,
+                state.answered_output,
+            ],
         }
         following = state.following
         if following is not None:
@@ -300,6 +340,9 @@ class RepetitionDetector:
         state.near.load_json(data.get("near"))
         state.last_signature = str(data.get("last") or "")
         state.streak = int(data.get("streak") or 0)
+        answered = _fingerprints(data.get("answered"))
+        if len(answered) == 4:
+            state.last_call, state.last_near, state.answered_near, state.answered_output = answered
         saved = data.get("following")
         if isinstance(saved, dict):
             state.following = _restore_following(saved)
