@@ -53,6 +53,18 @@ DEFAULT_NOTE_TOOLS: tuple[str, ...] = (
     "note_to_self",
 )
 
+#: tools that hand a task to a coworker agent and return its answer (handoff_cycle.py):
+#: CrewAI's "Delegate work to coworker" / "Ask question to coworker" (older releases:
+#: "co-worker"), Agno teams' member delegation
+DEFAULT_DELEGATION_TOOLS: tuple[str, ...] = (
+    "delegate_work_to_coworker",
+    "ask_question_to_coworker",
+    "delegate_work_to_co_worker",
+    "ask_question_to_co_worker",
+    "delegate_task_to_member",
+    "delegate_task_to_members",
+)
+
 DEFAULT_SHELL_TOOLS: tuple[str, ...] = (
     "bash",
     "shell",
@@ -127,6 +139,13 @@ class LoopGuardConfig(BaseModel):
         4, ge=1, description="occurrences of the same retryable error"
     )
     handoff_cycle_threshold: int = Field(2, ge=1, description="closed handoff cycles")
+    delegation_tools: tuple[str, ...] = Field(
+        DEFAULT_DELEGATION_TOOLS,
+        description="tools that delegate a task to a coworker agent named in their arguments",
+    )
+    delegation_repeat_threshold: int = Field(
+        2, ge=1, description="delegations answered with an answer already given, in a row"
+    )
     sub_agent_replans: int = Field(
         1, ge=0, description="loop stops about a sub-agent answered with replan first"
     )
@@ -198,7 +217,12 @@ class LoopGuardConfig(BaseModel):
     user_key: str | None = Field(None, description="baggage key naming the user or tenant")
 
     _split_lists = field_validator(
-        "read_only_tools", "shell_tools", "note_tools", "wait_tools", mode="before"
+        "read_only_tools",
+        "shell_tools",
+        "note_tools",
+        "wait_tools",
+        "delegation_tools",
+        mode="before",
     )(_comma_list)
     _choices = field_validator("mode", mode="before")(_choice)
 
@@ -290,7 +314,13 @@ _ACCEPTED_TEXT = {
     "store_prefix": "text without spaces or control characters",
     "user_key": "a baggage key (no spaces or control characters)",
 }
-_LIST_FIELDS = {"read_only_tools", "shell_tools", "note_tools", "wait_tools"}
+_LIST_FIELDS = {
+    "read_only_tools",
+    "shell_tools",
+    "note_tools",
+    "wait_tools",
+    "delegation_tools",
+}
 #: fields with a fixed set of values, read in any case and spacing
 _CHOICE_FIELDS = {
     name

@@ -26,7 +26,13 @@ is stuck, not merely busy:
   off, it is not looping yet, and enforcement does not interrupt on ``pause``; of kind
   ``persistent`` (that same failure still repeating at twice the retryable threshold) it
   **stops**: retrying the same call into the same error that often is a loop.
-- ``handoff_cycle`` **stops**.
+- ``handoff_cycle`` **stops**; of kind ``delegation`` (a manager's delegations bringing back
+  only answers it already had) it answers **replan** with its recommendation for the
+  manager (the ladder stops a manager that goes on), of kind ``delegation_persistent``
+  (twice as many) it **stops**.
+- ``no_progress`` of kind ``idle_wait`` (waits with nothing else done, answered alike)
+  answers **replan** with its recommendation and is no support for a loop signal; of kind
+  ``idle_wait_persistent`` (twice ``OTEL_LOOPGUARD_IDLE_WAIT_THRESHOLD``) it **stops**.
 - ``budget`` **stops** with ``end_state`` ``max_steps`` (kinds ``steps`` and ``tool_calls``),
   ``timed_out`` (``time``) or ``budget_exceeded`` (``tokens``, ``cost``).
 - ``budget_proximity`` **warns**.
@@ -239,6 +245,8 @@ def _verdict(
             return Action.PAUSE, None, (signal,)
         return Action.STOP, RunEndState.STOPPED, (signal,)
     if detector == "handoff_cycle":
+        if signal.kind == "delegation":  # delegations answered as before: tell the manager
+            return Action.REPLAN, None, (signal,)
         return Action.STOP, RunEndState.STOPPED, (signal,)
     if detector == "budget":
         return (

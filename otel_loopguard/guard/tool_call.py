@@ -35,6 +35,8 @@ from otel_loopguard.spans.events import (
     CALL_SIGNATURE_ATTRIBUTE,
     RESULT_NEAR_KEY_ATTRIBUTE,
     RESULT_SIGNATURE_ATTRIBUTE,
+    delegation_event,
+    delegation_tools,
     handoff_event,
 )
 from otel_loopguard.telemetry import SCOPE_NAME
@@ -340,6 +342,12 @@ class ToolCall:
                     identity.run_id, self._agent, target, self._call_id, self._name, **where
                 )
             )
+        elif self._call_event is not None and delegation_tools(guard.config)[self._name]:
+            # a delegation tool (OTEL_LOOPGUARD_DELEGATION_TOOLS): the coworker's answer came
+            # back, fed as a delegation handoff with the answer's signature
+            delegation = delegation_event(self._call_event, event)
+            if delegation is not None:
+                events.append(delegation)
         for observed in events:
             decision, fresh = guard.observe(observed)
             if fresh:

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind, tool_error
 from otel_loopguard.engine.signatures import (
     call_signature,
@@ -100,7 +101,12 @@ def span_to_events(
     """
     cls = classify(view) if span_class is None else span_class
     if cls is TOOL:
-        return _tool_events(view, run_id, config, actor)
+        events = _tool_events(view, run_id, config, actor)
+        if delegation_tools(config)[events[0].tool_name]:  # one dict lookup per tool span
+            delegation = delegation_event(events[0], events[1])
+            if delegation is not None:
+                events.append(delegation)
+        return events
     if cls is LLM:
         return [_llm_event(view, run_id, config, actor)]
     if cls is HANDOFF:
@@ -407,6 +413,102 @@ def handoff_event(
         call_id=call_id,
         **origin,
     )
+
+
+# -- delegations -----------------------------------------------------------------------------
+
+#: argument keys that name the coworker a delegation tool hands its task to (CrewAI's
+#: ``coworker``, Agno's ``member_id``, ...), first found wins
+DELEGATION_TARGET_KEYS: Final = (
+    "coworker",
+    "co_worker",
+    "agent",
+    "agent_name",
+    "member_id",
+    "member",
+    "recipient",
+    "to_agent",
+    "assignee",
+)
+#: an answer with fewer content words is an acknowledgement ("Done.", {"success": true}):
+#: the same one coming back for different tasks is no loop
+SHORT_ANSWER_WORDS: Final = 4
+_ANSWER_TEXT_CAP = 2048
+
+
+class _DelegationMatcher:
+    """The :class:`ToolNameMatcher` of the configured delegation tools, rebuilt only when
+    another configuration asks (the list object is compared by identity)."""
+
+    __slots__ = ("matcher", "tools")
+
+    def __init__(self) -> None:
+        self.tools: tuple[str, ...] | None = None
+        self.matcher = ToolNameMatcher(())
+
+
+_DELEGATION = _DelegationMatcher()
+
+
+def delegation_tools(config: LoopGuardConfig) -> ToolNameMatcher:
+    """``delegation_tools(config)[name]``: is a tool of that name a delegation tool
+    (``OTEL_LOOPGUARD_DELEGATION_TOOLS``)."""
+    tools = config.delegation_tools
+    cache = _DELEGATION
+    if tools is not cache.tools:
+        cache.matcher = ToolNameMatcher(tools)
+        cache.tools = tools
+    return cache.matcher
+
+
+def delegation_event(call: Event, outcome: Event) -> Event | None:
+    """The handoff a delegation tool's call made (``actor`` → the coworker its arguments
+    name), carrying the answer's signature, or None when no coworker is named.
+
+    ``details``: ``delegation`` (the tool), ``answer`` (the outcome's signature: a
+    result's, or a failure's), ``short_answer`` (an acknowledgement of under
+    :data:`SHORT_ANSWER_WORDS` content words). ``tool_name`` stays None: the call itself is
+    the tool event, and an action cycle over it stays the action-cycle detector's."""
+    arguments = call.arguments
+    if not isinstance(arguments, dict):
+        return None
+    target = None
+    for key in DELEGATION_TARGET_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, str) and value.strip():
+            target = value.strip()
+            break
+    if target is None:
+        return None
+    short = False
+    if outcome.kind is _KIND_TOOL_RESULT and outcome.details.get("content_recorded", True):
+        output = outcome.output
+        if isinstance(output, str):
+            text = output[:_ANSWER_TEXT_CAP]
+        else:
+            try:
+                text = json.dumps(output, default=str)[:_ANSWER_TEXT_CAP]
+            except (TypeError, ValueError):
+                text = ""
+        short = len(text_sketch(text)) < SHORT_ANSWER_WORDS
+    source = call.actor
+    event = Event(
+        _KIND_HANDOFF,
+        call.run_id,
+        actor=source,
+        target_agent=target,
+        signature=f"delegation:{source or '?'}->{target}",
+        near_key=f"delegation:{source or '?'}->{target}",
+        call_id=call.call_id,
+        trace_id=call.trace_id,
+        span_id=call.span_id,
+        timestamp=call.timestamp,
+    )
+    details = event.details
+    details["delegation"] = call.tool_name
+    details["answer"] = outcome.signature
+    details["short_answer"] = short
+    return event
 
 
 # -- model spans -----------------------------------------------------------------------------

@@ -15,6 +15,20 @@ One-way repeated handoffs (A → B, A → B, A → B: the task never comes back 
 handoff) never close a cycle: each starts a new chain. A handoff to oneself is ignored.
 The chain keeps at most :data:`MAX_CHAIN` agents and the counts at most
 :data:`MAX_CYCLES` distinct cycles.
+
+Delegations (kind ``delegation``): a delegation tool (``OTEL_LOOPGUARD_DELEGATION_TOOLS``,
+CrewAI's "Delegate work to coworker" / "Ask question to coworker") hands a task to a
+coworker and returns its answer: manager → coworker → manager, a closed circle every time,
+so delegations never feed the chain above (asking the same coworker twice is no loop).
+Their handoff events (``details["delegation"]``) carry the answer's signature instead, and
+the loop is the answers: a delegation whose answer the same manager already got from an
+earlier delegation (from any coworker; the task may be reworded, it usually is) brings
+nothing new. ``delegation_repeat_threshold`` (2) such delegations in a row, with no new
+answer in between, fire ``delegation`` (the policy: replan, with a recommendation for the
+manager; the ladder stops a manager that goes on after it); twice as many fire
+``delegation_persistent`` (stop). An acknowledgement (``details["short_answer"]``: "Done.",
+``{"success": true}``) is neither new nor the same: distinct work answered alike is no loop.
+At most :data:`MAX_ANSWERS` answers are remembered per run.
 """
 
 from __future__ import annotations
@@ -44,6 +58,8 @@ def agent_key(name: str) -> str:
 
 MAX_CHAIN = 16
 MAX_CYCLES = 64
+MAX_ANSWERS = 64
+MAX_STREAK_AGENTS = 8
 _NAME_CAP = 128
 
 
@@ -58,7 +74,7 @@ _HANDOFF = EventKind.HANDOFF
 
 
 class HandoffCycleState:
-    __slots__ = ("chain", "cycles", "names")
+    __slots__ = ("answers", "chain", "cycles", "names", "stale", "stale_agents")
 
     def __init__(self) -> None:
         self.chain: list[str] = []
@@ -66,6 +82,11 @@ class HandoffCycleState:
         # agent key -> the name to show: as the agent itself is named (an actor), else as
         # a handoff named its target; kept for the agents on the chain only
         self.names: dict[str, str] = {}
+        # delegations: "manager|answer signature" -> times given, LRU
+        self.answers: dict[str, int] = {}
+        # delegations in a row whose answer was already given, and their coworkers
+        self.stale = 0
+        self.stale_agents: list[str] = []
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -78,6 +99,7 @@ class HandoffCycleDetector:
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self.threshold = config.handoff_cycle_threshold
+        self.delegation_threshold = config.delegation_repeat_threshold
 
     def new_state(self) -> HandoffCycleState:
         return HandoffCycleState()
@@ -87,6 +109,8 @@ class HandoffCycleDetector:
     ) -> Signal | None:
         if event.kind != _HANDOFF or not event.target_agent:
             return None
+        if "delegation" in event.details:
+            return self._delegation(event, state)
         chain = state.chain
         names = state.names
         source = agent_key(event.actor) if event.actor else (chain[-1] if chain else "")
@@ -121,11 +145,64 @@ class HandoffCycleDetector:
             evidence={"agents": agents, "cycles": count, "threshold": self.threshold},
         )
 
+    def _delegation(self, event: Event, state: HandoffCycleState) -> Signal | None:
+        """A delegation and its answer: see the module docstring."""
+        details = event.details
+        answer = details.get("answer")
+        if not isinstance(answer, str) or not answer or details.get("short_answer"):
+            return None  # an acknowledgement, or no answer: neither new nor the same
+        manager = event.actor or ""
+        seen = bump(state.answers, f"{agent_key(manager)}|{answer}", MAX_ANSWERS) > 1
+        if not seen:  # a new answer: progress
+            state.stale = 0
+            state.stale_agents = []
+            return None
+        state.stale += 1
+        coworker = str(event.target_agent)[:_NAME_CAP]
+        agents = state.stale_agents
+        if coworker not in agents:
+            agents.append(coworker)
+            del agents[:-MAX_STREAK_AGENTS]
+        stale = state.stale
+        threshold = self.delegation_threshold
+        if stale < threshold:
+            return None
+        persistent = stale >= 2 * threshold
+        who = manager[:_NAME_CAP] or "the manager"
+        shown = ", ".join(agents)
+        tool = details.get("delegation")
+        return Signal(
+            detector=self.name,
+            kind="delegation_persistent" if persistent else "delegation",
+            score=growing_score(stale, threshold, 0.6),
+            message=(
+                f"{who} delegated {stale} times in a row to {shown} and got back only "
+                "answers it already had"
+            ),
+            evidence={
+                "agent": who,
+                "agents": list(agents),
+                "delegations": stale,
+                "threshold": threshold,
+                "tool": str(tool) if tool else None,
+                "answer": answer,
+            },
+            recommendation=(
+                f"You delegated the same task {stale} more times (to {shown}) and got the "
+                "same answers back each time. Do not delegate it again as it is: decide "
+                "with the answers you have, or change the task (a different question, "
+                "another coworker, a smaller step)."
+            ),
+        )
+
     def export_state(self, state: HandoffCycleState) -> dict[str, Any]:
         return {
             "chain": list(state.chain),
             "cycles": table_to_json(state.cycles),
             "names": dict(state.names),
+            "answers": table_to_json(state.answers),
+            "stale": state.stale,
+            "stale_agents": list(state.stale_agents),
         }
 
     def restore_state(self, data: dict[str, Any]) -> HandoffCycleState:
@@ -136,4 +213,11 @@ class HandoffCycleDetector:
         if isinstance(names, dict):
             kept = list(names.items())[-2 * MAX_CHAIN :]
             state.names = {str(key): str(name)[:_NAME_CAP] for key, name in kept}
+        answers = table_from_json(data.get("answers"), MAX_ANSWERS)
+        state.answers = {key: n for key, n in answers.items() if isinstance(n, int) and n > 0}
+        stale = data.get("stale")
+        state.stale = stale if isinstance(stale, int) and stale > 0 else 0
+        agents = data.get("stale_agents") or []
+        if isinstance(agents, list):
+            state.stale_agents = [str(name)[:_NAME_CAP] for name in agents][-MAX_STREAK_AGENTS:]
         return state
