@@ -130,6 +130,26 @@ class LoopGuardConfig(BaseModel):
     poll_patience: int = Field(
         10, ge=1, description="repeats of an unchanged output when the agent waited between"
     )
+    error_poll_patience: int = Field(
+        2,
+        ge=1,
+        description="repeats of an unchanged error answer (a failure, a non-zero exit code, "
+        "an error text) when the agent waited between: waiting does not cure it",
+    )
+    read_time_gap_patience: bool = Field(
+        False,
+        description="30 s between tool events gives an unchanged re-read of the same file "
+        "(a read-only tool or command) the poll patience",
+    )
+    idle_wait_threshold: int = Field(
+        3,
+        ge=0,
+        description="consecutive waits with nothing else done and the same answer before a "
+        "replan (twice as many: stop; 0 = off)",
+    )
+    cycle_user_message_resets: bool = Field(
+        True, description="a new user message starts an action cycle's count afresh"
+    )
     cycle_min_periods: int = Field(2, ge=2, description="full periods of an action cycle")
     cycle_max_period: int = Field(4, ge=2, le=16, description="longest cycle period looked for")
     permanent_failure_threshold: int = Field(
@@ -195,6 +215,23 @@ class LoopGuardConfig(BaseModel):
     reserve_cost_fraction: float = Field(0.1, ge=0, le=1, description="cost headroom fraction")
     prices: str | None = Field(None, description="JSON file: model -> input/output price per 1M")
 
+    no_new_information_threshold: int = Field(
+        3,
+        ge=2,
+        description="stale results in a row (nothing the run has not seen, arguments changing "
+        "in wording, order or flags) of one tool or one read resource before the nudge",
+    )
+    no_new_information_stop: int = Field(
+        0,
+        ge=0,
+        description="stale results in a row that stop without a nudge (0: only the ladder stops)",
+    )
+    seen_results: int = Field(
+        256, ge=8, le=100_000, description="result and work fingerprints remembered per run"
+    )
+    seen_lines: int = Field(
+        2048, ge=128, le=1_000_000, description="fingerprints of read lines remembered per run"
+    )
     # policy, signatures, privacy, bounds
     signal_window: int = Field(12, ge=1, le=1000, description="signals the policy considers")
     signature_max_chars: int = Field(200, ge=8, le=100_000, description="per-value signature cap")

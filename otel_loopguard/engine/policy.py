@@ -146,6 +146,8 @@ _RECOVERY_DETECTORS = frozenset({"truncation", "premature_end"})
 AFTER_NUDGE = "after_nudge"
 
 
+#: no_progress kinds of waits with nothing pending (replan, then stop); not loop support
+_IDLE_WAIT_KINDS = ("idle_wait", "idle_wait_persistent")
 @dataclass(slots=True, init=False)
 class PolicyInput:
     """What a policy sees after one event of one run."""
@@ -231,7 +233,13 @@ def _verdict(
     if detector in LOOP_DETECTORS:
         if strict or signal.evidence.get(UNCHANGED_OUTPUTS):
             return Action.STOP, RunEndState.STOPPED, (signal,)
-        support = tuple(s for s in window if s.detector == NO_PROGRESS and _same_work(signal, s))
+        support = tuple(
+            s
+            for s in window
+            if s.detector == NO_PROGRESS
+            and s.kind not in _IDLE_WAIT_KINDS
+            and _same_work(signal, s)
+        )
         if support:
             return Action.STOP, RunEndState.STOPPED, (signal, *support)
         return Action.WARN, None, (signal,)
@@ -240,6 +248,10 @@ def _verdict(
         if support:
             return Action.STOP, RunEndState.STOPPED, (*support, signal)
         return Action.WARN, None, (signal,)
+        if signal.kind in _IDLE_WAIT_KINDS:  # waits with nothing pending: nudge, then stop
+            if signal.kind == _IDLE_WAIT_KINDS[1]:
+                return Action.STOP, RunEndState.STOPPED, (signal,)
+            return Action.REPLAN, None, (signal,)
     if detector == "permanent_failure":
         if signal.kind in _BACK_OFF_KINDS:
             return Action.PAUSE, None, (signal,)

@@ -131,6 +131,12 @@ class Dialect:
     #: with ``name`` and ``arguments``
     output_message_prefix: str = ""
     output_call_prefix: str = ""
+    #: input messages (the model request) as one JSON string: ``[{"role", "parts": [...]}]``;
+    #: read for the last user message only (kept as a hash, never as text)
+    input_messages_keys: tuple[str, ...] = ()
+    #: input messages as indexed attributes: ``{i}`` is the message's index, ``role`` and
+    #: ``content`` under this prefix
+    input_message_prefix: str = ""
 
     # -- handoffs ----------------------------------------------------------------------------
     #: a tool named ``<prefix><agent>`` hands off to ``<agent>``
@@ -182,6 +188,7 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         legacy_output_token_keys=("gen_ai.usage.completion_tokens",),
         finish_reasons_keys=("gen_ai.response.finish_reasons",),
         output_messages_keys=("gen_ai.output.messages",),
+        input_messages_keys=("gen_ai.input.messages",),
     ),
     Dialect(
         "pydantic-ai / Logfire",
@@ -217,6 +224,7 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         output_token_keys=("llm.token_count.completion",),
         output_message_prefix="llm.output_messages.{i}.message.",
         output_call_prefix="tool_calls.{j}.tool_call.function.",
+        input_message_prefix="llm.input_messages.{i}.message.",
         placeholders=("__REDACTED__",),  # OPENINFERENCE_HIDE_INPUTS / _OUTPUTS / _TEXT
     ),
     Dialect(
@@ -239,6 +247,7 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         finish_reason_keys=("gen_ai.completion.0.finish_reason", "llm.response.finish_reason"),
         output_message_prefix="gen_ai.completion.{i}.",
         output_call_prefix="tool_calls.{j}.",
+        input_message_prefix="gen_ai.prompt.{i}.",
     ),
     Dialect(
         "MCP",
@@ -402,6 +411,16 @@ def _indexed(dialect: Dialect) -> tuple[str, str, str, str, str, str]:
 
 INDEXED_OUTPUT_MESSAGES: Final[tuple[tuple[str, str, str, str, str, str], ...]] = tuple(
     _indexed(d) for d in DIALECTS if d.output_message_prefix
+)
+
+INPUT_MESSAGES_KEYS: Final = _joined(lambda d: d.input_messages_keys)
+#: (message prefix before and after the index, the first message's role key) per dialect
+#: with indexed input messages
+INDEXED_INPUT_MESSAGES: Final[tuple[tuple[str, str, str], ...]] = tuple(
+    (head, tail, f"{head}0{tail}role")
+    for head, tail in (
+        d.input_message_prefix.split("{i}") for d in DIALECTS if d.input_message_prefix
+    )
 )
 
 # -- handoffs --------------------------------------------------------------------------------

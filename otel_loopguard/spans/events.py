@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.detectors.fingerprint_table import fingerprint
 from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind, tool_error
 from otel_loopguard.engine.signatures import (
@@ -73,6 +74,8 @@ _FINISH_REASONS_KEYS: Final = dialects.FINISH_REASONS_KEYS
 _FINISH_REASON_KEYS: Final = dialects.FINISH_REASON_KEYS
 _OUTPUT_MESSAGES_KEYS: Final = dialects.OUTPUT_MESSAGES_KEYS
 _INDEXED_OUTPUT_MESSAGES: Final = dialects.INDEXED_OUTPUT_MESSAGES
+_INPUT_MESSAGES_KEYS: Final = dialects.INPUT_MESSAGES_KEYS
+_INDEXED_INPUT_MESSAGES: Final = dialects.INDEXED_INPUT_MESSAGES
 _HANDOFF_SOURCE_KEYS: Final = dialects.HANDOFF_SOURCE_KEYS
 _HANDOFF_TARGET_KEYS: Final = dialects.HANDOFF_TARGET_KEYS
 _HANDOFF_CALL_ID_KEYS: Final = dialects.HANDOFF_CALL_ID_KEYS
@@ -574,9 +577,80 @@ def _requested_calls(
     to this span (two turns asking for unknown arguments are not identical steps), and a
     text part without content leaves the emptiness of the answer unknown.
     """
+    user = last_user_message(attrs)
+    if user is not None:  # a hash: which user message the request ends with
+        event.details["user_message"] = user
     calls: list[tuple[str, Any]] = []
     unrecorded_calls: list[str] = []
     text_seen = False
+_MAX_INPUT_INDEX = 1 << 20
+#: parts of a user-role message that carry tool results (Anthropic's user turn)
+_TOOL_RESULT_PARTS = frozenset({"tool_call_response", "tool_result", "function_response"})
+
+
+def last_user_message(attrs: Mapping[str, Any]) -> int | None:
+    """A fingerprint (position and text) of the model request's last message when a user
+    wrote it, else None (input not recorded, or the request ends with anything else).
+
+    A user-role message that holds tool results, or that follows a tool message, is not a
+    user's: a delivered recommendation goes after the tool results the model asked for, and
+    so is never taken for a new user message. Only the hash leaves this function.
+    GenAI's ``gen_ai.input.messages`` is parsed when under the output-messages size limit;
+    indexed families (OpenInference's ``llm.input_messages.{i}.message.*``, OpenLLMetry's
+    ``gen_ai.prompt.{i}.*``) are searched for their last index in O(log n) lookups.
+    """
+    for key in _INPUT_MESSAGES_KEYS:
+        messages = attrs.get(key)
+        if not isinstance(messages, str) or len(messages) > _OUTPUT_MESSAGES_LIMIT:
+            continue
+        try:
+            parsed = json.loads(messages)
+        except ValueError:
+            return None
+        if not isinstance(parsed, list) or not parsed:
+            return None
+        last = parsed[-1]
+        if not isinstance(last, dict) or str(last.get("role")).lower() != "user":
+            return None
+        if len(parsed) > 1:
+            before = parsed[-2]
+            if isinstance(before, dict) and str(before.get("role")).lower() == "tool":
+                return None
+        texts: list[str] = []
+        parts = last.get("parts")
+        for part in parts if isinstance(parts, list) else ():
+            if isinstance(part, dict):
+                if part.get("type") in _TOOL_RESULT_PARTS:
+                    return None
+                content = part.get("content")
+                if isinstance(content, str):
+                    texts.append(content)
+        content = last.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        return fingerprint(f"{len(parsed)}:" + "\n".join(texts))
+    for head, tail, first_role in _INDEXED_INPUT_MESSAGES:
+        if attrs.get(first_role) is None:
+            continue
+        present, absent = 0, 1  # the last index: doubling, then halving
+        while absent < _MAX_INPUT_INDEX and attrs.get(f"{head}{absent}{tail}role") is not None:
+            present, absent = absent, absent * 2
+        while absent - present > 1:
+            middle = (present + absent) // 2
+            if attrs.get(f"{head}{middle}{tail}role") is not None:
+                present = middle
+            else:
+                absent = middle
+        prefix = f"{head}{present}{tail}"
+        if str(attrs.get(prefix + "role")).lower() != "user":
+            return None
+        if present and str(attrs.get(f"{head}{present - 1}{tail}role")).lower() == "tool":
+            return None
+        content = attrs.get(prefix + "content")
+        return fingerprint(f"{present + 1}:" + (content if isinstance(content, str) else ""))
+    return None
+
+
     text_unrecorded = False
     text_parts: list[str] = []
 

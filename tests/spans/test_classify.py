@@ -72,6 +72,7 @@ _SPECIAL = {
     "agent_kinds",
     "output_message_prefix",
     "output_call_prefix",
+    "input_message_prefix",
     "handoff_span_prefix",
     "handoff_span_patterns",
 }
@@ -110,6 +111,8 @@ def test_every_dialect_entry_is_consistent(dialect: Dialect) -> None:
     if dialect.output_message_prefix or dialect.output_call_prefix:
         assert dialect.output_message_prefix.count("{i}") == 1
         assert dialect.output_call_prefix.count("{j}") == 1
+    if dialect.input_message_prefix:
+        assert dialect.input_message_prefix.count("{i}") == 1
 
 
 def _in_table_order(field: str) -> tuple[str, ...]:

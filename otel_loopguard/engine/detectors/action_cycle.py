@@ -24,6 +24,18 @@ cycle waits (a wait tool, a shell command that sleeps, :mod:`.waiting`, or
 polling between waits gets the no-progress detector's patience instead. Nor when a tool of
 the cycle made a handoff (a ``handoff`` event named it: ``transfer_to_billing_agent``):
 agents handing a task around are the handoff-cycle detector's, at the run's level.
+
+A new user message is new information (``cycle_user_message_resets``, on by default): the
+cycle's count starts afresh, so an airline agent that searches the same two flights again
+after the customer changed something is not taken for a loop. The detector sees one where
+it is recorded: a model request that ends with a user's message it had not seen (the
+``user_message`` hash of an ``llm_response``, read from ``gen_ai.input.messages``,
+OpenInference's ``llm.input_messages``, OpenLLMetry's ``gen_ai.prompt``; a message after
+tool results, such as a delivered recommendation, is not a user's), or, where inputs are
+not recorded, a model turn that answered with text and no tool call (the end of the
+agent's turn: a run that goes on after it got new input). The same failing call with the
+same error after every user message stays a loop: the no-progress and permanent-failure
+detectors count it across user messages.
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
 from otel_loopguard.engine.detectors.call_tracking import growing_score
+from otel_loopguard.engine.detectors.user_turns import new_user_turn
 from otel_loopguard.engine.detectors.waiting import WAIT_SECONDS, WaitRule
 from otel_loopguard.engine.events import Event, EventKind
 
@@ -42,12 +55,22 @@ _TOOL_CALL = EventKind.TOOL_CALL
 _TOOL_ERROR = EventKind.TOOL_ERROR
 _TOOL_RESULT = EventKind.TOOL_RESULT
 _HANDOFF = EventKind.HANDOFF
+_LLM_RESPONSE = EventKind.LLM_RESPONSE
 SLEEPING_CALLS_CAP = 16  # calls in flight whose shell command sleeps
 HANDOFF_TOOLS_CAP = 8  # tools seen making a handoff
 
 
 class ActionCycleState:
-    __slots__ = ("handoff_tools", "last_time", "match", "sleeping", "steps", "tools", "waited")
+    __slots__ = (
+        "handoff_tools",
+        "last_time",
+        "match",
+        "sleeping",
+        "steps",
+        "tools",
+        "user",
+        "waited",
+    )
 
     def __init__(self, max_period: int) -> None:
         # a step: call fingerprint, output (or error) fingerprint and failure flag in one int
@@ -59,6 +82,7 @@ class ActionCycleState:
         self.sleeping: tuple[int, ...] = ()  # calls whose shell command sleeps (rare)
         self.handoff_tools: tuple[str, ...] = ()  # tools that made a handoff (rare)
         self.last_time = 0.0
+        self.user = 0  # hash of the last user message seen (0: none)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -68,7 +92,13 @@ class ActionCycleDetector:
     name: ClassVar[str] = "action_cycle"
     # the monitor calls us for these only (it pairs results with their calls itself)
     event_kinds: ClassVar[frozenset[EventKind]] = frozenset(
-        {EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.TOOL_ERROR, EventKind.HANDOFF}
+        {
+            EventKind.TOOL_CALL,
+            EventKind.TOOL_RESULT,
+            EventKind.TOOL_ERROR,
+            EventKind.HANDOFF,
+            EventKind.LLM_RESPONSE,
+        }
     )
 
     def __init__(self, config: LoopGuardConfig) -> None:
@@ -79,6 +109,7 @@ class ActionCycleDetector:
         self._periods = range(2, self.max_period + 1)
         # matched steps a cycle of each period needs: (min_periods - 1) full periods
         self._needed = [(self.min_periods - 1) * period for period in range(self.max_period + 1)]
+        self.user_resets = config.cycle_user_message_resets
 
     def new_state(self) -> ActionCycleState:
         return ActionCycleState(self.max_period)
@@ -90,6 +121,16 @@ class ActionCycleDetector:
         if kind is _TOOL_CALL:
             if counters.call_key and self._wait.command_waits(event.tool_name, event.arguments):
                 state.sleeping = (*state.sleeping, counters.call_key)[-SLEEPING_CALLS_CAP:]
+            return None
+        if kind is _LLM_RESPONSE:
+            if not self.user_resets:
+                return None
+            new, state.user = new_user_turn(event, state.user)
+            if new and state.steps:
+                state.steps.clear()
+                state.tools.clear()
+                state.match = [0] * (self.max_period + 1)
+                state.waited = 0
             return None
         if kind is _HANDOFF:
             tool = event.tool_name
@@ -182,6 +223,7 @@ class ActionCycleDetector:
             "sleeping": list(state.sleeping),
             "handoff_tools": list(state.handoff_tools),
             "last_time": state.last_time,
+            "user": state.user,
         }
 
     def restore_state(self, data: dict[str, Any]) -> ActionCycleState:
@@ -195,6 +237,8 @@ class ActionCycleDetector:
         handoffs = [str(tool) for tool in data.get("handoff_tools") or []]
         state.handoff_tools = tuple(handoffs[-HANDOFF_TOOLS_CAP:])
         state.last_time = float(data.get("last_time") or 0.0)
+        user = data.get("user")
+        state.user = user if isinstance(user, int) else 0
         saved = [int(value) for value in data.get("match") or []]
         for period in range(2, self.max_period + 1):
             if period - 2 < len(saved):

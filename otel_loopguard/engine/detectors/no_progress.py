@@ -26,6 +26,27 @@ passed between two tool events: :mod:`~otel_loopguard.engine.detectors.waiting`)
 against ``poll_patience`` (10) instead of ``no_progress_threshold``; a repeat with no wait
 before it counts against the usual threshold again.
 
+Waiting is bounded where it cannot help (issue 28, family 2):
+
+* an unchanged *error* answer (a failure, a non-zero exit code, an error text at a line's
+  start: ``Error:``, ``Traceback``, ``fatal:``, ``exit code 1``) gets ``error_poll_patience``
+  (2) instead: sleeping between two identical failing calls does not cure them;
+* an unchanged re-read of the same file or resource (a read-only tool or read-only shell
+  command) gets no patience from time gaps alone (``read_time_gap_patience``): a file
+  re-read minutes apart is the same file; an explicit wait (``sleep 30`` then ``tail
+  build.log``) still counts;
+* waits with nothing else done (a wait tool whose arguments are only a duration, or a
+  shell ``sleep N``, call after call with no other call between) answered the same way each
+  time are a loop of their own: ``idle_wait_threshold`` (3) of them signal kind
+  ``idle_wait`` (the default policy replans: "nothing is pending"), twice as many kind
+  ``idle_wait_persistent`` (stop).
+
+A new user message (:mod:`~otel_loopguard.engine.detectors.user_turns`) is new
+information for a call that succeeded: the customer who changes something makes the agent
+search the same flights again, and the same answer to that asked-for repeat is no repeat.
+Not for an error answer: the same failing call with the same error after each user message
+still counts (issue 28, family 8).
+
 A failure is an outcome too: when the instrumentation records a failed call as a span
 error (status ERROR, ``error.type``, an ``exception`` event) there is no result, and the
 error (type, status and masked message) is what the call returned. The same call failing
@@ -37,6 +58,8 @@ failing, or the same call failing differently, are not repeats.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from otel_loopguard.engine.config import LoopGuardConfig
@@ -46,22 +69,95 @@ from otel_loopguard.engine.detectors.call_tracking import growing_score
 from otel_loopguard.engine.detectors.fingerprint_table import FingerprintTable
 from otel_loopguard.engine.detectors.note_tools import note_tools
 from otel_loopguard.engine.detectors.permanent_failure import classify_error, error_of_result
+from otel_loopguard.engine.detectors.read_only_commands import (
+    command_text,
+    is_editor_view,
+    is_read_only_command,
+)
+from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
+from otel_loopguard.engine.detectors.user_turns import new_user_turn
 from otel_loopguard.engine.detectors.waiting import WAIT_SECONDS, WaitRule
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
 from otel_loopguard.engine.signatures import describe_output
 
 _NO_OUTPUT = 0  # a call seen, not answered yet
 _EPOCH_MASK = 0xFFFFFFFF  # epochs are only compared for equality: wrapping is harmless
+# the waits mark: time gaps in the low 12 bits, explicit waits (a wait tool, a sleeping
+# command) in the next 12, new user messages in the top 8 (each part only compared for
+# equality: wrapping is harmless)
+_GAP_MASK = 0xFFF
+_SLEEP_STEP = 0x1000
+_SLEEP_MASK = 0xFFF000
+_TURN_STEP = 0x1000000
+_TURN_MASK = 0xFF000000
+_WAIT_MASK = _GAP_MASK | _SLEEP_MASK
+#: kinds of the signal for waits with nothing else done (policy: replan, then stop)
+IDLE_WAIT = "idle_wait"
+IDLE_WAIT_PERSISTENT = "idle_wait_persistent"
+IDLE_WAIT_RECOMMENDATION = (
+    "You have been waiting again and again while nothing you wait for is pending and "
+    "nothing changed. Stop waiting: check the status of what you expect, start the work "
+    "it needs, or finish with what you have."
+)
+_ERROR_SCAN_CHARS = 2048  # an answer is read for error markers at its head and tail only
+_ERROR_TEXT = re.compile(
+    r"(?im)^\s*(?:error\b|fatal\b|traceback \(most recent call last\)|exception\b|"
+    r"[\w.]*(?:error|exception):\s)|\bexit (?:code|status)[:=]?\s*-?[1-9]|"
+    r"\breturn ?code[:=]?\s*-?[1-9]"
+)
+_EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code", "exit_status")
+_DURATION = re.compile(r"(?i)^\s*\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds?|m|min|minutes?|h)?\s*$")
+#: argument names of a duration (a wait given only these waits for nothing in particular)
+_DURATION_KEYS = frozenset(
+    {
+        "seconds",
+        "second",
+        "secs",
+        "sec",
+        "s",
+        "ms",
+        "milliseconds",
+        "minutes",
+        "minute",
+        "mins",
+        "min",
+        "hours",
+        "duration",
+        "time",
+        "timeout",
+        "delay",
+        "interval",
+        "wait",
+        "sleep",
+        "amount",
+        "n",
+        "t",
+    }
+)
+_DURATION_ENDS = ("_seconds", "_secs", "_ms", "_minutes", "_duration")
+_PURE_SLEEP = re.compile(
+    r"(?i)^\s*(?:sleep\s+\d+(?:\.\d+)?[smh]?|start-sleep\s+(?:-s(?:econds)?\s+)?\d+)\s*;?\s*$"
+)
 
 
 # Enum members as module constants for the per-event comparisons (see call_tracking).
 _TOOL_CALL = EventKind.TOOL_CALL
 _TOOL_RESULT = EventKind.TOOL_RESULT
 _TOOL_ERROR = EventKind.TOOL_ERROR
+_LLM_RESPONSE = EventKind.LLM_RESPONSE
 
 
 class NoProgressState:
-    __slots__ = ("calls", "epoch", "last_time", "waits")
+    __slots__ = (
+        "calls",
+        "epoch",
+        "idle_call",
+        "idle_output",
+        "idle_waits",
+        "last_time",
+        "user",
+        "waits",
+    )
 
     def __init__(self, history_size: int) -> None:
         # call fingerprint -> (output fingerprint, unchanged repeats, epoch of the last
@@ -70,6 +166,12 @@ class NoProgressState:
         self.epoch = 0
         self.waits = 0  # moves at every wait (a wait call, a sleeping command, idle time)
         self.last_time = 0.0  # counters.now at the last tool event (0: none yet)
+        # waits with nothing else done: the pure wait in flight, the answer of the last
+        # one and how many in a row answered it
+        self.idle_call = 0
+        self.idle_output = 0
+        self.idle_waits = 0
+        self.user = 0  # hash of the last user message seen (0: none)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -79,7 +181,7 @@ class NoProgressDetector:
     name: ClassVar[str] = "no_progress"
     # the monitor calls us for these only (it pairs results with their calls itself)
     event_kinds: ClassVar[frozenset[EventKind]] = frozenset(
-        {EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.TOOL_ERROR}
+        {EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.TOOL_ERROR, EventKind.LLM_RESPONSE}
     )
 
     def __init__(self, config: LoopGuardConfig) -> None:
@@ -89,6 +191,11 @@ class NoProgressDetector:
         self.cap = config.history_size
         self._wait = WaitRule(config)
         self._note = note_tools(config)
+        self.error_patience = max(self.threshold, min(config.error_poll_patience, self.patience))
+        self.read_gaps = config.read_time_gap_patience
+        self.idle_threshold = config.idle_wait_threshold
+        self._read_only = ToolNameMatcher(config.read_only_tools)
+        self._shell = ToolNameMatcher(config.shell_tools)
 
     def new_state(self) -> NoProgressState:
         return NoProgressState(self.cap)
@@ -98,21 +205,39 @@ class NoProgressDetector:
         now = counters.now
         if kind is _TOOL_CALL:
             last, state.last_time = state.last_time, now
-            if (last and now - last >= WAIT_SECONDS) or self._wait.call_waits(
-                event.tool_name, event.arguments
-            ):
-                state.waits = (state.waits + 1) & _EPOCH_MASK
-            if self._note[event.tool_name]:
+            name = event.tool_name
+            if self._wait.call_waits(name, event.arguments):
+                state.waits = _bump(state.waits, _SLEEP_STEP, _SLEEP_MASK)
+                if self.idle_threshold and self._pure_wait(name, event.arguments):
+                    state.idle_call = counters.call_key
+                else:
+                    state.idle_call = state.idle_waits = 0
+            else:
+                if last and now - last >= WAIT_SECONDS:
+                    state.waits = _bump(state.waits, 1, _GAP_MASK)
+                if state.idle_waits and not self._note[name]:
+                    state.idle_waits = 0  # other work between the waits
+                state.idle_call = 0
+            if self._note[name]:
                 return None  # a thought written down is not new work
             call = counters.call_key
             if state.calls.get(call) is None:  # a first-time call is new work
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
                 state.calls.insert(call, _NO_OUTPUT, 0, 0, state.waits)
             return None
+        if kind is _LLM_RESPONSE:
+            new, state.user = new_user_turn(event, state.user)
+            if new:
+                state.waits = _bump(state.waits, _TURN_STEP, _TURN_MASK)
+            return None
         state.last_time = now
         call = counters.call_key
         if not call or self._note[event.tool_name]:
             return None  # a note tool's answer is no news of progress either
+        if state.idle_call and call == state.idle_call:
+            idle = self._idle_wait(event, state, counters)
+            if idle is not None:
+                return idle
         failed = counters.failed
         if failed and self._retryable(event):
             return None  # retrying may help: the permanent-failure detector's to judge
@@ -129,10 +254,18 @@ class NoProgressDetector:
             else:
                 calls.update(call, output, 0, state.epoch, waits)
             return None
+        if (
+            (entry[3] ^ waits) & _TURN_MASK and not failed and not _answer_is_error(event.output)
+        ):  # a user message since: the same answer to a repeat the user asked for
+            calls.update(call, output, 0, state.epoch, waits)
+            return None
         repeats = min(entry[1] + 1, FingerprintTable.MAX_COUNT)
         calls.update(call, output, repeats, state.epoch, waits)
-        waited = entry[3] != waits  # the run waited since this call's previous answer
-        threshold = self.patience if waited else self.threshold
+        # the run waited since this call's previous answer
+        waited = bool((entry[3] ^ waits) & _WAIT_MASK)
+        threshold = self.threshold
+        if waited:
+            threshold = self._waited_threshold(event, failed, entry[3], waits)
         if repeats < threshold:
             return None
         tool = event.tool_name or "a tool"
@@ -161,6 +294,81 @@ class NoProgressDetector:
             evidence=evidence,
         )
 
+    def _waited_threshold(self, event: Event, failed: bool, before: int, waits: int) -> int:
+        """The patience of a repeat after waiting (rare: only an unchanged answer after a
+        wait gets here): bounded for an error answer and for a re-read after time alone."""
+        if failed or _answer_is_error(event.output):
+            return self.error_patience
+        if (
+            not self.read_gaps
+            and not (before ^ waits) & _SLEEP_MASK  # time passed, nothing waited explicitly
+            and self._reads_only(event.tool_name, event.arguments)
+        ):
+            return self.threshold
+        return self.patience
+
+    def _reads_only(self, name: str | None, arguments: Any) -> bool:
+        """A read-only tool, a shell tool running a read-only command, an editor's view."""
+        if self._read_only[name]:
+            return True
+        if arguments is None:
+            return False
+        if self._shell[name]:
+            return is_read_only_command(command_text(arguments))
+        return is_editor_view(name, arguments)
+
+    def _pure_wait(self, name: str | None, arguments: Any) -> bool:
+        """A wait and nothing else: a wait tool given at most a duration, or a shell
+        command that only sleeps (``wait_for_run(run_id=…)`` waits *for* something)."""
+        if self._wait.tool_waits(name):
+            if arguments is None or isinstance(arguments, (int, float)):
+                return True
+            if isinstance(arguments, str):
+                return _DURATION.match(arguments[:64]) is not None or not arguments.strip()
+            if isinstance(arguments, Mapping):
+                return len(arguments) <= 2 and all(
+                    isinstance(key, str)
+                    and (key.lower() in _DURATION_KEYS or key.lower().endswith(_DURATION_ENDS))
+                    and (
+                        isinstance(value, (int, float))
+                        or (isinstance(value, str) and _DURATION.match(value[:64]) is not None)
+                    )
+                    for key, value in arguments.items()
+                )
+            return False
+        command = command_text(arguments)
+        return command is not None and _PURE_SLEEP.match(command[:200]) is not None
+
+    def _idle_wait(
+        self, event: Event, state: NoProgressState, counters: RunCounters
+    ) -> Signal | None:
+        """A pure wait answered: count it when it answered as the previous one did."""
+        state.idle_call = 0
+        output = counters.outcome_key
+        if state.idle_waits and output == state.idle_output:
+            state.idle_waits = min(state.idle_waits + 1, FingerprintTable.MAX_COUNT)
+        else:
+            state.idle_output, state.idle_waits = output, 1
+        count, threshold = state.idle_waits, self.idle_threshold
+        if count < threshold:
+            return None
+        persistent = count >= 2 * threshold
+        tool = event.tool_name or "a wait tool"
+        return Signal(
+            detector=self.name,
+            kind=IDLE_WAIT_PERSISTENT if persistent else IDLE_WAIT,
+            score=growing_score(count, threshold, 0.5),
+            message=f"{tool} waited {count} times in a row with nothing pending and nothing "
+            "changed",
+            evidence={
+                "tool": event.tool_name,
+                "waits": count,
+                "threshold": 2 * threshold if persistent else threshold,
+                "output_signature": event.signature,
+            },
+            recommendation=None if persistent else IDLE_WAIT_RECOMMENDATION,
+        )
+
     def _retryable(self, event: Event) -> bool:
         """A failure that retrying may cure (timeout, 429, 5xx), by the permanent-failure
         detector's classification (an ``isError`` result's text is its message)."""
@@ -174,6 +382,8 @@ class NoProgressDetector:
             "calls": state.calls.to_json(),
             "epoch": state.epoch,
             "waits": state.waits,
+            "idle": [state.idle_call, state.idle_output, state.idle_waits],
+            "user": state.user,
         }
 
     def restore_state(self, data: dict[str, Any]) -> NoProgressState:
@@ -181,7 +391,43 @@ class NoProgressDetector:
         state.waits = int(data.get("waits") or 0) & _EPOCH_MASK
         state.calls.load_json(data.get("calls"), fill=state.waits)  # older: no waits mark
         state.epoch = int(data.get("epoch") or 0) & _EPOCH_MASK
+        user = data.get("user")
+        state.user = user if isinstance(user, int) else 0
+        idle = data.get("idle")
+        if isinstance(idle, list) and len(idle) == 3 and all(isinstance(v, int) for v in idle):
+            state.idle_call, state.idle_output = idle[0], idle[1]
+            state.idle_waits = min(max(idle[2], 0), FingerprintTable.MAX_COUNT)
         return state
+
+
+def _bump(marks: int, step: int, mask: int) -> int:
+    """``marks`` with the part under ``mask`` moved by ``step`` (wrapping within it)."""
+    return (marks & ~mask & _EPOCH_MASK) | ((marks + step) & mask)
+
+
+def _answer_is_error(output: Any) -> bool:
+    """A successful call whose answer says it failed: a non-zero exit code, an ``error``
+    entry, or an error marker at a line's start in the head or tail of its text. Called
+    only for an unchanged answer after a wait."""
+    if isinstance(output, Mapping):
+        for key in _EXIT_KEYS:
+            code = output.get(key)
+            if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+                return True
+        if output.get("isError") is True or output.get("is_error") is True:
+            return True
+        if output.get("error"):
+            return True
+        text = output.get("stderr") or output.get("output") or output.get("stdout")
+    else:
+        text = output
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text[:_ERROR_SCAN_CHARS]).decode("utf-8", errors="replace")
+    if not isinstance(text, str) or not text:
+        return False
+    if len(text) > 2 * _ERROR_SCAN_CHARS:
+        text = text[:_ERROR_SCAN_CHARS] + "\n" + text[-_ERROR_SCAN_CHARS:]
+    return _ERROR_TEXT.search(text) is not None
 
 
 def _error_text(error: ErrorInfo) -> str:
