@@ -443,4 +443,21 @@ HANDOFF_CALL_ID_KEYS: Final = _joined(lambda d: d.handoff_call_id_keys)
 
 # -- hidden content --------------------------------------------------------------------------
 
-PLACEHOLDERS: Final[frozenset[str]] = frozenset(_joined(lambda d: d.placeholders))
+#: values instrumentations write in place of content they were told not to record, read as
+#: "not recorded" whatever the span's dialect (a placeholder is never content: every call
+#: would otherwise look identical): OpenInference's ``__REDACTED__``, Strands'
+#: ``[REDACTED]`` (its redaction of tool arguments, results and messages), ``<redacted>``
+#: (the OpenAI Agents SDK), and their usual spellings
+COMMON_PLACEHOLDERS: Final[tuple[str, ...]] = (
+    "__REDACTED__",
+    "[REDACTED]",
+    "[redacted]",
+    "<redacted>",
+    "<REDACTED>",
+    "REDACTED",
+    "<hidden>",
+    "[hidden]",
+)
+PLACEHOLDERS: Final[frozenset[str]] = frozenset(
+    COMMON_PLACEHOLDERS + _joined(lambda d: d.placeholders)
+)

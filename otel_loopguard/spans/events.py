@@ -136,14 +136,44 @@ RESULT_NEAR_KEY_ATTRIBUTE = "loopguard.tool.result.near_key"
 
 def tool_arguments(view: SpanView) -> Any:
     """A tool span's arguments (a short JSON string decoded), or the not-recorded marker
-    (also for a hidden-content placeholder such as ``__REDACTED__``)."""
-    return _recorded(view.attributes, _ARGUMENT_KEYS, _KIND_ARGUMENT_KEYS)
+    (also for a hidden-content placeholder such as ``__REDACTED__``). Without an argument
+    attribute, the content of its ``gen_ai.tool.message`` event (see :func:`_in_events`)."""
+    found = _recorded(view.attributes, _ARGUMENT_KEYS, _KIND_ARGUMENT_KEYS)
+    if found is _MISSING and view.events:
+        return _in_events(view, _TOOL_INPUT_EVENT)
+    return found
 
 
 def tool_output(view: SpanView) -> Any:
     """A tool span's result (a short JSON string decoded), or the not-recorded marker
-    (also for a hidden-content placeholder)."""
-    return _recorded(view.attributes, _RESULT_KEYS, _KIND_RESULT_KEYS)
+    (also for a hidden-content placeholder). Without a result attribute, the message of
+    its ``gen_ai.choice`` event (see :func:`_in_events`)."""
+    found = _recorded(view.attributes, _RESULT_KEYS, _KIND_RESULT_KEYS)
+    if found is _MISSING and view.events:
+        return _in_events(view, _TOOL_OUTPUT_EVENT)
+    return found
+
+
+# Content in span events, as the GenAI conventions had it before the opt-in attributes and
+# as Strands still writes it by default (without ``gen_ai_latest_experimental`` in
+# ``OTEL_SEMCONV_STABILITY_OPT_IN``): a tool span's input in a ``gen_ai.tool.message`` event
+# (``content``), its output in a ``gen_ai.choice`` event (``message``). Read only when the
+# span has no attribute of its own for it; a span without events costs one test.
+_TOOL_INPUT_EVENT: Final = "gen_ai.tool.message"
+_TOOL_OUTPUT_EVENT: Final = "gen_ai.choice"
+_EVENT_CONTENT_KEYS: Final = ("content", "message")
+
+
+def _in_events(view: SpanView, event_name: str) -> Any:
+    """The content (``content``, else ``message``) of the span's last event named
+    ``event_name``, decoded by :func:`_content`, else the not-recorded marker."""
+    for event in reversed(view.events):
+        if event.name == event_name:
+            event_attrs = event.attributes
+            for key in _EVENT_CONTENT_KEYS:
+                if key in event_attrs:
+                    return _content(event_attrs[key])
+    return _MISSING
 
 
 def _recorded(

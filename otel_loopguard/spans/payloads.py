@@ -17,7 +17,11 @@ loop is reduced to a warning. The shapes, as data:
   plain dict (``{"type": "tool", "content": ..., "tool_call_id": ...}``), or as
   ``message_to_dict`` makes it (OpenInference's LangChain tool spans' ``output.value``:
   ``{"type": "tool", "data": {"content": ..., "tool_call_id": ..., "status": ...}}``): the
-  tool returned ``content``.
+  tool returned ``content``;
+* a Google GenAI ``FunctionResponse`` as the result (OpenInference's Google ADK tool spans'
+  ``output.value``: ``{"id": "call_7", "name": "search", "response": {"result": ...}}``, the
+  id new with every call): the tool returned ``response`` (ADK's dict of what the function
+  returned).
 
 Anything else is returned as it is. Cost: a few dict look-ups on a decoded payload; a
 payload that is not a dict costs one type check.
@@ -34,6 +38,10 @@ _ENVELOPE_CONTEXT: Final = ("metadata", "tags", "kwargs")
 _RESULT_ENVELOPE: Final = frozenset(("output", "kwargs"))
 #: a LangChain message a tool returned, as ``dumpd`` serializes it
 _SERIALIZED_TOOL_MESSAGE: Final = "ToolMessage"
+#: the fields of a Google GenAI ``FunctionResponse`` (``name`` and ``response`` among them)
+_FUNCTION_RESPONSE: Final = frozenset(
+    ("id", "name", "response", "will_continue", "scheduling", "parts")
+)
 
 
 def unwrap_arguments(value: Any) -> tuple[Any, str | None]:
@@ -51,7 +59,8 @@ def unwrap_arguments(value: Any) -> tuple[Any, str | None]:
 
 
 def unwrap_result(value: Any) -> Any:
-    """What the tool returned: the envelope's ``output``, a ``ToolMessage``'s content."""
+    """What the tool returned: the envelope's ``output``, a ``ToolMessage``'s content, a
+    ``FunctionResponse``'s ``response``."""
     value = _opened(value)
     if not isinstance(value, dict):
         return value
@@ -73,6 +82,8 @@ def unwrap_result(value: Any) -> Any:
         data = value.get("data")
         if isinstance(data, dict) and "content" in data and "tool_call_id" in data:
             return data["content"]
+    if "response" in value and "name" in value and _FUNCTION_RESPONSE.issuperset(value):
+        return value["response"]
     return value
 
 

@@ -145,3 +145,35 @@ def test_a_text_part_without_content_is_not_an_empty_answer() -> None:
         _pydantic_ai_chat("b7ad6b7169203332", [{"type": "text", "content": " "}]), "r", CONFIG
     )
     assert empty.empty is True
+
+
+def _adk_tool_span(call: int) -> SpanView:
+    """OpenInference's Google ADK tool span (openinference-instrumentation-google-adk 1.0.5)
+    of ``search(query="pricing")`` -> "no results": the result is ADK's whole function
+    response, its id new with every call."""
+    response = {"id": f"call_{call}_0", "name": "search", "response": {"result": "no results"}}
+    return SpanView(
+        "execute_tool search",
+        TRACE,
+        f"{call:016x}",
+        attributes={
+            "openinference.span.kind": "TOOL",
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "search",
+            "gen_ai.tool.call.id": f"call_{call}_0",
+            "tool.name": "search",
+            "input.value": '{"query": "pricing"}',
+            "output.value": json.dumps(response, separators=(",", ":")),
+        },
+    )
+
+
+def test_adk_function_response_is_unwrapped_to_what_the_tool_returned() -> None:
+    first = span_to_events(_adk_tool_span(1), "r", CONFIG)
+    again = span_to_events(_adk_tool_span(2), "r", CONFIG)
+    assert first[1].output == {"result": "no results"}
+    assert first[1].signature == again[1].signature  # only the response id differed
+    assert unwrap_result({"id": "x", "name": "search", "response": {"a": 1}}) == {"a": 1}
+    # a tool's own result that merely has such keys among others is left alone
+    own = {"id": "x", "name": "search", "response": 1, "extra": 2}
+    assert unwrap_result(own) == own
