@@ -158,6 +158,12 @@ class LoopGuardConfig(BaseModel):
     retryable_failure_threshold: int = Field(
         4, ge=1, description="occurrences of the same retryable error"
     )
+    quota_reset_horizon: float = Field(
+        900.0,
+        ge=0,
+        description="seconds: a usage limit resetting later than this (or a quota, billing "
+        "or credit error) is a permanent failure, also as a 429 (0 = off)",
+    )
     handoff_cycle_threshold: int = Field(2, ge=1, description="closed handoff cycles")
     delegation_tools: tuple[str, ...] = Field(
         DEFAULT_DELEGATION_TOOLS,
@@ -186,6 +192,11 @@ class LoopGuardConfig(BaseModel):
         False, description="stop at the truncation after the continuations, not warn"
     )
     max_premature_end_recoveries: int = Field(2, ge=0, description="empty end-turns re-prompted")
+    output_failure_markers: bool = Field(
+        True,
+        description="a successful tool call whose output shows failing tests, a traceback or "
+        "a non-zero exit code counts as failing for premature_end",
+    )
     shell_failure_threshold: int = Field(2, ge=1, description="consecutive shell failures")
     shell_tools: tuple[str, ...] = Field(
         DEFAULT_SHELL_TOOLS, description="tools that run shell commands"

@@ -8,9 +8,19 @@ prompt it to continue or explain; a model that keeps doing it is stuck. Each suc
 
 "The last tool calls" are the results and errors since the model turn before them (a
 batch, possibly parallel calls), remembered until the next batch starts. A batch fails
-when it has a ``tool_error`` or a shell result classified as an environmental failure
-(:mod:`otel_loopguard.engine.detectors.shell_failure`). An empty end after a batch that succeeded
-is a normal end, not a premature one.
+when it has a ``tool_error``, a shell result classified as an environmental failure
+(:mod:`otel_loopguard.engine.detectors.shell_failure`), or a result whose output text
+carries a failure marker although the call itself succeeded: failing tests (``FAIL:``,
+``3 failed``), a traceback, ``AssertionError``, a non-zero exit code
+(:mod:`otel_loopguard.engine.detectors.output_failures`; ``OTEL_LOOPGUARD_OUTPUT_FAILURE_MARKERS``,
+on by default; results of read-only and note tools are file content or thoughts, not
+outcomes, and are not looked into). An empty end after a batch that succeeded (tests that
+passed, exit code 0, prose that merely says "error") is a normal end, not a premature one.
+
+The markers are looked for lazily: a result is only remembered (at most
+:data:`MAX_PENDING` per batch, references dropped at the next model turn) and classified
+when it matters, at an empty end of turn or while re-prompts are counting; a tool span
+costs no text scan.
 
 The recovery count resets when the agent shows progress: a batch of tool calls that all
 succeeded, or a non-empty final answer (it explained itself, which the prompt asks for).
@@ -24,7 +34,9 @@ from typing import Any, ClassVar
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
+from otel_loopguard.engine.detectors.call_tracking import is_error_result
 from otel_loopguard.engine.detectors.finish_reasons import is_stop
+from otel_loopguard.engine.detectors.output_failures import output_failure
 from otel_loopguard.engine.detectors.recoveries import recovery_or_exhausted
 from otel_loopguard.engine.detectors.shell_failure import HINTS, classify_shell_failure
 from otel_loopguard.engine.detectors.state_io import export_dataclass, restore_dataclass
@@ -39,6 +51,8 @@ _TOOL_ERROR = EventKind.TOOL_ERROR
 _LLM_RESPONSE = EventKind.LLM_RESPONSE
 
 MAX_FAILURES_KEPT = 4
+#: successful results of a batch remembered for their failure markers (the first ones)
+MAX_PENDING = 4
 
 
 def is_stop_like(finish_reason: str | None) -> bool:
@@ -54,6 +68,9 @@ class PrematureEndState:
     batch_failures: tuple[str, ...] = ()
     batch_closed: bool = True  # a model turn came after it; the next tool event starts anew
     consecutive: int = 0
+    # successful results of the open batch not yet looked into for failure markers (not
+    # exported: export_state classifies them first)
+    pending: tuple[Event, ...] = ()
 
     # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
     def __init__(
@@ -62,11 +79,13 @@ class PrematureEndState:
         batch_failures: tuple[str, ...] = (),
         batch_closed: bool = True,
         consecutive: int = 0,
+        pending: tuple[Event, ...] = (),
     ) -> None:
         self.batch_tools = batch_tools
         self.batch_failures = batch_failures
         self.batch_closed = batch_closed
         self.consecutive = consecutive
+        self.pending = pending
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -81,6 +100,9 @@ class PrematureEndDetector:
     def __init__(self, config: LoopGuardConfig) -> None:
         self._recoveries = config.max_premature_end_recoveries
         self._shell_tools = ToolNameMatcher(config.shell_tools)
+        self._markers = config.output_failure_markers
+        # results that are file content or a thought, not the outcome of work
+        self._content_tools = ToolNameMatcher((*config.read_only_tools, *config.note_tools))
 
     def new_state(self) -> PrematureEndState:
         return PrematureEndState()
@@ -94,10 +116,15 @@ class PrematureEndDetector:
             return None
         if kind is not _LLM_RESPONSE:
             return None
+        ends_turn = not event.requested_tool_calls and is_stop_like(event.finish_reason)
+        if state.pending:
+            if state.consecutive or (ends_turn and event.empty):
+                self._classify_pending(state)  # only when the answer depends on it
+            else:
+                state.pending = ()
         if state.batch_tools and not state.batch_failures:
             state.consecutive = 0  # the last batch succeeded: progress
         state.batch_closed = True
-        ends_turn = not event.requested_tool_calls and is_stop_like(event.finish_reason)
         if not ends_turn:
             return None
         if not event.empty:
@@ -113,12 +140,42 @@ class PrematureEndDetector:
             state.batch_closed = False
             state.batch_tools = 0
             state.batch_failures = ()
+            state.pending = ()
         state.batch_tools += 1
         if event.kind is not _TOOL_ERROR and not self._shell_tools[event.tool_name]:
-            return  # a result of a tool that is not a shell: a success (the common case)
+            # a result of a tool that is not a shell: a success unless its output says
+            # otherwise, looked into only if an empty end of turn follows
+            if self._markers and len(state.pending) < MAX_PENDING:
+                state.pending = (*state.pending, event)
+            return
         failure = _describe_failure(event, self._shell_tools)
+        if failure is None and self._markers and event.kind is not _TOOL_ERROR:
+            if len(state.pending) < MAX_PENDING:
+                state.pending = (*state.pending, event)
+            return
         if failure is not None and len(state.batch_failures) < MAX_FAILURES_KEPT:
             state.batch_failures = (*state.batch_failures, failure)
+
+    def _classify_pending(self, state: PrematureEndState) -> None:
+        """Move the remembered results whose output carries a failure marker into the
+        batch's failures; forget the results."""
+        pending, state.pending = state.pending, ()
+        failures = state.batch_failures
+        for event in pending:
+            if len(failures) >= MAX_FAILURES_KEPT:
+                break
+            tool = event.tool_name
+            if is_error_result(event):  # an MCP ``isError`` result: the tool failed
+                label: str | None = "error"
+            elif self._content_tools[tool]:
+                continue
+            else:
+                details = event.details
+                exit_code = details.get("exit_code") if details else None
+                label = output_failure(event.output, exit_code)
+            if label is not None:
+                failures = (*failures, f"{(tool or 'tool')[:60]}: {label}")
+        state.batch_failures = failures
 
     def _signal(self, state: PrematureEndState) -> Signal:
         failed = ", ".join(state.batch_failures)
@@ -143,9 +200,15 @@ class PrematureEndDetector:
         )
 
     def export_state(self, state: PrematureEndState) -> dict[str, Any]:
-        return export_dataclass(state)
+        if state.pending:
+            self._classify_pending(state)  # results are raw content: only their verdict goes
+        data = export_dataclass(state)
+        data.pop("pending", None)
+        return data
 
     def restore_state(self, data: dict[str, Any]) -> PrematureEndState:
+        if isinstance(data, dict) and "pending" in data:
+            data = {key: value for key, value in data.items() if key != "pending"}
         state = restore_dataclass(PrematureEndState, data)
         state.batch_failures = tuple(f[:100] for f in state.batch_failures[:MAX_FAILURES_KEPT])
         return state
