@@ -176,7 +176,7 @@ class HandoffCycleDetector:
             kind="delegation_persistent" if persistent else "delegation",
             score=growing_score(stale, threshold, 0.6),
             message=(
-                f"{who} delegated {stale} times in a row to {shown} and got back only "
+                f"the last {stale} delegations of {who} (to {shown}) brought back only "
                 "answers it already had"
             ),
             evidence={
