@@ -142,12 +142,12 @@ _REPLAN_DETECTORS = frozenset({"read_only_loop", "shell_failure"})
 #: permanent_failure kinds that pause (back off); ``permanent`` and ``persistent`` stop
 _BACK_OFF_KINDS = frozenset({"retryable", "unclassified"})
 _RECOVERY_DETECTORS = frozenset({"truncation", "premature_end"})
+#: no_progress kinds of waits with nothing pending (replan, then stop); not loop support
+_IDLE_WAIT_KINDS = ("idle_wait", "idle_wait_persistent")
 #: the kind of the signal that turns a replan whose nudge did not help into a stop
 AFTER_NUDGE = "after_nudge"
 
 
-#: no_progress kinds of waits with nothing pending (replan, then stop); not loop support
-_IDLE_WAIT_KINDS = ("idle_wait", "idle_wait_persistent")
 @dataclass(slots=True, init=False)
 class PolicyInput:
     """What a policy sees after one event of one run."""
@@ -244,14 +244,14 @@ def _verdict(
             return Action.STOP, RunEndState.STOPPED, (signal, *support)
         return Action.WARN, None, (signal,)
     if detector == NO_PROGRESS:
-        support = tuple(s for s in window if s.detector in LOOP_DETECTORS and _same_work(signal, s))
-        if support:
-            return Action.STOP, RunEndState.STOPPED, (*support, signal)
-        return Action.WARN, None, (signal,)
         if signal.kind in _IDLE_WAIT_KINDS:  # waits with nothing pending: nudge, then stop
             if signal.kind == _IDLE_WAIT_KINDS[1]:
                 return Action.STOP, RunEndState.STOPPED, (signal,)
             return Action.REPLAN, None, (signal,)
+        support = tuple(s for s in window if s.detector in LOOP_DETECTORS and _same_work(signal, s))
+        if support:
+            return Action.STOP, RunEndState.STOPPED, (*support, signal)
+        return Action.WARN, None, (signal,)
     if detector == "permanent_failure":
         if signal.kind in _BACK_OFF_KINDS:
             return Action.PAUSE, None, (signal,)

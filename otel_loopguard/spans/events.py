@@ -577,42 +577,12 @@ def _llm_event(view: SpanView, run_id: str, config: LoopGuardConfig, actor: str 
     if text:  # the model's own words, as hashes only (the repeated-text detector's)
         event.signature, event.near_key = text_signature(text, config.signature_max_chars)
         event.details["text_sketch"] = text_sketch(text)
-    return event
-
-
-def _finish_reason(attrs: Mapping[str, Any]) -> str | None:
-    for key in _FINISH_REASONS_KEYS:
-        reasons = attrs.get(key)
-        if isinstance(reasons, str):
-            return reasons or None
-        if isinstance(reasons, (tuple, list)):
-            for reason in reasons:
-                if isinstance(reason, str) and reason:
-                    return reason
-    return _first_text(attrs, _FINISH_REASON_KEYS)
-
-
-def _requested_calls(
-    attrs: Mapping[str, Any], max_chars: int, span_id: str
-) -> tuple[list[str], bool, bool, str]:
-    """Signatures of the tool calls a model turn asked for, and whether its text was empty.
-
-    Returns ``(signatures, text_seen, text_empty, text)``; ``text_seen`` is False when the
-    span records no output content at all (then emptiness is unknown, not true); ``text``
-    is the turn's recorded text parts joined (``""`` when none), for its signature.
-
-    With content capture off some instrumentations still write the parts, without their
-    content (pydantic-ai: a ``tool_call`` part with no ``arguments``, a ``text`` part with
-    no ``content``). Such a part means "not recorded": the call's signature is made unique
-    to this span (two turns asking for unknown arguments are not identical steps), and a
-    text part without content leaves the emptiness of the answer unknown.
-    """
     user = last_user_message(attrs)
     if user is not None:  # a hash: which user message the request ends with
         event.details["user_message"] = user
-    calls: list[tuple[str, Any]] = []
-    unrecorded_calls: list[str] = []
-    text_seen = False
+    return event
+
+
 _MAX_INPUT_INDEX = 1 << 20
 #: parts of a user-role message that carry tool results (Anthropic's user turn)
 _TOOL_RESULT_PARTS = frozenset({"tool_call_response", "tool_result", "function_response"})
@@ -681,6 +651,36 @@ def last_user_message(attrs: Mapping[str, Any]) -> int | None:
     return None
 
 
+def _finish_reason(attrs: Mapping[str, Any]) -> str | None:
+    for key in _FINISH_REASONS_KEYS:
+        reasons = attrs.get(key)
+        if isinstance(reasons, str):
+            return reasons or None
+        if isinstance(reasons, (tuple, list)):
+            for reason in reasons:
+                if isinstance(reason, str) and reason:
+                    return reason
+    return _first_text(attrs, _FINISH_REASON_KEYS)
+
+
+def _requested_calls(
+    attrs: Mapping[str, Any], max_chars: int, span_id: str
+) -> tuple[list[str], bool, bool, str]:
+    """Signatures of the tool calls a model turn asked for, and whether its text was empty.
+
+    Returns ``(signatures, text_seen, text_empty, text)``; ``text_seen`` is False when the
+    span records no output content at all (then emptiness is unknown, not true); ``text``
+    is the turn's recorded text parts joined (``""`` when none), for its signature.
+
+    With content capture off some instrumentations still write the parts, without their
+    content (pydantic-ai: a ``tool_call`` part with no ``arguments``, a ``text`` part with
+    no ``content``). Such a part means "not recorded": the call's signature is made unique
+    to this span (two turns asking for unknown arguments are not identical steps), and a
+    text part without content leaves the emptiness of the answer unknown.
+    """
+    calls: list[tuple[str, Any]] = []
+    unrecorded_calls: list[str] = []
+    text_seen = False
     text_unrecorded = False
     text_parts: list[str] = []
 
