@@ -207,7 +207,12 @@ class Search:
         cached = self._cache.get(key)
         if cached is not None and (not cached.pruned or allowed_false_stops is not None):
             return cached
-        config = self.base.model_validate({**self.base.model_dump(), **settings})
+        try:
+            config = self.base.model_validate({**self.base.model_dump(), **settings})
+        except ValidationError:  # a combination the model refuses: never suggested
+            refused = Score(dict(settings), Tally(false_stops=len(self.labels) + 1), pruned=True)
+            self._cache[key] = refused
+            return refused
         score = LabelScore(self.labels, Gates())
         false_stopped: set[str] = set()
         labelled_traces: set[str] = set()
@@ -258,7 +263,8 @@ class Search:
 
     def run(self, current: Score) -> Score:
         """Coordinate descent from ``current``; returns the best score found."""
-        self._started = time.monotonic()
+        if not self._started:
+            self._started = time.monotonic()
         best = current
         for number in range(1, MAX_PASSES + 1):
             self.passes = number
@@ -462,11 +468,10 @@ def suggest(
         max_candidates=max_candidates,
         progress=progress,
     )
-    try:
-        current = search.replay(search.settings_of(base))
-    except ValidationError as exc:  # pragma: no cover - the base config is valid
-        raise SuggestError(str(exc).splitlines()[0]) from None
-    assert current.labels is not None
+    search._started = started  # the budget counts the first replay too
+    current = search.replay(search.settings_of(base))
+    if current.labels is None:  # pragma: no cover - the current settings are valid
+        raise SuggestError("the current settings do not validate")
     first_labels = current.labels
     if not first_labels.total.loop_runs and not first_labels.total.clean_runs:
         raise SuggestError(

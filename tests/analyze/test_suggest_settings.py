@@ -161,6 +161,22 @@ def test_settings_that_make_false_stops_are_raised_until_none_is_left(policy_dir
     assert report["suggested"]["changes"]["OTEL_LOOPGUARD_REPETITION_THRESHOLD"] > 2
 
 
+def test_the_candidate_cap_ends_the_search_with_the_best_found(policy_dir, tmp_path) -> None:
+    trace_file = export(tmp_path / "runs.json", {"conv-loop": LOOP, "conv-a": distinct(3)})
+    labels = labels_file(
+        tmp_path / "labels.json",
+        {"conv-loop": {"loop": True}, "conv-a": {"loop": False}},
+    )
+    result = suggest(
+        policy_dir, trace_file, labels, "--format", "json", "--suggest-max-candidates", "2"
+    )
+    assert result.returncode == 0, result.stderr
+    search = json.loads(result.stdout)["search"]
+    assert search["replays"] == 2 and search["stopped_by"] == "the cap of 2 candidates"
+    text = suggest(policy_dir, trace_file, labels, "--no-progress", "--suggest-budget", "0.001")
+    assert "(stopped by the budget of 0.001 s)" in text.stdout.decode()
+
+
 @pytest.mark.parametrize(
     "content",
     ['{"runs": [1, 2]}', "not json", '{"version": 1, "runs": {"a": {"loop": "yes"}}}'],
