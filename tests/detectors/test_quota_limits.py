@@ -105,6 +105,24 @@ def test_a_weekly_limit_retried_with_backoff_is_stopped_at_the_second_attempt() 
     assert actions[2] is Action.STOP  # before: a pause at the fourth, a stop at the eighth
 
 
+def test_a_shell_sleep_or_other_work_between_attempts_stops_it_one_attempt_later() -> None:
+    steps = []
+    for attempt in range(4):
+        steps.append(exchange("bash", {"command": f"sleep {30 * 2**attempt}"}, ""))
+        steps.append(exchange("read_file", {"path": f"notes{attempt}.md"}, f"note {attempt}"))
+        steps.append(failing("web_search", {"query": QUERIES[attempt % 3]}, CODEX))
+    actions = _tool_run(steps)
+    attempts = actions[2::3]
+    assert attempts[:3] == [Action.CONTINUE, Action.CONTINUE, Action.STOP]  # the third
+
+
+def test_a_success_of_the_limited_tool_clears_the_limit() -> None:
+    steps = [failing("web_search", {"query": QUERIES[0]}, WEEKLY, status=429)]
+    steps.append(exchange("web_search", {"query": QUERIES[1]}, "3 flights found"))
+    steps.append(failing("web_search", {"query": QUERIES[2]}, WEEKLY, status=429))
+    assert max(_tool_run(steps)) is Action.CONTINUE
+
+
 def test_the_quota_rule_is_a_setting_and_off_it_is_a_retryable_429() -> None:
     actions = _tool_run(_backoff_attempts(WEEKLY, 429, 3), quota_reset_horizon=0)
     assert Action.STOP not in actions

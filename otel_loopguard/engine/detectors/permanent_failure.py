@@ -49,7 +49,10 @@ per model, only for this kind of failure (a model call that fails otherwise is t
 provider's to retry), and a successful answer of that model clears it. Waiting between
 attempts is no progress: a wait tool's result (``sleep``, ``wait_*``, ``WAIT_TOOLS``), like
 a note tool's, leaves the progress mark where it was, so a backoff does not restart the
-count. The second attempt stops (``PERMANENT_FAILURE_THRESHOLD``).
+count. The second attempt stops (``PERMANENT_FAILURE_THRESHOLD``); other work in between
+(a shell ``sleep 60``, whose arguments this detector does not see, or real work) does not
+clear the limit either: the count goes on, and the attempt after that work stops one
+attempt later (the third at the latest).
 """
 
 from __future__ import annotations
@@ -422,6 +425,7 @@ class PermanentFailureDetector:
         failures = state.failures
         progress = state.progress
         entry = failures.get(key)
+        worked = False  # distinct successful work since this limit's previous attempt
         if entry is None:
             count = 1
             failures.insert(key, error_key, count, progress)
@@ -429,11 +433,14 @@ class PermanentFailureDetector:
         else:
             # the same error with no distinct successful work since: one more; else anew
             same = entry[0] == error_key and entry[2] == progress
-            count = min(entry[1] + 1, FingerprintTable.MAX_COUNT) if same else 1
+            worked = quota and entry[0] == error_key and entry[2] != progress
+            # a usage limit is not cleared by other work (only a success of its own tool
+            # or model clears it): it counts on, one attempt later
+            count = min(entry[1] + 1, FingerprintTable.MAX_COUNT) if same or worked else 1
             failures.update(key, error_key, count, progress)
         signal_kind: str = error_class
         if quota:
-            threshold, base = self.permanent_threshold, 0.8
+            threshold, base = self.permanent_threshold + (1 if worked else 0), 0.8
             what = "usage limit, which does not reset within the run"
         elif error_class == "permanent":
             threshold, base, what = self.permanent_threshold, 0.8, "permanent error"
