@@ -105,7 +105,11 @@ def span_to_events(
     cls = classify(view) if span_class is None else span_class
     if cls is TOOL:
         events = _tool_events(view, run_id, config, actor)
-        if delegation_tools(config)[events[0].tool_name]:  # one dict lookup per tool span
+        cache = _DELEGATION  # delegation_tools(config), inlined: one dict lookup per span
+        matcher = cache.matcher
+        if config.delegation_tools is not cache.tools:
+            matcher = delegation_tools(config)
+        if matcher[events[0].tool_name]:
             delegation = delegation_event(events[0], events[1])
             if delegation is not None:
                 events.append(delegation)
