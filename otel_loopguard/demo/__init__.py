@@ -11,6 +11,7 @@ PORT`` keeps a Prometheus ``/metrics`` endpoint up until interrupted.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -105,6 +106,11 @@ def run(args: argparse.Namespace) -> int:
     from otel_loopguard.spans.otlp_json import write_otlp_json
 
     mode, environ = _demo_mode(args.mode)
+    # the timeline shows each interrupt: the line an interrupt logs for a user's own agent
+    # would only repeat it, out of place
+    logging.getLogger("otel_loopguard").addFilter(
+        lambda record: "STOP interrupted run" not in record.getMessage()
+    )
     pace = args.pace if args.pace is not None else (0.15 if sys.stdout.isatty() else 0.0)
     if (args.pace is not None and args.pace < 0) or args.warmup < 0 or args.keep_exporting < 0:
         print(

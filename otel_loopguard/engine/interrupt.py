@@ -10,6 +10,7 @@ the framework wrappers); :mod:`otel_loopguard.engine.decisions` re-exports it.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,6 +30,23 @@ class LoopGuardInterrupt(BaseException):
         # (up to 50 characters) in front would leave no room for why the run was stopped
         if not message:
             run = f", run {decision.run_id}" if decision.run_id else ""
-            reason = decision.reason or decision.action.value
+            reason = readable(decision.reason or decision.action.value)
             message = f"{reason} (stopped by otel-loopguard{run})"
         super().__init__(message)
+
+
+#: a count of one before a plural noun, as detectors' messages may say it ("1 calls")
+_ONE_OF_PLURAL = re.compile(
+    r"(?<![\d.,])\b1 (model turns|tool calls|calls|steps|turns|tokens|seconds|cycles|periods"
+    r"|repeats|occurrences|errors|failures)\b"
+)
+_ONE_TIMES = re.compile(r"(?<![\d.,])\b1 times\b")
+
+
+def readable(text: str) -> str:
+    """A decision's reason as a person reads it: ``1 calls`` is ``1 call``, ``1 times`` is
+    ``once`` (a threshold or a limit of one makes detectors' counts singular)."""
+    if "1 " not in text:
+        return text
+    text = _ONE_TIMES.sub("once", text)
+    return _ONE_OF_PLURAL.sub(lambda match: "1 " + match.group(1)[:-1], text)

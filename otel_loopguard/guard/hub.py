@@ -46,6 +46,7 @@ from otel_loopguard.engine.events import (
     optional_text,
     run_key,
 )
+from otel_loopguard.engine.interrupt import readable
 from otel_loopguard.engine.run_identity import RunIdentity, as_run_key, end_state, run_identity
 from otel_loopguard.guard.agent_run import AgentRun
 from otel_loopguard.guard.deliveries import Deliveries
@@ -320,7 +321,9 @@ class LoopGuard:
             self.telemetry.internal_error("preflight_llm", exc)
             return Decision(Action.CONTINUE)
         if decision.action is Action.STOP:
-            self._maybe_interrupt(decision)
+            self._maybe_interrupt(
+                decision, saved="this model call and every later call of this run (not sent)"
+            )
         return decision
 
     def observe_llm_response(
@@ -476,7 +479,7 @@ class LoopGuard:
             self.telemetry.internal_error(where, exc)
             return Decision(Action.CONTINUE)
         if raise_on_stop and decision.action is Action.STOP:
-            self._maybe_interrupt(decision)
+            self._maybe_interrupt(decision, saved=_SAVED_AT.get(where, ""))
         return decision
 
     def is_managed(self, span_id: int) -> bool:
@@ -548,9 +551,9 @@ class LoopGuard:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _maybe_interrupt(self, decision: Decision, span: Any = None) -> None:
+    def _maybe_interrupt(self, decision: Decision, span: Any = None, saved: str = "") -> None:
         if self.enforcing and decision.action is Action.STOP:
-            self.note_interrupt(decision, context_of(span))
+            self.note_interrupt(decision, context_of(span), saved=saved)
             raise LoopGuardInterrupt(decision)
 
     # -- enforcement bookkeeping ---------------------------------------------------------------
@@ -561,15 +564,69 @@ class LoopGuard:
         if run_id is not None and run_id not in self._gated:
             _remember(self._gated, run_id)
 
-    def note_interrupt(self, decision: Decision, context: Any = None) -> None:
+    def note_interrupt(
+        self,
+        decision: Decision,
+        context: Any = None,
+        *,
+        tool: str | None = None,
+        agent: str | None = None,
+        saved: str = "",
+    ) -> None:
         """A gate is raising :class:`LoopGuardInterrupt` for ``decision``: count it in
-        ``loopguard.interrupts`` and remember that the run's STOP was enforced."""
+        ``loopguard.interrupts``, remember that the run's STOP was enforced, and, the first
+        time a run is interrupted, say so in one WARNING line of the ``otel_loopguard``
+        logger (run, agent, tool, detectors, reason, what the interrupt saved: ``saved``
+        says what did not run here)."""
         try:
             self.telemetry.record_interrupt(decision, context)
         except Exception as exc:
             self.telemetry.internal_error("record_interrupt", exc)
-        if decision.run_id is not None:
-            _remember(self._interrupted, decision.run_id)
+        run_id = decision.run_id
+        if run_id is None or run_id not in self._interrupted:
+            try:
+                self._say_interrupted(decision, tool, agent, saved)
+            except Exception as exc:
+                self.telemetry.internal_error("interrupt_log", exc)
+        if run_id is not None:
+            _remember(self._interrupted, run_id)
+
+    def _say_interrupted(
+        self, decision: Decision, tool: str | None, agent: str | None, saved: str
+    ) -> None:
+        """The one line a user sees when an interrupt ends their agent's run."""
+        handle = _CURRENT_RUN.get()
+        if agent is None and handle is not None:
+            agent = handle.agent
+        if tool is None:
+            tool = next(
+                (
+                    str(signal.evidence["tool"])
+                    for signal in decision.reasons
+                    if isinstance(signal.evidence, dict) and signal.evidence.get("tool")
+                ),
+                None,
+            )
+        spent = ""
+        counts = self.monitor.run_counts(decision.run_id) if decision.run_id else None
+        if counts is not None:
+            steps, tool_calls, input_tokens, output_tokens, _cost = counts
+            amounts = (
+                (tool_calls, "tool call"),
+                (steps, "model turn"),
+                (input_tokens + output_tokens, "token"),
+            )
+            spent = ", ".join(_count(amount, noun) for amount, noun in amounts if amount)
+        logger.warning(
+            "otel-loopguard: STOP interrupted run %s (agent %s, tool %s%s): %s: %s; saved: %s",
+            decision.run_id or "-",
+            agent or "-",
+            tool or "-",
+            f", after {spent}" if spent else "",
+            ", ".join(decision.detectors) or "policy",
+            readable(decision.reason or "stop"),
+            saved or "every later tool and model call of this run (vetoed before it runs)",
+        )
 
     def stop_unenforceable(self, decision: Decision) -> None:
         """The processor decided STOP from spans: in enforce mode, say once when no gate can
@@ -628,6 +685,16 @@ class LoopGuard:
 
 
 _MAX_REMEMBERED_RUNS = 10_000
+#: what an interrupt raised where the wrapper's event was fed kept from running
+_SAVED_AT = {
+    "observe_llm_response": "every later call of this run (the model's answer is not acted on)",
+    "observe_handoff": "this handoff and every later call of this run",
+}
+
+
+def _count(amount: int, noun: str) -> str:
+    """``1 tool call``, ``3 tool calls``, ``12,400 tokens``."""
+    return f"{amount:,} {noun}{'' if amount == 1 else 's'}"
 
 
 def _remember(runs: OrderedDict[str, None], run_id: str) -> None:

@@ -217,7 +217,14 @@ class ToolCall:
         try:
             span.set_attribute("error.type", "LoopGuardInterrupt")
             span.set_status(Status(StatusCode.ERROR, "vetoed by otel-loopguard"))
-            guard.note_interrupt(decision, trace.set_span_in_context(span))
+            guard.note_interrupt(
+                decision,
+                trace.set_span_in_context(span),
+                tool=self._name,
+                agent=self._agent,
+                saved=f"this {self._name} call and every later call of this run (vetoed "
+                "before they run)",
+            )
         except Exception as exc:
             guard.telemetry.internal_error("tool_call.veto", exc)
         finally:
@@ -280,7 +287,14 @@ class ToolCall:
             and not isinstance(exc, LoopGuardInterrupt)
         ):
             try:
-                guard.note_interrupt(decision, trace.set_span_in_context(span))
+                guard.note_interrupt(
+                    decision,
+                    trace.set_span_in_context(span),
+                    tool=self._name,
+                    agent=self._agent,
+                    saved="every later call of this run (interrupted right after this "
+                    f"{self._name} call returned)",
+                )
             except Exception as error:  # pragma: no cover
                 guard.telemetry.internal_error("tool_call.interrupt", error)
             raise LoopGuardInterrupt(decision) from exc

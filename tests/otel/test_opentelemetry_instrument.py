@@ -114,3 +114,12 @@ def test_disabling_loopguard_turns_every_part_off_even_in_enforce_mode() -> None
         assert outcome == {"outcome": "finished", "executed": 10}, (disabled, stderr)
         assert not any(e["name"] == "loopguard.decision" for s in spans for e in s["events"])
         assert not [s for s in spans if s["name"] == "loopguard.run"]
+
+
+def test_an_interrupt_is_said_in_one_warning_line() -> None:
+    outcome, _spans, stderr = run_instrumented("--loopguard_mode", "enforce")
+    assert outcome["outcome"] == "interrupted: stop"
+    lines = [line for line in stderr.splitlines() if "STOP interrupted run" in line]
+    assert len(lines) == 1, stderr
+    assert "agent helper" in lines[0] and "tool lookup" in lines[0]
+    assert "repetition" in lines[0] and "saved: " in lines[0]

@@ -12,7 +12,9 @@ import pytest
 from otel_loopguard_testing import (
     assert_console_search_loop_observed,
     assert_console_search_loop_stopped,
+    program_outcome,
     run_console_program,
+    run_under_opentelemetry_instrument,
 )
 
 PROGRAM = Path(__file__).parent / "programs" / "looping_graph.py"
@@ -53,3 +55,15 @@ def test_disabling_loopguard_turns_the_framework_package_off_too():
     outcome, spans = run_console_program(PROGRAM, env=env)
     assert not outcome["interrupted"] and outcome["executions"] == 12
     assert not any(span["name"].startswith("execute_tool") for span in spans)
+
+
+def test_an_interrupted_graph_says_why_in_one_warning_line():
+    """The LangGraph user sees a long traceback; before it, one line says what stopped the
+    run and why."""
+    completed = run_under_opentelemetry_instrument(PROGRAM, env={"OTEL_LOOPGUARD_MODE": "enforce"})
+    outcome = program_outcome(completed)
+    assert outcome["interrupted"]
+    lines = [line for line in completed.stderr.splitlines() if "STOP interrupted run" in line]
+    assert len(lines) == 1, completed.stderr[-3000:]
+    assert "tool search" in lines[0] and "agent support_agent" in lines[0]
+    assert "saved: " in lines[0]

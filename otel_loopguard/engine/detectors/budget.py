@@ -59,6 +59,11 @@ def _limit(kind: str, config: LoopGuardConfig) -> float:
     return float(getattr(config, _WHAT[kind][1]))
 
 
+def _counted(what: str, amount: float) -> str:
+    """``tool calls`` after most numbers, ``tool call`` after 1 (``cost`` has no plural)."""
+    return what[:-1] if amount == 1 and what.endswith("s") else what
+
+
 def _signal(kind: str, used: float, limit: float, *, preflight: bool) -> Signal:
     what, field = _WHAT[kind]
     variable = LoopGuardConfig.env_name(field)
@@ -66,11 +71,14 @@ def _signal(kind: str, used: float, limit: float, *, preflight: bool) -> Signal:
     shown_limit = int(limit) if float(limit).is_integer() else limit
     if preflight:
         message = (
-            f"the next call would exceed the run's limit of {shown_limit} {what} "
-            f"(used {shown_used}; {variable})"
+            f"the next call would exceed the run's limit of {shown_limit} "
+            f"{_counted(what, shown_limit)} (used {shown_used}; {variable})"
         )
     else:
-        message = f"run used {shown_used} {what}, over its limit of {shown_limit} ({variable})"
+        message = (
+            f"run used {shown_used} {_counted(what, shown_used)}, over its limit of "
+            f"{shown_limit} ({variable})"
+        )
     return Signal(
         detector=NAME,
         kind=kind,
