@@ -80,7 +80,8 @@ def add_parser(subparsers: Any) -> None:
         type=_positive_float,
         default=None,
         metavar="SECONDS",
-        help="with --suggest-settings: stop searching after this long, the first replay included (300)",
+        help="with --suggest-settings: stop searching after this long, the first replay "
+        "included (300)",
     )
     parser.add_argument(
         "--suggest-max-candidates",
