@@ -232,6 +232,12 @@ class LoopGuardConfig(BaseModel):
         description="stale results in a row (nothing the run has not seen, arguments changing "
         "in wording, order or flags) of one tool or one read resource before the nudge",
     )
+    no_new_information_read_threshold: int = Field(
+        4,
+        ge=2,
+        description="stale reads in a row of one file or resource (overlapping ranges "
+        "surfacing no line the run has not read) before the nudge",
+    )
     no_new_information_stop: int = Field(
         0,
         ge=0,

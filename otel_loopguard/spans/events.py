@@ -467,9 +467,6 @@ DELEGATION_TARGET_KEYS: Final = (
     "to_agent",
     "assignee",
 )
-#: an answer with fewer content words is an acknowledgement ("Done.", {"success": true}):
-#: the same one coming back for different tasks is no loop
-SHORT_ANSWER_WORDS: Final = 4
 _ANSWER_TEXT_CAP = 2048
 
 
@@ -503,8 +500,9 @@ def delegation_event(call: Event, outcome: Event) -> Event | None:
     name), carrying the answer's signature, or None when no coworker is named.
 
     ``details``: ``delegation`` (the tool), ``answer`` (the outcome's signature: a
-    result's, or a failure's), ``short_answer`` (an acknowledgement of under
-    :data:`SHORT_ANSWER_WORDS` content words). ``tool_name`` stays None: the call itself is
+    result's, or a failure's), ``answer_words`` (the content words of a recorded result,
+    up to 128; None for a failure or an unrecorded result), so the detector can tell an
+    acknowledgement ("Done.") from an answer. ``tool_name`` stays None: the call itself is
     the tool event, and an action cycle over it stays the action-cycle detector's."""
     arguments = call.arguments
     if not isinstance(arguments, dict):
@@ -517,7 +515,7 @@ def delegation_event(call: Event, outcome: Event) -> Event | None:
             break
     if target is None:
         return None
-    short = False
+    words = None
     if outcome.kind is _KIND_TOOL_RESULT and outcome.details.get("content_recorded", True):
         output = outcome.output
         if isinstance(output, str):
@@ -527,7 +525,7 @@ def delegation_event(call: Event, outcome: Event) -> Event | None:
                 text = json.dumps(output, default=str)[:_ANSWER_TEXT_CAP]
             except (TypeError, ValueError):
                 text = ""
-        short = len(text_sketch(text)) < SHORT_ANSWER_WORDS
+        words = len(text_sketch(text))
     source = call.actor
     event = Event(
         _KIND_HANDOFF,
@@ -544,7 +542,7 @@ def delegation_event(call: Event, outcome: Event) -> Event | None:
     details = event.details
     details["delegation"] = call.tool_name
     details["answer"] = outcome.signature
-    details["short_answer"] = short
+    details["answer_words"] = words
     return event
 
 

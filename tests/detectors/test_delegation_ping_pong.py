@@ -254,3 +254,12 @@ def test_closed_handoff_cycles_are_counted_as_before_beside_delegations() -> Non
     ]
     assert run.feed(_handoffs(rounds)) == []
     assert run.state.chain == []
+
+
+def test_acknowledgement_length_comes_from_config() -> None:
+    """With ``DELEGATION_ACK_WORDS=0`` every answer counts, "Done." too: the third "Done."
+    is a replan."""
+    rounds = [delegation("Writer", f"Write paragraph {i}", "Done.") for i in range(3)]
+    assert actions(decisions(rounds)) == ["continue", "continue", "continue"]
+    found = decisions(rounds, delegation_ack_words=0)
+    assert actions(found) == ["continue", "continue", "replan"]

@@ -26,8 +26,9 @@ earlier delegation (from any coworker; the task may be reworded, it usually is) 
 nothing new. ``delegation_repeat_threshold`` (2) such delegations in a row, with no new
 answer in between, fire ``delegation`` (the policy: replan, with a recommendation for the
 manager; the ladder stops a manager that goes on after it); twice as many fire
-``delegation_persistent`` (stop). An acknowledgement (``details["short_answer"]``: "Done.",
-``{"success": true}``) is neither new nor the same: distinct work answered alike is no loop.
+``delegation_persistent`` (stop). An acknowledgement (``details["answer_words"]`` under
+``delegation_ack_words`` (4) content words: "Done.", ``{"success": true}``) is neither new
+nor the same: distinct work answered alike is no loop.
 At most :data:`MAX_ANSWERS` answers are remembered per run.
 """
 
@@ -100,6 +101,7 @@ class HandoffCycleDetector:
     def __init__(self, config: LoopGuardConfig) -> None:
         self.threshold = config.handoff_cycle_threshold
         self.delegation_threshold = config.delegation_repeat_threshold
+        self.ack_words = config.delegation_ack_words
 
     def new_state(self) -> HandoffCycleState:
         return HandoffCycleState()
@@ -149,7 +151,12 @@ class HandoffCycleDetector:
         """A delegation and its answer: see the module docstring."""
         details = event.details
         answer = details.get("answer")
-        if not isinstance(answer, str) or not answer or details.get("short_answer"):
+        words = details.get("answer_words")
+        if (
+            not isinstance(answer, str)
+            or not answer
+            or (isinstance(words, int) and words < self.ack_words)
+        ):
             return None  # an acknowledgement, or no answer: neither new nor the same
         manager = event.actor or ""
         seen = bump(state.answers, f"{agent_key(manager)}|{answer}", MAX_ANSWERS) > 1
