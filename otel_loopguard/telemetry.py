@@ -54,6 +54,7 @@ REPLANNING_DETECTORS = (
     "truncation",
     "premature_end",
     "repeated_text",
+    "no_new_information",
 )
 RECOVERY_OUTCOMES = ("resolved", "persisted", "not_delivered")
 #: on the span of the model request that carried a recommendation

@@ -33,6 +33,10 @@ is stuck, not merely busy:
 - ``no_progress`` of kind ``idle_wait`` (waits with nothing else done, answered alike)
   answers **replan** with its recommendation and is no support for a loop signal; of kind
   ``idle_wait_persistent`` (twice ``OTEL_LOOPGUARD_IDLE_WAIT_THRESHOLD``) it **stops**.
+- ``no_new_information`` (changing calls of one tool, or reads of one resource, whose
+  results bring nothing the run has not seen) of kind ``stale`` answers **replan** with its
+  recommendation (the ladder stops a loop that goes on after it); of kind ``persistent``
+  (``OTEL_LOOPGUARD_NO_NEW_INFORMATION_STOP`` stale results, off by default) it **stops**.
 - ``budget`` **stops** with ``end_state`` ``max_steps`` (kinds ``steps`` and ``tool_calls``),
   ``timed_out`` (``time``) or ``budget_exceeded`` (``tokens``, ``cost``).
 - ``budget_proximity`` **warns**.
@@ -273,6 +277,10 @@ def _verdict(
             return Action.WARN, None, (signal,)
         return Action.REPLAN, None, (signal,)
     if detector in _REPLAN_DETECTORS:
+        return Action.REPLAN, None, (signal,)
+    if detector == "no_new_information":  # fuzzy loops: nudge (the ladder stops), or stop
+        if signal.kind == "persistent":
+            return Action.STOP, RunEndState.STOPPED, (signal,)
         return Action.REPLAN, None, (signal,)
     if detector == "repeated_text":
         if signal.kind == "persistent":

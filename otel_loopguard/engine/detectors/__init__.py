@@ -18,6 +18,7 @@ from otel_loopguard.engine.detectors.repeated_text import RepeatedTextDetector
 from otel_loopguard.engine.detectors.repeated_tool_steps import RepeatedToolStepsDetector
 from otel_loopguard.engine.detectors.repetition import RepetitionDetector
 from otel_loopguard.engine.detectors.shell_failure import ShellFailureDetector
+from otel_loopguard.engine.detectors.stale_results import StaleResultsDetector
 from otel_loopguard.engine.detectors.truncation import TruncationDetector
 
 #: the loop detectors: what the calls and their outcomes say about the run
@@ -28,6 +29,7 @@ CALL_DETECTORS: tuple[Callable[[LoopGuardConfig], Detector], ...] = (
     ActionCycleDetector,
     PermanentFailureDetector,
     HandoffCycleDetector,
+    StaleResultsDetector,
 )
 #: the budgets and the agent-loop guards: limits, truncation, premature ends, read-only
 #: loops, shell failures, the model repeating its own text
