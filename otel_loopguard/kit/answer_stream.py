@@ -9,7 +9,10 @@ once; a package's proxy adds only what its SDK has beyond it (the OpenAI SDK's
 ``response``, the name of its awaitable close).
 
 A proxy takes :class:`SyncReads`, :class:`AsyncReads` or both, as its SDK's stream
-iterates: a sync stream must not look async-iterable to a framework that asks.
+iterates: a sync stream must not look async-iterable to a framework that asks. The stream it
+wraps may be only iterable (another instrumentation's proxy with ``__iter__`` / ``__aiter__``
+and no ``__next__`` / ``__anext__``): it is read through the iterator those give, taken at the
+first read (``_self_items``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any, ClassVar
 
 import wrapt
 
+from otel_loopguard.kit.run_streams import async_items, sync_items
 from otel_loopguard.kit.streamed_answer import DoneCallback, Folder, StreamedAnswer
 
 
@@ -34,6 +38,7 @@ class AnswerStream(wrapt.ObjectProxy):  # type: ignore[misc]
     ) -> None:
         super().__init__(stream)
         self._self_answer = StreamedAnswer(folder, on_done, open_turn)
+        self._self_items: Any = None  # the iterator read, taken at the first read
 
 
 class SyncReads(AnswerStream):
@@ -46,7 +51,10 @@ class SyncReads(AnswerStream):
 
     def __next__(self) -> Any:
         with self._self_answer:
-            chunk = next(self.__wrapped__)
+            items = self._self_items
+            if items is None:
+                items = self._self_items = sync_items(self.__wrapped__)
+            chunk = next(items)
         self._self_answer.add(chunk)
         return chunk
 
@@ -77,7 +85,10 @@ class AsyncReads(AnswerStream):
 
     async def __anext__(self) -> Any:
         with self._self_answer:
-            chunk = await self.__wrapped__.__anext__()
+            items = self._self_items
+            if items is None:
+                items = self._self_items = async_items(self.__wrapped__)
+            chunk = await items.__anext__()
         self._self_answer.add(chunk)
         return chunk
 

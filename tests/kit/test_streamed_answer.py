@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from typing import Any
 
 import pytest
+import wrapt
 
 from otel_loopguard import agent_run, get_guard
-from otel_loopguard.kit.answer_stream import SyncReads
+from otel_loopguard.kit.answer_stream import AsyncReads, SyncReads
 from otel_loopguard.kit.openai_format import ChatChunkFolder
 from otel_loopguard.kit.streamed_answer import StreamedAnswer
 
@@ -93,3 +95,55 @@ def test_a_report_from_below_during_a_read_is_remembered(make_kit: Any) -> None:
         proxy = Proxy(Below(), ChatChunkFolder(), on_done, open_turn=kit.guard.model_turn)
         assert len(list(proxy)) == 1
     assert ends == [("stop", None, True, True)]
+
+
+class _IterableOnly(wrapt.ObjectProxy):  # type: ignore[misc]
+    """Another instrumentation's proxy of the SDK's stream: ``__iter__`` / ``__aiter__`` of its
+    own, no ``__next__`` / ``__anext__`` (``proxy.__next__`` reaches the stream it wraps)."""
+
+    def __init__(self, wrapped: Any, read: list[Any]) -> None:
+        super().__init__(wrapped)
+        self._self_read = read
+
+    def __iter__(self) -> Any:
+        for chunk in self.__wrapped__:
+            self._self_read.append(chunk)
+            yield chunk
+
+    async def __aiter__(self) -> Any:
+        async for chunk in self.__wrapped__:
+            self._self_read.append(chunk)
+            yield chunk
+
+
+class AsyncProxy(AsyncReads):
+    async def close_async(self) -> None:
+        self._self_answer.finish(complete=False)
+
+
+def test_a_stream_behind_an_iterable_only_proxy_is_read_through_it() -> None:
+    ends, on_done = _recorder()
+    read: list[Any] = []
+    chunks = [_chunk("a"), _chunk("b", "stop")]
+    proxy = Proxy(_IterableOnly(iter(chunks), read), ChatChunkFolder(), on_done)
+    assert list(proxy) == chunks
+    assert read == chunks  # their proxy saw every chunk: it was not bypassed
+    assert ends == [("stop", None, True, False)]
+
+
+def test_an_async_stream_behind_an_iterable_only_proxy_is_read_through_it() -> None:
+    ends, on_done = _recorder()
+    read: list[Any] = []
+    chunks = [_chunk("a"), _chunk("b", "stop")]
+
+    async def sdk_stream() -> Any:
+        for chunk in chunks:
+            yield chunk
+
+    async def main() -> list[Any]:
+        proxy = AsyncProxy(_IterableOnly(sdk_stream(), read), ChatChunkFolder(), on_done)
+        return [chunk async for chunk in proxy]
+
+    assert asyncio.run(main()) == chunks
+    assert read == chunks
+    assert ends == [("stop", None, True, False)]

@@ -43,7 +43,7 @@ from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt, RunEndState, current_run, get_guard
 from otel_loopguard.kit.held_back import HeldInterrupts
-from otel_loopguard.kit.run_streams import run_over
+from otel_loopguard.kit.run_streams import aclose_stream, async_items, run_over
 from otel_loopguard.kit.scoped_call import PlainScope, Wrapper, scoped_wrapper
 
 #: Agno's ``RunStatus`` values (a ``str`` enum) of a returned ``RunOutput``, and the events
@@ -205,14 +205,15 @@ async def _held_events(
 ) -> AsyncGenerator[Any, None]:
     """``_arun_stream``'s events, each computed with the run's held interrupts in reach (see
     the module docstring), the one held back raised at the end."""
+    items = async_items(events)  # another instrumentation's iterable proxy too
     try:
         while True:
             with HELD.opened(held):
                 try:
-                    event = await events.__anext__()
+                    event = await items.__anext__()
                 except StopAsyncIteration:
                     raise_held()
                     return
             yield event
     finally:
-        await events.aclose()
+        await aclose_stream(items, events)

@@ -30,6 +30,7 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt
+from otel_loopguard.kit.run_streams import aclose_stream
 from otel_loopguard.kit.scoped_call import Wrapper
 from otel_loopguard.kit.tool_gate import GatedCall, tool_gate_wrapper
 from otel_loopguard_agno.runs import hold_back
@@ -97,7 +98,7 @@ async def _held_back(items: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, No
         if not hold_back(interrupt):
             raise
     finally:
-        await items.aclose()
+        await aclose_stream(None, items)
 
 
 def _record_outcome(gate: Any, outcome: Any, call: GatedCall) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import wrapt
 
 from otel_loopguard import LoopGuardInterrupt
+from otel_loopguard.kit.run_streams import async_items, sync_items
 from otel_loopguard_anthropic.messages import StreamedTurn
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,6 +78,9 @@ class _WatchedStream(wrapt.ObjectProxy):  # type: ignore[misc]
     def __init__(self, stream: Any, call: ModelCall) -> None:
         super().__init__(stream)
         self._self_watch = _Watch(call)
+        # the iterator read, taken at the first read: the stream may be another
+        # instrumentation's iterable proxy (``__iter__`` / ``__aiter__`` only)
+        self._self_items: Any = None
         _finalizer(self, self._self_watch)
 
 
@@ -87,7 +91,10 @@ class ObservedStream(_WatchedStream):
     def __next__(self) -> Any:
         watch = self._self_watch
         try:
-            item = self.__wrapped__.__next__()
+            items = self._self_items
+            if items is None:
+                items = self._self_items = sync_items(self.__wrapped__)
+            item = items.__next__()
         except BaseException as exc:
             watch.pull_failed(exc)
             raise
@@ -119,7 +126,10 @@ class AsyncObservedStream(_WatchedStream):
     async def __anext__(self) -> Any:
         watch = self._self_watch
         try:
-            item = await self.__wrapped__.__anext__()
+            items = self._self_items
+            if items is None:
+                items = self._self_items = async_items(self.__wrapped__)
+            item = await items.__anext__()
         except BaseException as exc:
             watch.pull_failed(exc)
             raise

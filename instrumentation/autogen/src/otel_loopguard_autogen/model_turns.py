@@ -54,6 +54,7 @@ from otel_loopguard.kit.recommendations import (
     reasks_allowed,
     waiting_detector,
 )
+from otel_loopguard.kit.run_streams import aclose_stream, async_items
 from otel_loopguard_autogen.runs import interrupt_for_host
 from otel_loopguard_autogen.tools import decode_arguments
 
@@ -122,6 +123,7 @@ async def _observed_call(
 ) -> AsyncGenerator[Any, None]:
     guard = get_guard()
     outputs: AsyncGenerator[Any, None] | None = None
+    items: Any = None
     try:
         outputs = make(_prepared(guard, kwargs))
         reasks = reasks_allowed(guard) if reask else 0
@@ -132,7 +134,9 @@ async def _observed_call(
         while True:
             turn = guard.model_turn()  # never raises
             try:
-                output = await outputs.__anext__()
+                if items is None:  # another instrumentation's iterable proxy too
+                    items = async_items(outputs)
+                output = await items.__anext__()
             except StopAsyncIteration:
                 return
             finally:
@@ -149,8 +153,9 @@ async def _observed_call(
                 if follow_up is not None:
                     reasks -= 1
                     held, pending = output, follow_up[1]
-                    await outputs.aclose()
+                    await aclose_stream(items, outputs)
                     outputs = make(_prepared(guard, follow_up[0]))
+                    items = None
                     reported = False
                     continue
             yield output
@@ -158,7 +163,7 @@ async def _observed_call(
         raise interrupt_for_host(interrupt) from interrupt.__cause__
     finally:
         if outputs is not None:
-            await outputs.aclose()
+            await aclose_stream(items, outputs)
 
 
 # -- delivery and re-asks -------------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import LoopGuardInterrupt, get_guard
+from otel_loopguard.kit.run_streams import aclose_stream, async_items
 from otel_loopguard.kit.scoped_call import Wrapper
 
 logger = logging.getLogger(__name__)
@@ -155,13 +156,16 @@ async def _observed_stream(
     run.__enter__()
     run.suspend()
     outcome: BaseException | None = None
+    items: Any = None
     try:
         while True:
             run.resume()
             scope_token = _SCOPE.set(scope)
             try:
                 try:
-                    message = await stream.__anext__()
+                    if items is None:  # another instrumentation's iterable proxy too
+                        items = async_items(stream)
+                    message = await items.__anext__()
                 except StopAsyncIteration:
                     raise_if_stopped(guard)  # a run stopped by a vetoed call ends stopped
                     break
@@ -189,7 +193,7 @@ async def _observed_stream(
             # what its members still do belongs to the run
             run.resume()
             try:
-                await stream.aclose()
+                await aclose_stream(items, stream)
             finally:
                 run.suspend()
         finally:

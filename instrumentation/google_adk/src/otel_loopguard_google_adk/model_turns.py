@@ -57,6 +57,7 @@ from otel_loopguard.kit.recommendations import (
     reasks_allowed,
     waiting_detector,
 )
+from otel_loopguard.kit.run_streams import aclose_stream, async_items
 
 PACKAGE = "google_adk"
 
@@ -129,6 +130,7 @@ async def _one_call(
     invocation_context = args[0] if args else kwargs.get("invocation_context")
     llm_request = args[1] if len(args) > 1 else kwargs.get("llm_request")
     responses = wrapped(*args, **kwargs)
+    items = async_items(responses)  # another instrumentation's iterable proxy too
     try:
         first_turn = None
         reported = False
@@ -137,7 +139,7 @@ async def _one_call(
             if first_turn is None:
                 first_turn = turn
             try:
-                response = await responses.__anext__()
+                response = await items.__anext__()
             except StopAsyncIteration:
                 return
             finally:
@@ -152,7 +154,7 @@ async def _one_call(
                 reask = _reask_waiting(guard)
             yield response, reask
     finally:
-        await responses.aclose()
+        await aclose_stream(items, responses)
 
 
 def _reask_waiting(guard: Any) -> bool:

@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 from otel_loopguard import current_run, get_guard
 from otel_loopguard.kit.model_turn import ModelCall
 from otel_loopguard.kit.recommendations import deliver_waiting
+from otel_loopguard.kit.run_streams import aclose_stream, close_stream, is_async_stream
 from otel_loopguard.kit.streamed_turns import model_turn_stream
 from otel_loopguard_langchain.model_turns import has_text, internal_message, read_message
 
@@ -118,7 +119,7 @@ def _delivering(
             return None
         return wrapped(*call.args, **call.kwargs)
 
-    if hasattr(chunks, "__anext__"):
+    if is_async_stream(chunks):
         return _adelivering(chunks, request)
     return _sync_delivering(chunks, request)
 
@@ -126,7 +127,7 @@ def _delivering(
 def _sync_delivering(chunks: Iterator[Any], request: Callable[[], Any]) -> Iterator[Any]:
     made = request()
     if made is not None:
-        chunks.close()  # never started: nothing was sent
+        close_stream(None, chunks)  # never started: nothing was sent
         chunks = made
     yield from chunks
 
@@ -136,13 +137,13 @@ async def _adelivering(
 ) -> AsyncIterator[Any]:
     made = request()
     if made is not None:
-        await chunks.aclose()  # type: ignore[attr-defined]
+        await aclose_stream(None, chunks)
         chunks = made
     try:
         async for chunk in chunks:
             yield chunk
     finally:
-        await chunks.aclose()  # type: ignore[attr-defined]
+        await aclose_stream(None, chunks)
 
 
 def _deliver_input(call: ModelCall, message: str) -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from otel_loopguard import get_guard
-from otel_loopguard.kit.run_streams import drive
+from otel_loopguard.kit.run_streams import drive, is_async_stream
 
 _AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "otel_loopguard_langchain_agent", default=None
@@ -145,7 +145,7 @@ def stream_wrapper(tracer: Tracer) -> Callable[..., Any]:
         try:
             step = _Step(tracer, graph_name(instance), _config(args, kwargs))
         except Exception as exc:  # never break the run for our bookkeeping
-            where = "astream" if hasattr(inner, "__anext__") else "stream"
+            where = "astream" if is_async_stream(inner) else "stream"
             get_guard().telemetry.internal_error(f"langgraph.{where}", exc)
             return inner
         return drive(inner, step, quiet_close=True)
