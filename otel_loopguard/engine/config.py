@@ -172,6 +172,9 @@ class LoopGuardConfig(BaseModel):
     delegation_repeat_threshold: int = Field(
         2, ge=1, description="delegations answered with an answer already given, in a row"
     )
+    delegation_ack_words: int = Field(
+        4, ge=0, description="a delegation answer of fewer content words is an acknowledgement"
+    )
     sub_agent_replans: int = Field(
         1, ge=0, description="loop stops about a sub-agent answered with replan first"
     )
