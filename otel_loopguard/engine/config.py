@@ -263,6 +263,13 @@ class LoopGuardConfig(BaseModel):
     )
     max_runs: int = Field(10_000, ge=1, description="live runs kept (LRU)")
     run_ttl: float = Field(3600.0, gt=0, description="idle seconds before a run is dropped")
+    standalone_idle_gap: float = Field(
+        300.0,
+        ge=0,
+        description="seconds without a call after which gated calls outside any run and any "
+        "parent span, in one thread or asyncio task, start a new run (0: each is a run of its "
+        "own)",
+    )
 
     # the run store (docs/fleet.md): runs shared between processes
     store: str = Field("memory", description="`memory` or a redis:// / rediss:// URL")

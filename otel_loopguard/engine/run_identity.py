@@ -8,7 +8,10 @@ A run is what detector state accumulates over. First match wins (DESIGN "Core vo
   in trace time);
 * ``root``: the outermost open ``invoke_agent`` / ``invoke_workflow`` span of the trace
   (run id ``"{trace_id}:{span_id}"``); the run ends when that span ends;
-* ``trace``: the trace id; the run ends when the trace's local root span ends.
+* ``trace``: the trace id; the run ends when the trace's local root span ends;
+* ``standalone``: gated calls made outside any run and any parent span (no ``agent_run``,
+  with or without an SDK), per thread or asyncio task, until an idle gap
+  (``otel_loopguard.guard.standalone_runs``); the run ends when idle past the run TTL.
 
 Each rule lives here once, on :class:`RunKey`; the span follower (on-line and in replay)
 and the guard ask it instead of comparing strings.
@@ -29,6 +32,7 @@ class RunKey(str, enum.Enum):
     CONVERSATION = "conversation"
     ROOT = "root"
     TRACE = "trace"
+    STANDALONE = "standalone"
 
     @property
     def ends_with_root_span(self) -> bool:
@@ -43,10 +47,11 @@ class RunKey(str, enum.Enum):
     @property
     def ends_when_idle(self) -> bool:
         """The run outlives its traces and ends when idle past the run TTL."""
-        return self is RunKey.CONVERSATION
+        return self is RunKey.CONVERSATION or self is RunKey.STANDALONE
 
 
 CONVERSATION, ROOT, TRACE = RunKey.CONVERSATION, RunKey.ROOT, RunKey.TRACE
+STANDALONE = RunKey.STANDALONE
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,6 +67,7 @@ from otel_loopguard.guard.span_context import (
     origin,
     token_count,
 )
+from otel_loopguard.guard.standalone_runs import StandaloneRuns
 from otel_loopguard.guard.tool_call import ToolCall
 from otel_loopguard.spans.dialects import (
     INPUT_TOKEN_KEYS,
@@ -143,6 +144,8 @@ class LoopGuard:
         )
         self.tracer_provider = tracer_provider
         self._tracer: trace.Tracer | None = None
+        #: runs of calls outside any run and any parent span, per thread or task
+        self.standalone = StandaloneRuns(self.config.standalone_idle_gap)
         # answers reported by a wrapper and by another instrumentation's span, counted once
         self.reported_answers = ReportedAnswers()
         # keys of the model turns a wrapper reported (spans.executions)
@@ -248,15 +251,29 @@ class LoopGuard:
     # -- run identity -------------------------------------------------------------------------
 
     def resolve_run(self, span: Span | None = None) -> RunIdentity:
-        """The run the current code (or ``span``) belongs to; see DESIGN "Run identity"."""
+        """The run the current code (or ``span``) belongs to; see DESIGN "Run identity".
+
+        Calls outside any run and any parent span (a gate with no ``agent_run`` around it,
+        with or without an SDK) belong to the thread's or task's standalone run
+        (:mod:`otel_loopguard.guard.standalone_runs`), and so does what runs inside them."""
         handle = _CURRENT_RUN.get()
         if handle is not None:
             return RunIdentity(handle.run_id, as_run_key(handle.keyed_by))
+        explicit = span is not None
         span = span if span is not None else trace.get_current_span()
         context = span.get_span_context()
         conversation = baggage_conversation()
         if not context.is_valid:
-            return run_identity("no-trace", conversation=conversation)
+            if conversation:
+                return run_identity("no-trace", conversation=conversation)
+            return self.standalone.identity()
+        standalone = self.standalone.in_trace(context.trace_id)
+        if standalone is not None:
+            return standalone
+        if explicit and not conversation and _local_root_outside_runs(self.follower, span):
+            identity = self.standalone.identity()
+            self.standalone.begin_trace(context.trace_id, identity)
+            return identity
         return self.follower.identity_in_trace(context.trace_id, conversation)
 
     def preflight_before_span(self, kind: str) -> Any:
@@ -690,6 +707,18 @@ _SAVED_AT = {
     "observe_llm_response": "every later call of this run (the model's answer is not acted on)",
     "observe_handoff": "this handoff and every later call of this run",
 }
+
+
+def _local_root_outside_runs(follower: SpanFollower, span: Any) -> bool:
+    """``span`` (an SDK span) has no parent, and its trace has no agent span or
+    conversation: a call made outside any run and any parent span."""
+    if getattr(span, "parent", _NO_PARENT_KNOWN) is not None:
+        return False  # a parent (local or remote), or not an SDK span
+    state = follower.traces.get(span.get_span_context().trace_id)
+    return state is None or (state.root_agent() is None and not state.conversation)
+
+
+_NO_PARENT_KNOWN = object()
 
 
 def _count(amount: int, noun: str) -> str:
