@@ -10,6 +10,9 @@ Formats, detected from the content (never from the file name):
   (``/api/v2/traces/{id}``).
 * **Jaeger JSON**: the ``{"data": [trace, ...]}`` export of Jaeger's UI and HTTP API, or one
   bare trace object; span events are Jaeger logs whose ``event`` field is the event name.
+* the SDK's **console exporter** output (``ConsoleSpanExporter``: one pretty-printed span
+  object after another, the program's own output between them), read by
+  :mod:`~otel_loopguard.analyze.console_reader`.
 * any of these gzip-compressed (magic bytes), from a file or from stdin (``-``).
 
 OTLP JSON encodes ids as hex (the OTLP spec's deviation from the protobuf JSON mapping);
@@ -37,6 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from otel_loopguard.analyze import console_reader
 from otel_loopguard.analyze.jsonstream import JsonScanner, JsonSyntaxError
 from otel_loopguard.analyze.sources import (
     READ_ERRORS,
@@ -602,6 +606,10 @@ def document_batches(document: Any, stats: ReadStats) -> Iterator[list[SpanView]
             yield jaeger_trace_spans(trace, stats)
     elif isinstance(document.get("spans"), list) and "traceID" in document:
         yield jaeger_trace_spans(document, stats)
+    elif console_reader.is_console_span(document):  # one span of the SDK's console exporter
+        view = console_reader.console_span(document, stats)
+        if view is not None:
+            yield [view]
     else:
         keys = ", ".join(sorted(document)[:4]) or "no keys"
         raise InputError(
@@ -703,7 +711,15 @@ def read_text(text: TextIO, stats: ReadStats) -> Iterator[Sequence[SpanView]]:
         raise InputError("empty input")
     stripped = first.lstrip()
     if stripped[0] not in "{[":
-        raise InputError("not JSON trace data (expected an OTLP or Jaeger JSON export)")
+        # the SDK's console exporter after the program's own output, or not trace data
+        yield from console_reader.console_text_batches(text, (first,), stats)
+        return
+    if stripped.rstrip() == "{":  # pretty-printed: a console-exported span?
+        second = text.readline(SNIFF_LINE_CHARS)
+        if console_reader.starts_console_output(first, second):
+            yield from console_reader.console_text_batches(text, (first, second), stats)
+            return
+        first += second
     whole_line = first.endswith("\n") or len(first) < SNIFF_LINE_CHARS
     if whole_line:
         try:
