@@ -81,6 +81,7 @@ _STOP_TEXT = (
     "done let lets let's just also only very"
 )
 _STOPWORDS = frozenset(_STOP_TEXT.split())
+_EDITOR_TOOLS = ("str_replace_editor", "str_replace_based_edit_tool")
 _READ_SHELL_PROGRAMS = frozenset({"sed", "head", "tail", "cat", "nl", "awk", "less", "more"})
 
 
@@ -125,8 +126,9 @@ class StaleResultsState:
     __slots__ = ("epoch", "groups", "last_arguments", "last_call", "lines", "seen")
 
     def __init__(self, seen_results: int) -> None:
-        # result signatures and call identities the run has seen
-        self.seen = FingerprintTable(seen_results, "B")
+        # result signatures and call identities the run has seen (a bit set: two bits a
+        # fingerprint, cheaper per event than a table lookup)
+        self.seen = SeenLines(seen_results)
         # group fingerprint -> (stale results in a row, epoch, last call, words seen in
         # the streak's calls as a 64-bit mask)
         self.groups = FingerprintTable(GROUPS, "HIIQ")
@@ -155,6 +157,7 @@ class StaleResultsDetector:
         self.lines_size = max(64, config.seen_lines // 2)
         self._read_tools = ToolNameMatcher(config.read_only_tools)
         self._shell = ToolNameMatcher(config.shell_tools)
+        self._editors = ToolNameMatcher(_EDITOR_TOOLS)
 
     def new_state(self) -> StaleResultsState:
         return StaleResultsState(self.seen_size)
@@ -172,15 +175,18 @@ class StaleResultsDetector:
         output = counters.outcome_key
         seen = state.seen
         if counters.failed:
-            if seen.get(output) is None:  # a new error text is news
-                seen.insert(output, 0)
+            if not seen.seen_add(output):  # a new error text is news
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
             return None
         tool = event.tool_name or ""
-        resource = self._resource(tool, arguments) if arguments is not None else None
+        resource = (
+            self._resource(tool, arguments)
+            if arguments is not None
+            and (self._read_tools[tool] or self._shell[tool] or self._editors[tool])
+            else None
+        )
         if resource is None:
-            if seen.get(output) is None:  # the usual case: a result not seen before
-                seen.insert(output, 0)
+            if not seen.seen_add(output):  # the usual case: a result not seen before
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
                 return None
             if event.details.get("content_recorded") is False or arguments is None:
@@ -194,8 +200,7 @@ class StaleResultsDetector:
                 return None
             if news is False:
                 pass  # every line of it was read before
-            elif seen.get(output) is None:  # no text to read lines from: the signature
-                seen.insert(output, 0)
+            elif not seen.seen_add(output):  # no text to read lines from: the signature
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
                 return None
             elif event.details.get("content_recorded") is False:
@@ -204,8 +209,7 @@ class StaleResultsDetector:
         words, identity = _words_and_identity(arguments)
         if resource is None and identity:
             work = fingerprint(f"work:{tool}:{identity}") ^ counters.agent_key
-            if seen.get(work) is None:  # identity-bearing values not had before: new work
-                seen.insert(work, 0)
+            if not seen.seen_add(work):  # identity-bearing values not had before: new work
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
                 return None
         return self._stale(event, state, group, call, words, resource)
@@ -275,7 +279,7 @@ class StaleResultsDetector:
 
     def _resource(self, tool: str, arguments: Any) -> str | None:
         """The file or resource a read-like call reads, else None."""
-        if self._read_tools[tool] or is_editor_view(tool, arguments):
+        if self._read_tools[tool] or (self._editors[tool] and is_editor_view(tool, arguments)):
             found = _path_argument(arguments)
             return found if found is not None else None
         if self._shell[tool]:
@@ -307,8 +311,9 @@ class StaleResultsDetector:
         return new if looked else None
 
     def export_state(self, state: StaleResultsState) -> dict[str, Any]:
+        seen = state.seen
         data: dict[str, Any] = {
-            "seen": state.seen.to_json(),
+            "seen": [seen.current.hex(), seen.previous.hex(), seen.count],
             "groups": state.groups.to_json(),
             "epoch": state.epoch,
         }
@@ -319,21 +324,31 @@ class StaleResultsDetector:
 
     def restore_state(self, data: dict[str, Any]) -> StaleResultsState:
         state = StaleResultsState(self.seen_size)
-        state.seen.load_json(data.get("seen"))
+        _load_bits(state.seen, data.get("seen"))
         state.groups.load_json(data.get("groups"))
         state.epoch = int(data.get("epoch") or 0) & _EPOCH_MASK
         saved = data.get("lines")
-        if isinstance(saved, list) and len(saved) == 3:
+        if saved is not None:
             lines = SeenLines(self.lines_size)
-            try:
-                current, previous = bytearray.fromhex(saved[0]), bytearray.fromhex(saved[1])
-            except (TypeError, ValueError):
-                return state
-            if len(current) == len(lines.current) == len(previous):
-                lines.current, lines.previous = current, previous
-                lines.count = min(int(saved[2] or 0), lines.per_generation - 1)
+            if _load_bits(lines, saved):
                 state.lines = lines
         return state
+
+
+def _load_bits(bits: SeenLines, saved: Any) -> bool:
+    """Restore exported bit sets into ``bits``; False (left empty) when unusable."""
+    if not isinstance(saved, list) or len(saved) != 3:
+        return False
+    try:
+        current, previous = bytearray.fromhex(saved[0]), bytearray.fromhex(saved[1])
+        count = int(saved[2] or 0)
+    except (TypeError, ValueError):
+        return False
+    if not len(current) == len(bits.current) == len(previous):
+        return False
+    bits.current, bits.previous = current, previous
+    bits.count = min(max(count, 0), bits.per_generation - 1)
+    return True
 
 
 def _overlap(words: int, seen: int) -> float:
