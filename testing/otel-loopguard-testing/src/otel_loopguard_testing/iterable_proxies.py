@@ -66,7 +66,10 @@ def theirs_applied_first(harness: Any, targets: list[tuple[str, str]]) -> Iterat
     originals = []
     seen: list[str] = []
     for module, name in targets:
-        originals.append(wrapt.resolve_path(module, name))
+        parent, attribute, original = wrapt.resolve_path(module, name)
+        if isinstance(parent, type):  # as the class holds it (a classmethod stays one)
+            original = vars(parent).get(attribute, original)
+        originals.append((parent, attribute, original))
         wrapt.wrap_function_wrapper(module, name, _proxying(seen))
     harness.reinstrument()
     try:
