@@ -28,9 +28,10 @@ a run that goes on after the delivered nudge), and again at each further stale r
 
 Failures are neither news nor stale (a new error text is news): repeated failures are the
 failure detectors'. Results whose content was not recorded (no content, no signature) are
-never stale. Bounded: the seen table holds ``seen_results`` fingerprints (LRU), the lines
-at most ``seen_lines`` (two generations of a small bit set, allocated at the run's first read
-with content), the groups :data:`GROUPS`; per event O(1): at most :data:`MAX_LINES` lines of
+never stale. Bounded: the seen results are at least the latest ``seen_results``
+fingerprints, the lines at least the latest half of ``seen_lines`` (each two generations of
+a small bit set; the lines' allocated at the run's first read with content), the groups
+:data:`GROUPS`; per event O(1): at most :data:`MAX_LINES` lines of
 the first :data:`MAX_CHARS` characters of a read are looked at, and argument words only for
 a stale result. Evidence holds counts, the tool or resource fingerprint and signatures, never
 content (the resource path only with ``capture_content``).
