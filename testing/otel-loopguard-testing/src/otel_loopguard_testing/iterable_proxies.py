@@ -5,7 +5,8 @@ OpenInference's Google ADK instrumentation hands back ``Runner.run_async``'s gen
 which has no ``__anext__`` of its own (``proxy.__anext__`` reaches the generator it wraps, past
 their code). Any stream a package reads may be such a proxy: :func:`theirs_applied_first`
 puts one around what the given functions return (an async generator or a plain one), under
-our package's wrappers, as ``opentelemetry-instrument`` may apply theirs first.
+our package's wrappers, as ``opentelemetry-instrument`` may apply theirs first (around an
+iterator that is no generator, a model SDK's stream, too).
 """
 
 from __future__ import annotations
@@ -44,14 +45,25 @@ class SyncIterableOnly(wrapt.ObjectProxy):  # type: ignore[misc]
             yield item
 
 
+def _proxied(result: Any, seen: list[str]) -> Any:
+    kind = type(result)
+    if inspect.isasyncgen(result) or hasattr(kind, "__anext__"):  # an SDK's stream too
+        return AsyncIterableOnly(result, seen)
+    if inspect.isgenerator(result) or hasattr(kind, "__next__"):
+        return SyncIterableOnly(result, seen)
+    return result
+
+
 def _proxying(seen: list[str]) -> Any:
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         result = wrapped(*args, **kwargs)
-        if inspect.isasyncgen(result):
-            return AsyncIterableOnly(result, seen)
-        if inspect.isgenerator(result):
-            return SyncIterableOnly(result, seen)
-        return result
+        if inspect.iscoroutine(result):  # an async request: the stream it resolves to
+
+            async def proxied() -> Any:
+                return _proxied(await result, seen)
+
+            return proxied()
+        return _proxied(result, seen)
 
     return wrapper
 
