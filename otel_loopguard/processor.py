@@ -303,6 +303,8 @@ class LoopGuardSpanProcessor(SpanProcessor):
         telemetry.record_decision(decision, event, context)
         if decision.action is Action.STOP:
             guard.stop_unenforceable(decision)  # enforce mode with no gate: said once
+            # one truth: the run will end stop_not_enforced, and so its decision says
+            decision = guard.as_exported(decision)
         agent: OpenAgent | None = ended.actor
         if agent is not None and telemetry.add_decision_event(agent.span, decision, event):
             return

@@ -663,6 +663,26 @@ class LoopGuard:
             decision.reasons[0].message if decision.reasons else "stop",
         )
 
+    def as_exported(self, decision: Decision) -> Decision:
+        """A STOP decided from spans as its event says it: in enforce mode, when no gate
+        acted in its run (so nothing will interrupt it), its ``loopguard.run.state`` is
+        ``stop_not_enforced``, the state the run ends in (:meth:`run_end_state`)."""
+        if (
+            decision.end_state is None
+            or not self.enforcing
+            or decision.run_id is None
+            or decision.run_id in self._gated
+        ):
+            return decision
+        return Decision(
+            decision.action,
+            decision.risk,
+            decision.reasons,
+            decision.recommendation,
+            decision.run_id,
+            RunEndState.STOP_NOT_ENFORCED,
+        )
+
     def run_end_state(
         self,
         summary: Any = None,

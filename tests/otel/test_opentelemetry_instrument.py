@@ -123,3 +123,22 @@ def test_an_interrupt_is_said_in_one_warning_line() -> None:
     assert len(lines) == 1, stderr
     assert "agent helper" in lines[0] and "tool lookup" in lines[0]
     assert "repetition" in lines[0] and "saved: " in lines[0]
+
+
+def test_a_stop_no_gate_can_enforce_says_one_state_on_its_decision_and_its_run() -> None:
+    _outcome, spans, _stderr = run_instrumented("--loopguard_mode", "enforce")
+    stops = [
+        d for d in decisions(spans, "invoke_agent researcher") if d["loopguard.action"] == "stop"
+    ]
+    assert stops and all(d["loopguard.run.state"] == "stop_not_enforced" for d in stops)
+    (run,) = [s for s in spans if s["name"] == "loopguard.run"]
+    assert run["attributes"]["loopguard.run.state"] == "stop_not_enforced"
+    # the gated agent's STOP was enforced: its decision and its run say stopped
+    helper = [s for s in spans if s["name"] == "execute_tool lookup"]
+    helper_stops = [
+        e["attributes"]
+        for s in helper
+        for e in s["events"]
+        if e["name"] == "loopguard.decision" and e["attributes"]["loopguard.action"] == "stop"
+    ]
+    assert helper_stops and helper_stops[0]["loopguard.run.state"] == "stopped"
