@@ -389,3 +389,17 @@ def test_spans_twins_pass(dialect: str) -> None:
     ]
     for steps in (recipients, paging):
         assert _span_decisions(dialect, steps) == []
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_spans_reworded_calls_stop_at_the_same_span_as_exact_repeats(dialect: str) -> None:
+    """Family 7 through the span processor: the third answer stops both."""
+    exact: list[Step] = [("search", {"query": "pricing plans for teams"}, '{"results": []}')] * 3
+    reworded: list[Step] = [
+        ("search", {"query": q}, '{"results": []}')
+        for q in ["pricing plans for teams", "Teams pricing plans", "plans pricing, for the team?"]
+    ]
+    for steps in (exact, reworded):
+        actions = [action for action, _ in _span_decisions(dialect, steps, deliver=False)]
+        assert actions and actions[-1] == "stop", actions
+        assert [a for a, _ in _span_decisions(dialect, steps[:2], deliver=False)] in ([], ["warn"])
