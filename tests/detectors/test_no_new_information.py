@@ -403,3 +403,12 @@ def test_spans_reworded_calls_stop_at_the_same_span_as_exact_repeats(dialect: st
         actions = [action for action, _ in _span_decisions(dialect, steps, deliver=False)]
         assert actions and actions[-1] == "stop", actions
         assert [a for a, _ in _span_decisions(dialect, steps[:2], deliver=False)] in ([], ["warn"])
+
+
+def test_twin_status_updates_posted_to_one_channel_pass() -> None:
+    texts = ["Deploy started", "Deploy finished", "Deploy verified", "Deploy tagged"]
+    texts += ["Deploy announced", "Deploy archived"]
+    steps: list[Step] = [
+        ("post_message", {"channel": "general", "text": t}, {"ok": True}) for t in texts
+    ]
+    assert _ours(_run(steps)) == []

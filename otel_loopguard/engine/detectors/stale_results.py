@@ -16,7 +16,7 @@ A result that is not news is *stale*. Stale results are counted per group (the t
 reads the resource: its path, whichever tool or command reads it) while the run brings
 nothing new anywhere (a run-level epoch moves at every piece of news) and the call's
 arguments changed since the group's previous call (an identical call is ``no_progress``'s)
-only in wording, order or status flags: at least half of its content words were already in
+only in wording, order or status flags: at least 60 % of its content words were already in
 the group's calls (a search reworded, a plan whose steps change status). A call about other
 things (a different topic, all empty) starts the group's count again. At
 ``no_new_information_threshold`` (3; reads: ``no_new_information_read_threshold``, 4: an
@@ -68,6 +68,7 @@ MAX_CHARS = 32_768  # of a read's text, looked at for lines
 MAX_LINES = 400  # lines of a read looked at
 MAX_VALUES = 64  # argument values looked at for words and identities
 MIN_LINE = 3  # shorter lines (a brace, a blank) are neither news nor stale
+WORDING_OVERLAP = 0.6  # share of a call's content words already in the streak: a rewording
 # a line number a viewer puts before each line (``  11:``, ``11\t``, ``11 |``), and a
 # viewer's header or footer line ("(10 more lines above)", "[File: x (300 lines total)]"):
 # not what was read
@@ -82,6 +83,11 @@ _STOP_TEXT = (
     "done let lets let's just also only very"
 )
 _STOPWORDS = frozenset(_STOP_TEXT.split())
+#: keys whose text is what a call writes or sends (a message, a todo item): the work itself,
+#: identity-bearing like an id, never wording (a status flag beside it is wording)
+_PAYLOAD_KEYS = frozenset(
+    {"text", "message", "msg", "body", "content", "subject", "title", "comment", "reply", "answer"}
+)
 _EDITOR_TOOLS = ("str_replace_editor", "str_replace_based_edit_tool")
 _READ_SHELL_PROGRAMS = frozenset({"sed", "head", "tail", "cat", "nl", "awk", "less", "more"})
 
@@ -234,7 +240,7 @@ class StaleResultsDetector:
             return None  # the identical call again: no_progress's to judge
         if epoch != state.epoch:  # news since the group's last stale result
             streak, seen_words = 0, 0
-        elif words and seen_words and _overlap(words, seen_words) < 0.5:
+        elif words and seen_words and _overlap(words, seen_words) < WORDING_OVERLAP:
             streak, seen_words = 0, 0  # about other things: other work for the tool
         streak = min(streak + 1, FingerprintTable.MAX_COUNT)
         groups.update(group, streak, state.epoch, call, seen_words | words)
@@ -397,7 +403,9 @@ def _words_and_identity(arguments: Any) -> tuple[int, str]:
 
     Identity-bearing: numbers, tokens with a digit, ``@`` or ``/``, a single dotted token
     (a file, a host), and whole values under a key that names code, a command, a patch, a
-    path or a URL, or shaped like code (an edit is the work it does, whatever its words).
+    path or a URL, or what is written or sent (:data:`_PAYLOAD_KEYS`: a message's text, a
+    todo item's content), or shaped like code (an edit is the work it does, whatever its
+    words).
     Everything else is wording: its content words (stop words left out, a plural ``s``
     dropped) set bits of the mask.
     """
@@ -414,7 +422,7 @@ def _words_and_identity(arguments: Any) -> tuple[int, str]:
             identities.add(f"{key}={value!r}")
         elif isinstance(value, str):
             text = value[:2000]
-            if (key and _verbatim_key(key)) or _code_shaped(text):
+            if (key and (key.lower() in _PAYLOAD_KEYS or _verbatim_key(key))) or _code_shaped(text):
                 identities.add(f"{key}#{zlib.crc32(value.encode('utf-8', 'surrogatepass'))}")
                 continue
             single = len(text.split(None, 1)) == 1
