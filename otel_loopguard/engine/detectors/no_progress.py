@@ -216,8 +216,7 @@ class NoProgressDetector:
                 if last and now - last >= WAIT_SECONDS:
                     state.waits = _bump(state.waits, 1, _GAP_MASK)
                 if state.idle_waits and not self._note[name]:
-                    state.idle_waits = 0  # other work between the waits
-                state.idle_call = 0
+                    state.idle_waits = state.idle_call = 0  # other work between the waits
             if self._note[name]:
                 return None  # a thought written down is not new work
             call = counters.call_key
@@ -225,15 +224,16 @@ class NoProgressDetector:
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
                 state.calls.insert(call, _NO_OUTPUT, 0, 0, state.waits)
             return None
-        if kind is _LLM_RESPONSE:
-            new, state.user = new_user_turn(event, state.user)
-            if new:
-                state.waits = _bump(state.waits, _TURN_STEP, _TURN_MASK)
-            return None
-        state.last_time = now
         call = counters.call_key
         if not call or self._note[event.tool_name]:
+            if kind is _LLM_RESPONSE:  # (no call key: only model turns come here besides)
+                new, state.user = new_user_turn(event, state.user)
+                if new:
+                    state.waits = _bump(state.waits, _TURN_STEP, _TURN_MASK)
+                return None
+            state.last_time = now
             return None  # a note tool's answer is no news of progress either
+        state.last_time = now
         if state.idle_call and call == state.idle_call:
             idle = self._idle_wait(event, state, counters)
             if idle is not None:
