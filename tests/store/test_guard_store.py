@@ -79,7 +79,11 @@ def test_a_redis_url_without_the_redis_package_is_one_line_and_local_runs() -> N
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["shared", "False", "ran", "3"]  # stopped locally
     lines = [line for line in done.stderr.splitlines() if line.strip()]
+    # the store's one line; the interrupt's own line says what stopped the run
+    interrupts = [line for line in lines if "STOP interrupted run" in line]
+    lines = [line for line in lines if line not in interrupts]
     assert len(lines) == 1 and "otel-loopguard[redis]" in lines[0]
+    assert len(interrupts) == 1
 
 
 def test_no_tool_argument_or_result_reaches_the_store(redis_server: RedisServer) -> None:
