@@ -218,17 +218,6 @@ class LoopGuardConfig(BaseModel):
     history_size: int = Field(
         128, ge=8, le=100_000, description="distinct signatures remembered per run"
     )
-
-    # budgets and limits (0 = off)
-    token_budget: int = Field(0, ge=0, description="tokens per run")
-    cost_limit: float = Field(0.0, ge=0, description="cost per run, in the price table's currency")
-    max_steps: int = Field(0, ge=0, description="model turns per run")
-    max_tool_calls: int = Field(0, ge=0, description="tool calls per run")
-    timeout: float = Field(0.0, ge=0, description="wall time per run, seconds")
-    reserve_tokens: int = Field(512, ge=0, description="budget-proximity token headroom")
-    reserve_cost_fraction: float = Field(0.1, ge=0, le=1, description="cost headroom fraction")
-    prices: str | None = Field(None, description="JSON file: model -> input/output price per 1M")
-
     no_new_information_threshold: int = Field(
         3,
         ge=2,
@@ -252,6 +241,17 @@ class LoopGuardConfig(BaseModel):
     seen_lines: int = Field(
         2048, ge=128, le=1_000_000, description="fingerprints of read lines remembered per run"
     )
+
+    # budgets and limits (0 = off)
+    token_budget: int = Field(0, ge=0, description="tokens per run")
+    cost_limit: float = Field(0.0, ge=0, description="cost per run, in the price table's currency")
+    max_steps: int = Field(0, ge=0, description="model turns per run")
+    max_tool_calls: int = Field(0, ge=0, description="tool calls per run")
+    timeout: float = Field(0.0, ge=0, description="wall time per run, seconds")
+    reserve_tokens: int = Field(512, ge=0, description="budget-proximity token headroom")
+    reserve_cost_fraction: float = Field(0.1, ge=0, le=1, description="cost headroom fraction")
+    prices: str | None = Field(None, description="JSON file: model -> input/output price per 1M")
+
     # policy, signatures, privacy, bounds
     signal_window: int = Field(12, ge=1, le=1000, description="signals the policy considers")
     signature_max_chars: int = Field(200, ge=8, le=100_000, description="per-value signature cap")
