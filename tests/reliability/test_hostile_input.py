@@ -263,7 +263,7 @@ def test_signature_work_is_bounded_whatever_the_size(
 
 GARBAGE = ("\x00\udcff garbage \u202e", "-1e999", "[]", "nan")
 # any text is a valid comma list of tool names: garbage is a (never matching) tool name there
-TOOL_LISTS = {"read_only_tools", "shell_tools", "note_tools", "wait_tools"}
+TOOL_LISTS = {"read_only_tools", "shell_tools", "note_tools", "wait_tools", "delegation_tools"}
 # keys (the store's key prefix, a baggage key): any printable text without spaces is one
 PLAIN_KEYS = {"store_prefix", "user_key"}
 # free text checked where it is used: the monitor loads the policy, the similarity hook and
