@@ -100,10 +100,12 @@ def console_span(document: dict[str, Any], stats: Any) -> SpanView | None:
     if trace_id is None or span_id is None:
         stats.skipped_spans += 1
         return None
-    status = document.get("status") if isinstance(document.get("status"), dict) else {}
+    raw_status = document.get("status")
+    status: dict[str, Any] = raw_status if isinstance(raw_status, dict) else {}
     resource = document.get("resource")
     attributes = document.get("attributes")
-    events = document.get("events") if isinstance(document.get("events"), list) else []
+    raw_events = document.get("events")
+    events: list[Any] = raw_events if isinstance(raw_events, list) else []
     view = SpanView(
         name=str(document.get("name") or ""),
         trace_id=trace_id,
