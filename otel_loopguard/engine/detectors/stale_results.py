@@ -213,13 +213,16 @@ class StaleResultsDetector:
             elif event.details.get("content_recorded") is False:
                 return None
             group = fingerprint("read:" + resource) ^ counters.agent_key
+        entry = state.groups.get(group)
+        if entry is not None and entry[2] == call:
+            return None  # the identical call again: no_progress's to judge (before parsing it)
         words, identity = _words_and_identity(arguments)
         if resource is None and identity:
             work = fingerprint(f"work:{tool}:{identity}") ^ counters.agent_key
             if not seen.seen_add(work):  # identity-bearing values not had before: new work
                 state.epoch = (state.epoch + 1) & _EPOCH_MASK
                 return None
-        return self._stale(event, state, group, call, words, resource)
+        return self._stale(event, state, group, call, words, resource, entry)
 
     def _stale(
         self,
@@ -229,9 +232,9 @@ class StaleResultsDetector:
         call: int,
         words: int,
         resource: str | None,
+        entry: Any,
     ) -> Signal | None:
         groups = state.groups
-        entry = groups.get(group)
         if entry is None:
             entry = (0, state.epoch, 0, words)
             groups.insert(group, *entry)
