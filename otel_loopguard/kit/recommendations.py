@@ -98,6 +98,27 @@ def deliver_waiting(
     return waiting
 
 
+def delivered_arguments(
+    guard: Any,
+    deliver: Deliver,
+    package: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    instance: Any = None,
+    span: Any = None,
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments a request hook sends: the caller's ``(args, kwargs)``, or new ones
+    carrying the recommendation waiting for the run (:func:`deliver_waiting` for a hook that
+    has the request's arguments, not a :class:`ModelCall`). Never raises."""
+    if not guard.deliveries.waiting:  # the common case: one test
+        return args, kwargs
+    from otel_loopguard.kit.model_turn import ModelCall
+
+    call = ModelCall(instance, args, kwargs)
+    deliver_waiting(guard, call, deliver, package, span)
+    return call.args, call.kwargs
+
+
 def _current_span() -> Any:
     """The span current at the call, or the current run's agent span where the framework's
     own current span records nothing (a framework making spans without a tracer provider)."""

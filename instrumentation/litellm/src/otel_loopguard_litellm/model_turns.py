@@ -49,7 +49,6 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 
 from otel_loopguard import LoopGuardInterrupt
 from otel_loopguard.kit import model_call_span as call_span
-from otel_loopguard.kit.model_turn import ModelCall as KitModelCall
 from otel_loopguard.kit.model_turn import reasking_wrapper
 from otel_loopguard.kit.openai_format import (
     ApiShape,
@@ -58,7 +57,13 @@ from otel_loopguard.kit.openai_format import (
     chat_span_name,
     output_token_cap,
 )
-from otel_loopguard.kit.recommendations import Again, Deliver, Join, can_deliver, deliver_waiting
+from otel_loopguard.kit.recommendations import (
+    Again,
+    Deliver,
+    Join,
+    can_deliver,
+    delivered_arguments,
+)
 from otel_loopguard.kit.scoped_call import PlainScope, Wrapper, scoped_wrapper
 from otel_loopguard.kit.streamed_answer import DoneCallback
 from otel_loopguard_litellm.recommendations import PACKAGE
@@ -192,11 +197,7 @@ class ModelCallRecorder:
         the pre-flight check; never raises."""
         try:
             guard = self._guard_provider()
-            if not guard.deliveries.any_waiting():  # the common case: one test
-                return args, kwargs
-            call = KitModelCall(None, args, kwargs)
-            deliver_waiting(guard, call, deliver, PACKAGE, span)
-            return call.args, call.kwargs
+            return delivered_arguments(guard, deliver, PACKAGE, args, kwargs, span=span)
         except Exception as exc:
             self.internal_error("litellm.deliver", exc)
             return args, kwargs

@@ -31,7 +31,7 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 
 from otel_loopguard import LoopGuardInterrupt
 from otel_loopguard.kit import model_call_span as call_span
-from otel_loopguard.kit.model_turn import ModelCall, reasking_wrapper
+from otel_loopguard.kit.model_turn import reasking_wrapper
 from otel_loopguard.kit.openai_format import (
     ApiShape,
     ModelAnswer,
@@ -39,7 +39,13 @@ from otel_loopguard.kit.openai_format import (
     chat_span_name,
     output_token_cap,
 )
-from otel_loopguard.kit.recommendations import Again, Deliver, Join, can_deliver, deliver_waiting
+from otel_loopguard.kit.recommendations import (
+    Again,
+    Deliver,
+    Join,
+    can_deliver,
+    delivered_arguments,
+)
 from otel_loopguard.kit.scoped_call import PlainScope, scoped_wrapper
 from otel_loopguard.kit.streamed_answer import DoneCallback
 from otel_loopguard_openai.recommendations import PACKAGE
@@ -159,11 +165,7 @@ class ModelCallRecorder:
         after the pre-flight check; never raises."""
         try:
             guard = self._guard_provider()
-            if not guard.deliveries.any_waiting():  # the common case: one test
-                return args, kwargs
-            call = ModelCall(instance, args, kwargs)
-            deliver_waiting(guard, call, deliver, PACKAGE, span)
-            return call.args, call.kwargs
+            return delivered_arguments(guard, deliver, PACKAGE, args, kwargs, instance, span)
         except Exception as exc:
             self._internal_error("openai.deliver", exc)
             return args, kwargs
