@@ -25,7 +25,6 @@ read a duplicate, which is what each is.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Final
 
 #: the source of what our gate fed itself
@@ -40,6 +39,8 @@ class Execution:
     """One tool execution or model call as one source saw it (times in Unix ns; ``end``
     0 while it runs)."""
 
+    __slots__ = ("call_id", "claimed", "end", "kind", "name", "source", "start")
+
     def __init__(
         self, kind: str, name: str | None, call_id: str | None, start: int, end: int, source: str
     ) -> None:
@@ -49,8 +50,9 @@ class Execution:
         self.start = start
         self.end = end
         self.source = source
-        #: sources whose view of this execution was matched already
-        self.claimed: list[str] = []
+        #: sources whose view of this execution was matched already (a tuple: nearly
+        #: every execution is never claimed, and an empty tuple is not allocated)
+        self.claimed: tuple[str, ...] = ()
 
 
 class Executions:
@@ -77,9 +79,12 @@ class Executions:
         recorded[key] = Execution(kind, name, call_id, start, end, source)
         self.sources.add(source)
         if len(recorded) > MAX_EXECUTIONS:
-            # another thread may have taken it first
-            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+            # another thread may have taken it first (a try, not contextlib.suppress: past
+            # the first MAX_EXECUTIONS spans of a trace this runs for every span)
+            try:  # noqa: SIM105
                 del recorded[next(iter(recorded))]
+            except (KeyError, RuntimeError, StopIteration):
+                pass
 
     def ended(self, key: Any, end: int) -> None:
         """An open execution (the gate's tool span) ended at ``end``."""
@@ -114,6 +119,6 @@ class Executions:
             other_end = execution.end or _OPEN
             if execution.start > end or start > other_end:
                 continue  # not at the same time
-            execution.claimed.append(source)
+            execution.claimed = (*execution.claimed, source)
             return True
         return False
