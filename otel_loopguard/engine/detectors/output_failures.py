@@ -23,19 +23,19 @@ means at the start of a line, after blanks):
   code 1]``, ``Process exited with code 1``, or an ``exit_code`` / ``returncode`` field of a
   structured output (``status_code`` is not one: an HTTP tool's 200 is no exit code).
 
-Outputs can be huge, so only a capped head and tail of each text is looked at (the
-:mod:`~otel_loopguard.engine.detectors.shell_failure` approach): a cheap substring screen
-first, then the regexes on the few lines that hold a needle. A 10 MB output costs what an
-8 KB one does.
+Outputs can be huge, so only a capped head and tail of each text is looked at
+(:mod:`~otel_loopguard.engine.detectors.output_text`, shared with the shell-failure hint):
+a cheap substring screen first, then the regexes on the few lines that hold a needle. A
+10 MB output costs what an 8 KB one does.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
-SCAN_CHARS = 4096  # looked at: the first and the last SCAN_CHARS characters of a text
+from otel_loopguard.engine.detectors.output_text import texts_and_code
+
 _TEXT_KEYS = ("stdout", "stderr", "output", "result", "content", "text", "message", "error")
 _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code", "exit_status")
 _LINES_PER_NEEDLE = 4
@@ -97,40 +97,6 @@ _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
-def _capped(value: Any) -> str:
-    """A head-and-tail view of a text, O(SCAN_CHARS) whatever its size."""
-    if isinstance(value, (bytes, bytearray)):
-        if len(value) > 2 * SCAN_CHARS:
-            value = bytes(value[:SCAN_CHARS]) + b"\n" + bytes(value[-SCAN_CHARS:])
-        return bytes(value).decode("utf-8", errors="replace")
-    if isinstance(value, str):
-        if len(value) > 2 * SCAN_CHARS:
-            return value[:SCAN_CHARS] + "\n" + value[-SCAN_CHARS:]
-        return value
-    return ""
-
-
-def _texts_and_code(value: Any) -> tuple[list[str], int | None]:
-    """Text fragments worth looking at and an exit code, from common output shapes."""
-    if isinstance(value, (str, bytes, bytearray)):
-        return [_capped(value)], None
-    if isinstance(value, Mapping):
-        texts = [_capped(value[key]) for key in _TEXT_KEYS if key in value]
-        code = None
-        for key in _EXIT_KEYS:
-            found = value.get(key)
-            if isinstance(found, int) and not isinstance(found, bool):
-                code = found
-                break
-        return [text for text in texts if text], code
-    if isinstance(value, (list, tuple)):  # MCP content blocks: [{"type": "text", ...}]
-        texts = []
-        for item in value[:4]:
-            texts.append(_capped(item.get("text") if isinstance(item, Mapping) else item))
-        return [text for text in texts if text], None
-    return [], None
-
-
 def _suspect_lines(text: str) -> list[str]:
     """The lines holding a needle, the last few per needle (failures end an output, or
     open it: both ends are in the capped text)."""
@@ -169,7 +135,7 @@ def _may_fail(text: str) -> bool:
 def output_failure(output: Any, exit_code: Any = None) -> str | None:
     """What the output of a successful call says went wrong (a short label, no raw
     content), or ``None`` when it carries no failure marker."""
-    texts, code = _texts_and_code(output)
+    texts, code = texts_and_code(output, _TEXT_KEYS, _EXIT_KEYS)
     if code is None and isinstance(exit_code, int) and not isinstance(exit_code, bool):
         code = exit_code
     if code:

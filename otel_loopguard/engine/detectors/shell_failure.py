@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
+from otel_loopguard.engine.detectors.output_text import SCAN_CHARS, capped_text, texts_and_code
 from otel_loopguard.engine.detectors.state_io import export_dataclass, restore_dataclass
 from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
 from otel_loopguard.engine.events import Event, EventKind
@@ -36,7 +37,7 @@ NAME = "shell_failure"
 _TOOL_RESULT = EventKind.TOOL_RESULT
 _TOOL_ERROR = EventKind.TOOL_ERROR
 
-SCAN_CHARS = 4096  # classified from the first and the last SCAN_CHARS characters
+
 EXCERPT_CHARS = 200
 _TEXT_KEYS = ("stderr", "stdout", "output", "error", "result", "content", "text", "message")
 _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code", "status_code", "exit_status")
@@ -136,41 +137,6 @@ class ShellFailure:
     line: str = ""
 
 
-def _capped_text(value: Any) -> str:
-    """A head-and-tail view of a text, O(SCAN_CHARS) whatever its size."""
-    if isinstance(value, (bytes, bytearray)):
-        if len(value) > 2 * SCAN_CHARS:
-            value = bytes(value[:SCAN_CHARS]) + b"\n" + bytes(value[-SCAN_CHARS:])
-        return bytes(value).decode("utf-8", errors="replace")
-    if isinstance(value, str):
-        if len(value) > 2 * SCAN_CHARS:
-            return value[:SCAN_CHARS] + "\n" + value[-SCAN_CHARS:]
-        return value
-    return ""
-
-
-def _texts_and_code(value: Any) -> tuple[list[str], int | None]:
-    """Text fragments worth classifying and an exit code, from common output shapes."""
-    if isinstance(value, (str, bytes, bytearray)):
-        return [_capped_text(value)], None
-    if isinstance(value, dict):
-        texts = [_capped_text(value[key]) for key in _TEXT_KEYS if key in value]
-        code = next(
-            (value[k] for k in _EXIT_KEYS if isinstance(value.get(k), int)),
-            None,
-        )
-        return [t for t in texts if t], code
-    if isinstance(value, (list, tuple)):  # e.g. MCP content blocks: [{"type": "text", ...}]
-        texts = []
-        for item in value[:4]:
-            if isinstance(item, dict):
-                texts.append(_capped_text(item.get("text")))
-            else:
-                texts.append(_capped_text(item))
-        return [t for t in texts if t], None
-    return [], None
-
-
 def _may_fail(text: str) -> bool:
     """Cheap screen: every pattern above needs one of these substrings.
 
@@ -253,7 +219,7 @@ def classify_shell_failure(event: Event) -> ShellFailure | None:
     """
     if event.kind is _TOOL_ERROR and event.error is not None:
         error = event.error
-        texts = [_capped_text(error.message)] if error.message else []
+        texts = [capped_text(error.message)] if error.message else []
         by_type = _ERROR_TYPES.get((error.type or "").rsplit(".", 1)[-1].lower())
         if error.type:
             texts.insert(0, f"{error.type}: {texts[0] if texts else ''}")
@@ -270,7 +236,7 @@ def classify_shell_failure(event: Event) -> ShellFailure | None:
         if isinstance(output, str) and len(output) <= 2 * SCAN_CHARS and not event.details:
             # the common case, kept short: a plain, small text
             return _match([output]) if _may_fail(output) else None
-        texts, code = _texts_and_code(output)
+        texts, code = texts_and_code(output, _TEXT_KEYS, _EXIT_KEYS)
         found = _match(texts)
         if found is not None:
             return found
