@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from otel_loopguard.demo.scenarios import SCENARIOS
+from otel_loopguard.engine.extras import install_hint
 
 DEFAULT_TRACE_FILE = "loopguard-demo-trace.json"
 
@@ -228,7 +229,7 @@ def _prometheus_reader(port: int) -> Any:
     except ImportError:
         print(
             "otel-loopguard demo: --serve-metrics needs the Prometheus exporter: "
-            "pip install 'otel-loopguard[prometheus]'",
+            + install_hint("prometheus"),
             file=sys.stderr,
         )
         return None

@@ -14,6 +14,7 @@ import sys
 import threading
 from typing import Any
 
+from otel_loopguard.engine.extras import install_hint
 from otel_loopguard.serve.settings import (
     DEFAULT_GRPC,
     DEFAULT_HTTP,
@@ -171,7 +172,7 @@ def _serve(config: Any, settings: ServeSettings) -> int:
         service.start()
     except ModuleNotFoundError as exc:
         print(
-            f"otel-loopguard serve: {exc.name} is missing: pip install 'otel-loopguard[serve]'",
+            f"otel-loopguard serve: {exc.name} is missing: {install_hint('serve')}",
             file=sys.stderr,
         )
         return 2

@@ -25,6 +25,12 @@ def wheel_text(wheel: Path, suffix: str) -> str:
         return archive.read(name).decode("utf-8")
 
 
+def wheel_member(wheel: Path, name: str) -> str:
+    """The text of one file of a wheel, by its path in the archive (``pkg/module.py``)."""
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.read(name).decode("utf-8")
+
+
 def wheel_metadata(wheel: Path) -> Message:
     return Parser().parsestr(wheel_text(wheel, "METADATA"))
 

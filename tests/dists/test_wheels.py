@@ -8,10 +8,11 @@ installs every other suite uses cannot show them.
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
-from archives import wheel_files, wheel_metadata, wheel_text
+from archives import wheel_files, wheel_member, wheel_metadata, wheel_text
 from conftest import Built
 from distributions import CORE, INSTRUMENTATIONS, PROJECTS, Project
 from packaging.requirements import Requirement
@@ -100,21 +101,47 @@ def test_an_instrumentation_supports_no_python_its_core_does_not(
     assert min(v for v in candidates if v in own) >= min(v for v in candidates if v in core)
 
 
+def declared_frameworks(project: Project, wheel: Path) -> dict[str, set[str]]:
+    """The frameworks the shipped ``package.py`` declares, by the extra that must install
+    them: ``_instruments`` (what ``instrumentation_dependencies()`` returns) under
+    ``instruments``, each optional ``_supports_<extra>`` under ``<extra>``."""
+    (package_dir,) = project.package_dirs
+    source = wheel_member(wheel, f"{package_dir.name}/package.py")
+    declared: dict[str, set[str]] = {}
+    for node in ast.parse(source).body:
+        if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)):
+            continue
+        name = node.targets[0].id
+        extra = "instruments" if name == "_instruments" else name.removeprefix("_supports_")
+        if name == "_instruments" or name.startswith("_supports_"):
+            declared[extra] = {str(Requirement(text)) for text in ast.literal_eval(node.value)}
+    return declared
+
+
 @instrumentations
 def test_an_instrumentation_declares_its_instruments_extra_and_its_core(
     project: Project, built: dict[str, Built]
 ) -> None:
-    """`opentelemetry-instrument` skips an instrumentor whose `instruments` extra is not
-    installed; without the extra it would load it anyway, with no framework to patch."""
-    metadata = wheel_metadata(built[project.name].require().wheel)
-    assert "instruments" in metadata.get_all("Provides-Extra", [])
+    """Each extra installs the frameworks ``package.py`` says the package instruments.
+
+    ``opentelemetry-instrument`` loads an instrumentor only when every requirement of its
+    ``instruments`` extra is installed (it reads the installed metadata, and says so only
+    at debug level): that extra is exactly ``_instruments``, which a manual
+    ``instrument()`` checks, and a framework instrumented only when present has an extra
+    of its own (``[instruments,langgraph]``), so the loader never waits for it."""
+    wheel = built[project.name].require().wheel
+    metadata = wheel_metadata(wheel)
     requirements = [Requirement(text) for text in metadata.get_all("Requires-Dist", [])]
-    instruments = [
-        req for req in requirements if req.marker and req.marker.evaluate({"extra": "instruments"})
-    ]
-    assert instruments, "the instruments extra names no framework"
-    declared = {Requirement(text).name for text in project.instruments}
-    assert {req.name for req in instruments} == declared
+    declared = declared_frameworks(project, wheel)
+    assert declared.get("instruments"), "package.py declares no _instruments"
+    for extra, frameworks in declared.items():
+        assert extra in metadata.get_all("Provides-Extra", []), f"no [{extra}] extra"
+        installed = {
+            str(Requirement(f"{req.name}{req.specifier}"))
+            for req in requirements
+            if req.marker and req.marker.evaluate({"extra": extra})
+        }
+        assert installed == frameworks, f"[{extra}] installs {installed}, not {frameworks}"
     assert CORE.name in {req.name for req in requirements if not req.marker}
 
 

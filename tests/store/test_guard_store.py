@@ -82,7 +82,7 @@ def test_a_redis_url_without_the_redis_package_is_one_line_and_local_runs() -> N
     # the store's one line; the interrupt's own line says what stopped the run
     interrupts = [line for line in lines if "STOP interrupted run" in line]
     lines = [line for line in lines if line not in interrupts]
-    assert len(lines) == 1 and "otel-loopguard[redis]" in lines[0]
+    assert len(lines) == 1 and "'.[redis]'" in lines[0]
     assert len(interrupts) == 1
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from otel_loopguard.engine.config import LoopGuardConfig
+from otel_loopguard.engine.extras import install_hint
 from otel_loopguard.engine.store.base import (
     CounterDelta,
     ErrorSink,
@@ -62,9 +63,9 @@ def open_store(
     except ImportError:
         logger.warning(
             "otel-loopguard: %s is a Redis URL but the redis package is not installed "
-            "(pip install 'otel-loopguard[redis]'); using the memory store, runs are not "
-            "shared between processes",
+            "(%s); using the memory store, runs are not shared between processes",
             LoopGuardConfig.env_name("store"),
+            install_hint("redis"),
         )
     except Exception as exc:
         from otel_loopguard.engine.store.redis import redacted

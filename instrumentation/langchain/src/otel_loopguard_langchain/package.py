@@ -1,7 +1,13 @@
-"""The framework versions this instrumentation supports (the ``instruments`` extra).
+"""The framework versions this instrumentation supports, one extra each.
 
-``opentelemetry-instrument`` loads the instrumentor only when these are installed. LangGraph
-is optional: its run boundary is wrapped when it is importable, tools work without it.
+``_instruments`` is what ``opentelemetry-instrument`` requires before it loads the
+instrumentor (the ``instruments`` extra, which it reads from the installed metadata, and
+``instrumentation_dependencies()``, which a manual ``instrument()`` checks): langchain-core
+only, so LangChain tools are guarded where LangGraph is not installed. LangGraph is
+instrumented when it is importable; ``_supports_langgraph`` is its extra, ``langgraph``.
+It is not in ``instruments``: the loader requires every requirement of that extra, and it
+says so only at debug level, so a LangChain user without LangGraph would be left unguarded
+without a word. ``'./instrumentation/langchain[instruments,langgraph]'`` installs both.
 """
 
 _instruments = ("langchain-core >= 1.0, < 2",)
