@@ -50,3 +50,33 @@ def readable(text: str) -> str:
         return text
     text = _ONE_TIMES.sub("once", text)
     return _ONE_OF_PLURAL.sub(lambda match: "1 " + match.group(1)[:-1], text)
+
+
+def counted(amount: int, noun: str) -> str:
+    """``1 tool call``, ``3 tool calls``, ``12,400 tokens``."""
+    return f"{amount:,} {noun}{'' if amount == 1 else 's'}"
+
+
+def stop_summary(
+    decision: Decision,
+    *,
+    agent: str | None = None,
+    tool: str | None = None,
+    tool_calls: int = 0,
+    model_turns: int = 0,
+    tokens: int = 0,
+) -> str:
+    """Which run a STOP ended and why, as one clause: ``run R (agent A, tool T, after 3 tool
+    calls): repetition, no_progress: search called 3 times ...``. The interrupt's WARNING
+    line and ``otel-loopguard serve``'s line per STOP both say it this way, so a user who
+    knows one reads the other."""
+    amounts = ((tool_calls, "tool call"), (model_turns, "model turn"), (tokens, "token"))
+    spent = ", ".join(counted(amount, noun) for amount, noun in amounts if amount)
+    return "run {} (agent {}, tool {}{}): {}: {}".format(
+        decision.run_id or "-",
+        agent or "-",
+        tool or "-",
+        f", after {spent}" if spent else "",
+        ", ".join(decision.detectors) or "policy",
+        readable(decision.reason or "stop"),
+    )

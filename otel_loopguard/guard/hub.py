@@ -46,7 +46,7 @@ from otel_loopguard.engine.events import (
     optional_text,
     run_key,
 )
-from otel_loopguard.engine.interrupt import readable
+from otel_loopguard.engine.interrupt import stop_summary
 from otel_loopguard.engine.run_identity import RunIdentity, as_run_key, end_state, run_identity
 from otel_loopguard.guard.agent_run import AgentRun
 from otel_loopguard.guard.deliveries import Deliveries
@@ -624,24 +624,18 @@ class LoopGuard:
                 ),
                 None,
             )
-        spent = ""
         counts = self.monitor.run_counts(decision.run_id) if decision.run_id else None
-        if counts is not None:
-            steps, tool_calls, input_tokens, output_tokens, _cost = counts
-            amounts = (
-                (tool_calls, "tool call"),
-                (steps, "model turn"),
-                (input_tokens + output_tokens, "token"),
-            )
-            spent = ", ".join(_count(amount, noun) for amount, noun in amounts if amount)
+        steps, tool_calls, input_tokens, output_tokens, _cost = counts or (0, 0, 0, 0, None)
         logger.warning(
-            "otel-loopguard: STOP interrupted run %s (agent %s, tool %s%s): %s: %s; saved: %s",
-            decision.run_id or "-",
-            agent or "-",
-            tool or "-",
-            f", after {spent}" if spent else "",
-            ", ".join(decision.detectors) or "policy",
-            readable(decision.reason or "stop"),
+            "otel-loopguard: STOP interrupted %s; saved: %s",
+            stop_summary(
+                decision,
+                agent=agent,
+                tool=tool,
+                tool_calls=tool_calls,
+                model_turns=steps,
+                tokens=input_tokens + output_tokens,
+            ),
             saved or "every later tool and model call of this run (vetoed before it runs)",
         )
 
@@ -739,11 +733,6 @@ def _local_root_outside_runs(follower: SpanFollower, span: Any) -> bool:
 
 
 _NO_PARENT_KNOWN = object()
-
-
-def _count(amount: int, noun: str) -> str:
-    """``1 tool call``, ``3 tool calls``, ``12,400 tokens``."""
-    return f"{amount:,} {noun}{'' if amount == 1 else 's'}"
 
 
 def _remember(runs: OrderedDict[str, None], run_id: str) -> None:

@@ -5,6 +5,10 @@
 * a ``loopguard.decision`` span, child of the span the decision was made on, so the trace
   that looped shows it (our own instrumentation scope: if it comes back to this service
   through the same Collector, the replayer leaves it out);
+* one WARNING line of the ``otel_loopguard.serve`` logger (stderr unless logging is set up)
+  per STOP, when it stops a run (a run's later calls repeat the same STOP and say nothing):
+  the service that sent the spans, then the run, agent, tool and reason in the words of the
+  in-process interrupt's line (:func:`~otel_loopguard.engine.interrupt.stop_summary`);
 * with a shared run store (``OTEL_LOOPGUARD_STORE``): the run's STOP, which gates in other
   processes (and agents in other languages reading the documented key) read before their
   next call. The store fails open within its timeout, as everywhere.
@@ -15,6 +19,7 @@ exporter or an unreachable store never stops the others, nor the judging of span
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -24,12 +29,14 @@ from opentelemetry.trace import SpanContext, TraceFlags
 from otel_loopguard.analyze.replay import DecisionRecord, RunRecord
 from otel_loopguard.engine.decisions import Action, Decision
 from otel_loopguard.engine.events import Event
+from otel_loopguard.engine.interrupt import stop_summary
 from otel_loopguard.engine.run_identity import RunKey
 from otel_loopguard.guard.deliveries import NOT_DELIVERED
 from otel_loopguard.serve.state_sync import RunStateSync
 from otel_loopguard.telemetry import SCOPE_NAME, Telemetry
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+logger = logging.getLogger("otel_loopguard.serve")
 
 
 class DecisionOutput:
@@ -84,6 +91,11 @@ class DecisionOutput:
                 telemetry.record_recovery(detectors[0] if detectors else "none", NOT_DELIVERED)
             except Exception as exc:
                 telemetry.internal_error("serve.recoveries", exc)
+        if decision.action is Action.STOP and record.first_stop is item:
+            try:
+                say_stop(record, item, decision, service)
+            except Exception as exc:
+                telemetry.internal_error("serve.stop_line", exc)
         if decision.action is Action.STOP and self.store is not None:
             try:
                 self._store_stop(record.run_id, decision)
@@ -113,6 +125,23 @@ class DecisionOutput:
             self.telemetry.record_run_end(record.end_state or "completed")
         except Exception as exc:
             self.telemetry.internal_error("serve.run_metrics", exc)
+
+
+def say_stop(
+    record: RunRecord, item: DecisionRecord, decision: Decision, service: str | None
+) -> None:
+    """The one line an operator sees when the service stops a run."""
+    logger.warning(
+        "otel-loopguard serve: STOP decided for service %s, %s",
+        service or "unknown_service",
+        stop_summary(
+            decision,
+            agent=record.agent,
+            tool=item.tool_name,
+            tool_calls=record.tool_calls,
+            tokens=record.input_tokens + record.output_tokens,
+        ),
+    )
 
 
 def _never_delivered(decision: Decision) -> str | None:
