@@ -7,8 +7,10 @@ A real service process, fed by agent processes over the real OTLP exporters."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from otel_loopguard_testing import OTLPReceiver
@@ -50,6 +52,12 @@ def test_each_stop_is_one_line_with_service_run_and_reason(serve: ServeProcess) 
     assert "agent researcher" in line and "tool search" in line
     assert "repetition" in line
     assert "search called 3 times with identical arguments" in line
+    # docs/serve.md quotes this line (for a run conv-1), up to its "…"
+    page = (Path(__file__).resolve().parents[2] / "docs" / "serve.md").read_text("utf-8")
+    quoted = re.search(r"`(otel-loopguard serve:\s+STOP decided[^`]*)`", page)
+    assert quoted, "docs/serve.md quotes no STOP line"
+    said = " ".join(quoted.group(1).split()).split("…")[0].rstrip()
+    assert line.startswith(said.replace("run conv-1", f"run {conversation}")), (said, line)
 
 
 def test_a_run_with_no_stop_says_nothing(serve: ServeProcess) -> None:
