@@ -46,6 +46,12 @@ def test_each_stop_is_one_line_with_service_run_and_reason(serve: ServeProcess) 
     assert warned >= 1, "the run warned before its STOP: a decision that must say nothing"
     lines = wait_for(lambda: _stop_lines(serve, conversation))
     assert len(lines) == 1, lines
+    # a second looping run, over gRPC: its own STOP, its own line
+    other = f"conv-{uuid.uuid4().hex}"
+    run_agent("grpc", serve.grpc, "loop", "checkout-agent", "--conversation", other)
+    assert len(wait_for(lambda: _stop_lines(serve, other))) == 1
+    serve.idle()
+    assert len(_stop_lines(serve, conversation)) == len(_stop_lines(serve, other)) == 1
     line = lines[0]
     assert "service checkout-agent" in line
     assert f"run {conversation}" in line
