@@ -87,13 +87,18 @@ def claims(code: str) -> list[str]:
     return said
 
 
-def run(example: Example, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def run(
+    example: Example, tmp_path: Path, *, as_written: bool = True, prelude: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """Run the block (with the variables of its first line unless ``as_written`` is off,
+    after ``prelude``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     first = example.code.splitlines()[0]
     how = re.match(r"# ((?:[A-Z_]+=\S+ )+)python ", first)
-    if how:
+    if how and as_written:
         env.update(pair.split("=", 1) for pair in how.group(1).split())
-    prelude = example.argument + "\n" if example.marker == "executed after" else ""
+    if example.marker == "executed after":
+        prelude = example.argument + "\n" + prelude
     return subprocess.run(
         [sys.executable, "-c", prelude + example.code],
         capture_output=True,
@@ -145,6 +150,21 @@ def test_the_agent_example_stops_the_third_search_and_says_so(tmp_path: Path) ->
     assert quoted, "the page quotes no interrupt line"
     for part in " ".join(quoted.group(1).split()).split("…"):
         assert part.strip(" ;") in warnings[0], (part, warnings[0])
+
+
+def test_the_agent_example_run_plainly_says_what_to_add(tmp_path: Path) -> None:
+    """The same program run as plain ``python agent.py``: observe mode with no SDK records
+    nothing and interrupts nothing, so one line says so and what to add; with an SDK
+    provider (the page's span-processor block first) the decisions are recorded: no line."""
+    (example,) = [e for e in EXECUTED if "def search(" in e.code and "agent_run" in e.code]
+    plain = run(example, tmp_path, as_written=False)
+    assert plain.returncode == 0 and plain.stdout.splitlines()[-1] == "search ran 20 times"
+    said = [line for line in plain.stderr.splitlines() if "observe mode decided STOP" in line]
+    assert len(said) == 1, plain.stderr
+    assert "OTEL_LOOPGUARD_MODE=enforce" in said[0] and "SDK" in said[0]
+    (sdk,) = [e for e in EXECUTED if "provider.add_span_processor" in e.code and e.marker is None]
+    recorded = run(example, tmp_path, as_written=False, prelude=sdk.code)
+    assert recorded.returncode == 0 and "observe mode" not in recorded.stderr
 
 
 def test_readme_states_python_versions_and_enables_before_the_contributors_section() -> None:

@@ -46,7 +46,7 @@ from otel_loopguard.engine.events import (
     optional_text,
     run_key,
 )
-from otel_loopguard.engine.interrupt import stop_summary
+from otel_loopguard.engine.interrupt import readable, stop_summary
 from otel_loopguard.engine.run_identity import RunIdentity, as_run_key, end_state, run_identity
 from otel_loopguard.guard.agent_run import AgentRun
 from otel_loopguard.guard.deliveries import Deliveries
@@ -155,6 +155,7 @@ class LoopGuard:
         self._gated: OrderedDict[str, None] = OrderedDict()
         self._interrupted: OrderedDict[str, None] = OrderedDict()
         self._warned_unenforced = False
+        self._warned_unrecorded = False
         observe_fresh = getattr(self.monitor, "observe_fresh", None)
         preflight_fresh = getattr(self.monitor, "preflight_fresh", None)
         #: the monitor's decision and whether it is new (a user's own monitor without
@@ -170,6 +171,7 @@ class LoopGuard:
         self.telemetry.delivery_status = self.deliveries.status
         if hasattr(self.monitor, "add_decision_listener"):
             self.monitor.add_decision_listener(self.deliveries.decided)
+            self.monitor.add_decision_listener(self._stop_unrecorded)
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -655,6 +657,32 @@ class LoopGuard:
             "(said once per process)",
             run_id,
             decision.reasons[0].message if decision.reasons else "stop",
+        )
+
+    def _stop_unrecorded(self, decision: Decision, event: Event | None = None) -> None:
+        """Observe mode decided STOP where no OpenTelemetry SDK records anything (the span
+        it was decided on does not record, and no SDK tracer provider is set): the decision
+        would vanish, and the agent runs on. Say so once per process, with what to add."""
+        if (
+            decision.action is not Action.STOP
+            or self._warned_unrecorded
+            or self.enforcing
+            or not self.config.enabled
+            or trace.get_current_span().is_recording()
+        ):
+            return
+        provider = self.tracer_provider or trace.get_tracer_provider()
+        if getattr(provider, "add_span_processor", None) is not None:
+            return
+        self._warned_unrecorded = True
+        logger.warning(
+            "otel-loopguard: observe mode decided STOP for run %s (%s), and nothing records "
+            "it: no OpenTelemetry SDK tracer provider is set. OTEL_LOOPGUARD_MODE=enforce "
+            "interrupts such runs; an SDK provider (opentelemetry-instrument with "
+            "opentelemetry-distro, or trace.set_tracer_provider(...)) records the decisions. "
+            "(said once per process)",
+            decision.run_id or "-",
+            readable(decision.reason or "stop"),
         )
 
     def as_exported(self, decision: Decision) -> Decision:
