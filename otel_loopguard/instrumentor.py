@@ -61,9 +61,10 @@ class LoopGuardInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             type(self)._waiting = True
             logger.warning(
                 "otel-loopguard: no OpenTelemetry SDK tracer provider is configured yet "
-                "(found %s); loop detection starts when the program sets one with "
-                "trace.set_tracer_provider(); otherwise install opentelemetry-distro for "
-                "opentelemetry-instrument, or call "
+                "(found %s); our gates (framework packages, @loopguard_tool, tool_span) "
+                "guard without one, but spans of other instrumentations are judged only "
+                "once the program sets one with trace.set_tracer_provider(); install "
+                "opentelemetry-distro for opentelemetry-instrument, or call "
                 "provider.add_span_processor(LoopGuardSpanProcessor()) yourself",
                 type(provider).__name__,
             )
