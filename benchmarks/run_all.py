@@ -66,10 +66,11 @@ class Sizes:
     live_runs: int
     analyze_spans: int
     signature_repeats: int
+    peer_events: int
 
 
-FULL = Sizes(2_000, 7, 1_000, 5, 5, 1_000_000, 30, 10_000, 500_000, 7)
-QUICK = Sizes(100, 3, 1_000, 1, 3, 20_000, 5, 200, 5_000, 3)
+FULL = Sizes(2_000, 7, 1_000, 5, 5, 1_000_000, 30, 10_000, 500_000, 7, 100_000)
+QUICK = Sizes(100, 3, 1_000, 1, 3, 20_000, 5, 200, 5_000, 3, 20_000)
 
 
 def _us(seconds: float) -> str:
@@ -365,6 +366,51 @@ def signature_rows(sizes: Sizes) -> list[Row]:
     return rows
 
 
+def peer_rows(sizes: Sizes) -> list[Row]:
+    """peer_monitors.py in its own venv (made on a full run, from PyPI; a quick run uses
+    it only when it is there): our Monitor beside the bounded loop guards on PyPI."""
+    import peer_monitors as pm
+
+    label = "monitor beside the loop guards on PyPI, tool events"
+    quick = sizes.peer_events < FULL.peer_events
+    if quick and not (pm.VENV / "bin" / "python").exists():
+        return [Row(label, "not run", "no peers venv", "-", "make it: benchmarks/peer_monitors.py")]
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(HERE / "peer_monitors.py"),
+            "--json",
+            "--events",
+            str(sizes.peer_events),
+            "--budget",
+            "3" if quick else "20",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=HERE.parent,
+        timeout=3600,
+    )
+    lines = result.stdout.strip().splitlines()
+    if result.returncode not in (0, 1) or not lines or not lines[-1].startswith("{"):
+        reason = (result.stderr.strip().splitlines() or lines or ["no output"])[-1][:60]
+        return [Row(label, "failed", reason, "-", "MISSED")]
+    summary = json.loads(lines[-1])
+    ours, *rest = summary["rows"]
+    peers = [r for r in rest if not r["name"].startswith(" ") and r["bounded"]]
+    if not peers:
+        return [Row(label, "not run", "no bounded peer measured", "-", "-")]
+    fastest = max(peers, key=lambda r: r["events_per_s"])
+    return [
+        Row(
+            f"{label} ({len(rest) - 1} measured)",
+            f"{ours['events_per_s']:,.0f} events/s",
+            f"{fastest['events_per_s']:,.0f}/s {fastest['name']} {fastest['version']}",
+            f"{ours['events_per_s'] / fastest['events_per_s']:.2f}x",
+            f"{_mark(summary['met'])} (≥ {pm.TARGET_EVENTS_PER_SECOND:,}/s, ahead of all)",
+        )
+    ]
+
+
 SECTIONS: dict[str, Callable[[Sizes], list[Row]]] = {
     "span": span_rows,
     "asyncio": asyncio_rows,
@@ -373,6 +419,7 @@ SECTIONS: dict[str, Callable[[Sizes], list[Row]]] = {
     "analyze": analyze_rows,
     "loop": loop_rows,
     "signature": signature_rows,
+    "peers": peer_rows,
 }
 
 
