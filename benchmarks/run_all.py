@@ -396,7 +396,7 @@ def peer_rows(sizes: Sizes) -> list[Row]:
         return [Row(label, "failed", reason, "-", "MISSED")]
     summary = json.loads(lines[-1])
     ours, *rest = summary["rows"]
-    peers = [r for r in rest if not r["name"].startswith(" ") and r["bounded"]]
+    peers = [r for r in rest if r["bounded"] and not r["stopped"] and r["name"][0] != " "]
     if not peers:
         return [Row(label, "not run", "no bounded peer measured", "-", "-")]
     fastest = max(peers, key=lambda r: r["events_per_s"])
