@@ -629,6 +629,9 @@ def prepare(impls: list[Implementation], steps: list[Step]) -> list[Measured]:
             impl.version = version_of(impl)
             on_call, on_result = impl.make(steps)
             feed_block(*impl.make(steps), 0, 20)  # it can be driven at all
+        except metadata.PackageNotFoundError:
+            print(f"skipped {impl.name}: not installed in {sys.prefix}")
+            continue
         except Exception as error:  # a peer that cannot be imported or driven is skipped
             print(f"skipped {impl.name}: {type(error).__name__}: {str(error)[:120]}")
             continue
@@ -727,7 +730,8 @@ def render(measured: list[Measured], events: int) -> str:
                 f"{speed:,.0f}",
                 f"{1e6 / speed:.1f}" if speed else "-",
                 f"{m.events / m.wall:,.0f}" if m.wall else "-",
-                _size(m.held.get(min(EARLY, m.events))),
+                _size(m.held.get(min(EARLY, m.events)))
+                + ("" if m.events >= EARLY else f" @ {m.events // 1000}k"),
                 _size(m.held.get(m.events))
                 + ("" if m.events == events else f" @ {m.events // 1000}k"),
                 _size(m.peak),
