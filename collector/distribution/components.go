@@ -1,7 +1,8 @@
 package main
 
 // The components of the distribution: those that collector/otel-collector.yaml and
-// collector/serve-replicas.yaml name, plus the debug exporter for looking at what arrives.
+// collector/serve-replicas.yaml name, plus the debug exporter for looking at what arrives
+// and the OTLP/HTTP one for a trace backend that takes only HTTP.
 // A component added to a shipped configuration must be added here too (the tests validate
 // every shipped configuration with the built binary).
 

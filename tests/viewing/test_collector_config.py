@@ -117,7 +117,7 @@ def test_prometheus_loads_the_alerting_rules_that_ship() -> None:
 
 
 def test_the_collector_can_write_the_trace_file_and_the_host_user_read_it() -> None:
-    """The contrib image runs as a non-root user, a bind-mounted directory belongs to whoever
+    """The Collector runs as a non-root user, a bind-mounted directory belongs to whoever
     made it, and the file exporter creates files mode 0600: a one-shot step as root makes
     the directory writable and the file (which the exporter then appends to) readable."""
     services = COMPOSE["services"]
