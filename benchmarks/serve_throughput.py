@@ -153,6 +153,41 @@ def _health(port: int) -> dict:
     return answer
 
 
+def post_all(bodies: list[bytes], port: int, senders: int, retry: tuple[int, ...] = (429,)) -> int:
+    """POST every request to ``/v1/traces`` on ``port`` from ``senders`` threads over
+    keep-alive connections, a refused one (``retry``) again after a pause; the refusals."""
+    busy = [0]
+    queue = list(reversed(bodies))
+    lock = threading.Lock()
+
+    def send() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        headers = {"Content-Type": "application/x-protobuf"}
+        while True:
+            with lock:
+                if not queue:
+                    break
+                body = queue.pop()
+            while True:
+                connection.request("POST", "/v1/traces", body, headers)
+                answer = connection.getresponse()
+                answer.read()
+                if answer.status not in retry:
+                    assert answer.status == 200, answer.status
+                    break
+                with lock:
+                    busy[0] += 1
+                time.sleep(0.05)
+        connection.close()
+
+    threads = [threading.Thread(target=send) for _ in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return busy[0]
+
+
 def serve_rate(
     bodies: list[bytes], spans: int, senders: int, installed: bool
 ) -> tuple[float, float, int]:
@@ -181,38 +216,10 @@ def serve_rate(
             break
     if not port:
         raise SystemExit("serve did not start")
-    busy = [0]
-    queue = list(reversed(bodies))
-    lock = threading.Lock()
-
-    def send() -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        headers = {"Content-Type": "application/x-protobuf"}
-        while True:
-            with lock:
-                if not queue:
-                    break
-                body = queue.pop()
-            while True:
-                connection.request("POST", "/v1/traces", body, headers)
-                answer = connection.getresponse()
-                answer.read()
-                if answer.status != 429:
-                    assert answer.status == 200, answer.status
-                    break
-                with lock:
-                    busy[0] += 1
-                time.sleep(0.05)
-        connection.close()
-
     try:
         cpu_before = _cpu_seconds(process.pid)
         started = time.perf_counter()
-        threads = [threading.Thread(target=send) for _ in range(senders)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        busy = post_all(bodies, port, senders)
         while _health(port)["judged_spans"] < spans:
             time.sleep(0.01)
         wall = time.perf_counter() - started
@@ -220,7 +227,7 @@ def serve_rate(
     finally:
         process.terminate()
         process.wait(60)
-    return spans / wall, spans / cpu, busy[0]
+    return spans / wall, spans / cpu, busy
 
 
 def main() -> int:

@@ -30,9 +30,14 @@ that cannot be found makes its suite "skipped" in the table (counted as one skip
 failure), so a machine without it still passes but says what it did not test.
 
 Usage: ``python scripts/run_tests.py [SUITE ...] [--jobs N] [--list] [-- PYTEST ARGS]``
-(``SUITE`` is ``core``, ``compiled``, ``core-py3.X``, ``dists``, a folder name under
+(``SUITE`` is ``core``, ``compiled``, ``core-py3.X``, ``dists``, ``collector``, a folder name under
 ``instrumentation/``, or that name with ``-compiled``, or ``compat-<name>`` for a folder under
 ``compat/``; ``--list`` prints them all).
+
+The ``collector`` suite (``tests/collector/``, run last, once, on the source core) runs the
+real OpenTelemetry Collector and Jaeger, built with Go by ``scripts/build-collector.sh`` and
+``scripts/build-jaeger.sh`` (``scripts/test.sh`` starts those builds in the background
+first, so they overlap the other suites); the core's suites leave that folder out.
 
 ``compat/<name>/`` folders test the core (and our framework packages) beside a third-party
 instrumentation (OpenInference, OpenLLMetry, the official GenAI ones), one venv each, on the
@@ -69,6 +74,9 @@ FRAMEWORKS_ON_OTHER_PYTHONS = {"openai": ("3.13",), "langchain": ("3.13",)}
 TESTING = ROOT / "testing" / "otel-loopguard-testing"
 #: the dists suite's tests: the core's suites must not collect them (tests/conftest.py)
 DISTS_TESTS = "tests/dists"
+#: the Collector suite's tests: the real Collector and Jaeger, built with Go (not on every
+#: Python the core runs on: tests/conftest.py leaves them out of the core's suites)
+COLLECTOR_TESTS = "tests/collector"
 #: all the dists suite's venv holds: its tests build and install the distributions themselves
 DISTS_REQUIREMENTS = ("pytest>=8", "packaging>=23", "uv", "tomli>=2; python_version < '3.11'")
 
@@ -121,6 +129,9 @@ def discover() -> list[Suite]:
         for child in sorted(compat.iterdir()):
             if (child / "pyproject.toml").is_file() and (child / "tests").is_dir():
                 suites.append(_compat_suite(child))
+    # last: it waits for the Go builds scripts/test.sh started, which the suites before it
+    # overlap (tests/collector/binaries.py)
+    suites.append(Suite("collector", ROOT, testing, tests=COLLECTOR_TESTS))
     return suites
 
 

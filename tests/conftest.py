@@ -8,8 +8,10 @@ import pytest
 from otel_loopguard_testing import OTLPReceiver
 
 # tests/dists/ is the `dists` suite (scripts/run_tests.py): it builds and installs every
-# distribution in venvs of its own, so the core's suites leave it out
-collect_ignore = ["dists"]
+# distribution in venvs of its own, so the core's suites leave it out; tests/collector/ is
+# the `collector` suite (the Go-built Collector and Jaeger), run once rather than on every
+# Python the core's suites run on
+collect_ignore = ["dists", "collector"]
 
 
 @pytest.fixture

@@ -49,6 +49,9 @@ def main() -> int:
     parser.add_argument("--service", required=True)
     parser.add_argument("--calls", type=int, default=8)
     parser.add_argument("--conversation")
+    parser.add_argument(
+        "--first-call", type=int, default=0, help="number of the first call (a later turn)"
+    )
     parser.add_argument("--token")
     parser.add_argument("--ca", help="CA file of the service's TLS certificate")
     args = parser.parse_args()
@@ -66,7 +69,7 @@ def main() -> int:
             **common,
         },
     ) as root:
-        for index in range(args.calls):
+        for index in range(args.first_call, args.first_call + args.calls):
             query = "pricing" if args.run == "loop" else f"topic {index}"
             result = "no results" if args.run == "loop" else f"found page {index}"
             with tracer.start_as_current_span(

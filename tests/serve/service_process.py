@@ -173,12 +173,13 @@ def run_agent(
     return done.stdout.strip().splitlines()[-1]
 
 
-def wait_for(condition: Callable[[], Any], timeout: float = 20) -> Any:
+def wait_for(condition: Callable[[], Any], timeout: float = 20, what: str = "condition") -> Any:
+    """Poll ``condition`` until it returns something true; fail naming ``what``."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
+            raise AssertionError(f"{what} not met in {timeout:.0f}s")
         time.sleep(0.1)

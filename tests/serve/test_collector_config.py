@@ -1,6 +1,6 @@
 """collector/serve-replicas.yaml routes a conversation to one replica, a span without one by
-its trace. No Collector binary runs here (no container engine, no downloads), so this
-checks the file's own consistency and the routing rule it encodes."""
+its trace: the file's own consistency and the routing rule it encodes. The built Collector
+runs it in front of real replicas in the ``collector`` suite (tests/collector/)."""
 
 from __future__ import annotations
 

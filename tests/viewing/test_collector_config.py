@@ -1,9 +1,10 @@
 """The viewing stack's configuration is consistent with itself and with README.md.
 
-The OpenTelemetry Collector, Jaeger and Grafana cannot run on this machine (no container
-engine), so these tests check what can be checked without them: every pipeline names
-receivers, processors and exporters that are defined; the hosts and ports that one file
-points at are the ones another file opens; and README's "view it" steps name those ports.
+The built Collector, Jaeger and Prometheus run this configuration in the ``collector`` suite
+(tests/collector/); Grafana and the compose network cannot run here (no container engine),
+so these tests check the rest: every pipeline names receivers, processors and exporters
+that are defined; the hosts and ports that one file points at are the ones another file
+opens; and README's "view it" steps name those ports.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ def test_prometheus_loads_the_alerting_rules_that_ship() -> None:
 
 
 def test_the_collector_can_write_the_trace_file_and_the_host_user_read_it() -> None:
-    """The contrib image runs as a non-root user, a bind-mounted directory belongs to whoever
+    """The Collector runs as a non-root user, a bind-mounted directory belongs to whoever
     made it, and the file exporter creates files mode 0600: a one-shot step as root makes
     the directory writable and the file (which the exporter then appends to) readable."""
     services = COMPOSE["services"]

@@ -163,6 +163,67 @@ def windowed(expr: str, agent: str, seconds: float) -> str:
     return concrete(expr.replace("$__rate_interval", window).replace("$__range", window), agent)
 
 
+def panels_without_data(base: str) -> list[str]:
+    """Every query of every dashboard, for all agents and for one, that returns nothing."""
+    failures = []
+    for agent in (".*", "support-agent"):
+        for name, expr in all_queries():
+            if not finite_values(query(base, concrete(expr, agent))):
+                failures.append(f"{name} (agent {agent}): {concrete(expr, agent)}")
+    return failures
+
+
+def panels_not_as_the_demo_did(base: str, starts: tuple[float, ...]) -> list[str]:
+    """Each one-query panel whose values, over windows from each of ``starts`` to now, for
+    all agents and for support-agent, are not the demo's."""
+    now = time.time()
+    wrong = []
+    for start in starts:
+        for agent, expected in AGENT_VIEWS:
+            for title, expr, label in single_target_panels():
+                got = panel_values(base, windowed(expr, agent, now - start), label, now)
+                if title in PARTLY_CHECKED:
+                    got = {key: got.get(key, 0) for key in expected[title]}
+                if got != expected[title]:
+                    wrong.append(
+                        f"{title} (agent {agent}, from {now - start:.0f}s ago): "
+                        f"{got}, expected {expected[title]}"
+                    )
+    return wrong
+
+
+def assert_panels_show_the_demo(base: str, settle: float = 30) -> None:
+    """The dashboards as a user refreshing them sees them once Prometheus scraped the whole
+    demo (polled for ``settle`` seconds each: the last changes need their scrapes): every
+    query has data, and each panel's values are what the demo did.
+
+    Prometheus needs two scrapes around each change before rate() and
+    histogram_quantile() have a value. The values are checked over a window reaching back
+    before the first scrape (every series born inside it) and over one starting after the
+    first scrape but before the first decision (the series created at zero are old, the
+    decisions born)."""
+    deadline = time.monotonic() + settle * 1.5
+    while (failures := panels_without_data(base)) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not failures, "panels without data:\n" + "\n".join(failures)
+
+    def first_sample(selector: str) -> float:
+        return min(
+            float(value[0])
+            for series in query(base, f"{selector}[10m]")
+            for value in series["values"]
+        )
+
+    first_scrape = first_sample('loopguard_runs_total{state="completed"}')
+    first_decision = first_sample("loopguard_decisions_total")
+    assert first_decision - first_scrape >= 2, "no scrape of the zero series before the runs"
+    starts = (first_scrape - 60, (first_scrape + first_decision) / 2)
+    deadline = time.monotonic() + settle
+    while (wrong := panels_not_as_the_demo_did(base, starts)) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not wrong, "panels that do not show what the demo did:\n" + "\n".join(wrong)
+
+
 @pytest.fixture
 def prometheus(tmp_path: Path):
     metrics_port, prometheus_port = free_port(), free_port()
@@ -245,59 +306,7 @@ def test_every_panel_shows_what_the_demo_did_in_real_prometheus(prometheus, tmp_
                 break
             assert time.monotonic() < deadline, "no loopguard_runs_total in Prometheus"
             time.sleep(1)
-        # Prometheus needs two scrapes around each change before rate() and
-        # histogram_quantile() have a value: poll until every panel has data, as a user
-        # refreshing the dashboard would, within a deadline
-        deadline = time.monotonic() + 45
-        while True:
-            failures = []
-            # "All" agents, and one agent picked in the dashboard's agent variable
-            for agent in (".*", "support-agent"):
-                for name, expr in all_queries():
-                    values = finite_values(query(base, concrete(expr, agent)))
-                    if not values:
-                        failures.append(f"{name} (agent {agent}): {concrete(expr, agent)}")
-            if not failures or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert not failures, "panels without data:\n" + "\n".join(failures)
-
-        # the panels' values are what the demo did. Over a window reaching back before the
-        # first scrape every series is born inside it; over one starting after the first
-        # scrape (before the warmup ends, so before any run) the series created at zero
-        # are old and the decisions born. Polled: the last changes need their scrape
-        def first_sample(selector: str) -> float:
-            return min(
-                float(value[0])
-                for series in query(base, f"{selector}[10m]")
-                for value in series["values"]
-            )
-
-        first_scrape = first_sample('loopguard_runs_total{state="completed"}')
-        first_decision = first_sample("loopguard_decisions_total")
-        assert first_decision - first_scrape >= 2, "no scrape of the zero series before the runs"
-        deadline = time.monotonic() + 30
-        while True:
-            now = time.time()
-            wrong = []
-            for start in (first_scrape - 60, (first_scrape + first_decision) / 2):
-                for agent, expected in (
-                    (".*", DEMO_PANELS),
-                    ("support-agent", SUPPORT_AGENT_PANELS),
-                ):
-                    for title, expr, label in single_target_panels():
-                        got = panel_values(base, windowed(expr, agent, now - start), label, now)
-                        if title in PARTLY_CHECKED:
-                            got = {key: got.get(key, 0) for key in expected[title]}
-                        if got != expected[title]:
-                            wrong.append(
-                                f"{title} (agent {agent}, from {now - start:.0f}s ago): "
-                                f"{got}, expected {expected[title]}"
-                            )
-            if not wrong or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert not wrong, "panels that do not show what the demo did:\n" + "\n".join(wrong)
+        assert_panels_show_the_demo(base)
         # our alerting rules, loaded by this Prometheus: each evaluates without error on
         # the plugin's real series, and four stopped runs of six raise the stop-rate
         # alert (pending: it fires after 10 minutes, which promtool's tests cover) with the
