@@ -54,6 +54,7 @@ from otel_loopguard.spans.classify import (
     is_mcp_tool_request,
 )
 from otel_loopguard.spans.dialects import (
+    CLASS_NAMED_TOOLS,
     CONVERSATION_KEY_SET,
     KIND_RULES,
     NOT_MODEL_CALL_SUFFIXES,
@@ -617,6 +618,8 @@ def _seen_by_another(
     another instrumentation) reported already; else it is recorded for the others."""
     kind = "tool" if span_class is TOOL else "llm"
     name = first.tool_name if kind == "tool" else None
+    if name in CLASS_NAMED_TOOLS:
+        name = None  # named after the tool's class, its result not recorded: any tool
     start = view.start_time_unix_nano
     end = view.end_time_unix_nano
     if not isinstance(start, int) or not isinstance(end, int):
