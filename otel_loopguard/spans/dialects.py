@@ -279,6 +279,8 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         kind_key="langfuse.observation.type",
         kind_case=LOWER,
         kinds={"tool": "tool", "agent": "agent", "generation": "llm"},
+        # an observation's attributes are set after its span started
+        late_kind_scopes=("langfuse-sdk",),
         # on every observation type: read only on a tool observation
         kind_argument_keys=("langfuse.observation.input",),
         kind_result_keys=("langfuse.observation.output",),
