@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 from agents import INPUT_TOKENS, OUTPUT_TOKENS, looping_script, make_agent, productive_script
+from langfuse import observe
 from otel_loopguard_testing import metric_counter
 from otel_loopguard_testing.compat_checks import assert_loop_observed, assert_stopped_then_completed
 from otel_loopguard_testing.scripted_models import ToolCounter
@@ -101,3 +102,22 @@ def test_usage_is_counted_from_their_generations(make_loopguard) -> None:
     )
     assert len(generations) == 4
     assert budget[0][1].span_id == format(generations[2].context.span_id, "016x")
+
+
+def test_two_invocations_under_one_observed_function_are_two_runs(observe_loopguard) -> None:
+    """The application's own function decorated with a plain ``@observe()`` (a ``span``
+    observation, the usual request handler) around two agents: its type says it is no
+    agent as soon as it started, so each agent inside is a run of its own."""
+    count = metric_counter(observe_loopguard)
+
+    @observe()
+    def handle_request() -> None:
+        make_agent(looping_script(8), ToolCounter())(QUESTION)
+        make_agent(productive_script(), ToolCounter())(QUESTION)
+
+    handle_request()
+
+    second = assert_stopped_then_completed(observe_loopguard, count)
+    first = observe_loopguard.named("loopguard.run")[0]
+    assert first.attributes["loopguard.run.tool_calls"] == 8
+    assert second.attributes["loopguard.run.tool_calls"] == 3
