@@ -85,8 +85,9 @@ class Dialect:
     #: span-name rules, for spans that carry no kind attribute
     span_names: tuple[SpanName, ...] = ()
     #: instrumentation scopes whose spans carry the kind attribute only from their end
-    #: (OpenInference's LangChain and LlamaIndex tracers set it when the run ends): the
-    #: outermost such span is followed from its start as a possible agent (the follower's
+    #: (OpenInference's LangChain and LlamaIndex tracers set it when the run ends) or from
+    #: just after their start (OpenLLMetry's LlamaIndex tracer, Langfuse): the outermost
+    #: such span is followed from its start as a possible agent (the follower's
     #: ``started_late``)
     late_kind_scopes: tuple[str, ...] = ()
     #: span-name endings of spans of the model class that are no model call (OpenInference's
@@ -379,7 +380,8 @@ TRANSPORT_TOOL_KINDS: Final[tuple[tuple[str, str], ...]] = tuple(
     if cls == "tool"
 )
 
-#: scopes whose spans say what they are only at their end (Dialect.late_kind_scopes)
+#: scopes whose spans say what they are only at their end or just after their start
+#: (Dialect.late_kind_scopes)
 LATE_KIND_SCOPES: Final[frozenset[str]] = frozenset(_joined(lambda d: d.late_kind_scopes))
 #: names of tool spans named after the tool's class (SpanName.class_named): the tool's
 #: name is in the span's result
