@@ -47,13 +47,20 @@ from otel_loopguard.spans.classify import (
     SpanClass,
     classify_parts,
 )
-from otel_loopguard.spans.dialects import CLASS_KEYS, CONVERSATION_KEY_SET, LATE_KIND_SCOPES
+from otel_loopguard.spans.dialects import (
+    CLASS_KEYS,
+    CONVERSATION_KEY_SET,
+    KIND_RULES,
+    LATE_KIND_SCOPES,
+)
 from otel_loopguard.spans.follower import OpenAgent, SpanEnd
 from otel_loopguard.spans.sdk import PLAIN_CLASSES, plain_fields
 from otel_loopguard.spans.view import SpanView, from_readable_span, span_attributes
 from otel_loopguard.telemetry import DECISION_SPAN, RUN_SPAN, SCOPE_NAME
 
 _OWN_SPANS = frozenset({DECISION_SPAN, RUN_SPAN})
+#: the dialects' kind attributes: a span carrying one says what it is
+_KIND_KEYS = frozenset(key for key, _case, _kinds, _transport in KIND_RULES)
 _CONTINUE = Action.CONTINUE
 _START_CLASSES = {
     "execute_tool": TOOL,
@@ -107,7 +114,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 if not attributes:  # it may say what it is only at its end (one look)
                     scope = getattr(span, "_instrumentation_scope", None)
                     if scope is not None and scope.name in LATE_KIND_SCOPES:
-                        self._start_late(span, name)
+                        self._start_late(span, name, parent_context)
                 return  # most spans of a service: nothing to track
             if not (self.enabled and self.guard.config.enabled):
                 return
@@ -123,7 +130,7 @@ class LoopGuardSpanProcessor(SpanProcessor):
                 if span_class is OTHER:
                     # among the other spans only a local root's conversation matters, and
                     # a span that may say what it is only at its end
-                    self._start_late(span, name)
+                    self._start_late(span, name, parent_context)
                     return
                 if (
                     (span_class is LLM or span_class is TOOL)
@@ -135,16 +142,17 @@ class LoopGuardSpanProcessor(SpanProcessor):
                     # request, no conversation id: read when it ends, nothing to do now
                     return
             elif span_class is OTHER and CONVERSATION_KEY_SET.isdisjoint(attributes.keys()):
-                self._start_late(span, name)
+                self._start_late(span, name, parent_context)
                 return
             self._on_start(span, parent_context, name, attributes, span_class, parent)
         except Exception as exc:
             self.guard.telemetry.internal_error("on_start", exc)
 
-    def _start_late(self, span: Span, name: str) -> None:
+    def _start_late(self, span: Span, name: str, parent_context: Context | None) -> None:
         """A span without a kind yet, of an instrumentation that sets it only when the span
-        ends (OpenInference's LangChain tracer): the follower holds the outermost one of its
-        tree as a possible agent (``SpanFollower.started_late``)."""
+        ends (OpenInference's LangChain tracer) or just after it started (Langfuse): the
+        follower holds the outermost one of its tree as a possible agent, and lets it go
+        when, by its first child's start, it says it is none (``SpanFollower.started_late``)."""
         plain = span.__class__ in PLAIN_CLASSES
         scope = span._instrumentation_scope if plain else span.instrumentation_scope
         if scope is None or scope.name not in LATE_KIND_SCOPES:
@@ -155,13 +163,15 @@ class LoopGuardSpanProcessor(SpanProcessor):
         if context is None:
             return
         parent = span._parent if plain else span.parent
+        parent_id = parent.span_id if parent is not None else None
         self._follower.started_late(
             context.trace_id,
             context.span_id,
-            parent.span_id if parent is not None else None,
+            parent_id,
             parent is not None and parent.is_remote,
             name,
             span,
+            lambda: _class_now(trace.get_current_span(parent_context), parent_id),
         )
 
     def _on_start(
@@ -348,6 +358,18 @@ class LoopGuardSpanProcessor(SpanProcessor):
 def _scope_name(span: Any) -> str | None:
     scope = span.instrumentation_scope
     return scope.name if scope is not None else None
+
+
+def _class_now(span: Any, span_id: Any) -> SpanClass | None:
+    """What a live span (the parent ``span_id``) says it is by its kind attribute by now:
+    None while it has none (or it is another span)."""
+    name = getattr(span, "name", None)  # a non-recording span has none
+    if not isinstance(name, str) or span.get_span_context().span_id != span_id:
+        return None
+    attributes = span_attributes(span)
+    if _KIND_KEYS.isdisjoint(attributes):
+        return None
+    return classify_parts(name, attributes)
 
 
 def _is_tool_span(span: Any) -> bool:

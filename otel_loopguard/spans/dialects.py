@@ -14,7 +14,10 @@ the attribute keys or span-name forms that instrumentation writes:
 * OpenInference (``openinference.span.kind`` TOOL / LLM / AGENT / CHAIN, ``tool.name``,
   ``input.value`` / ``output.value``, ``llm.token_count.*``, ``llm.output_messages.*``);
 * OpenLLMetry (``traceloop.span.kind`` tool / agent / workflow / task,
-  ``traceloop.entity.*``, ``gen_ai.completion.N.*``, ``llm.request.type``);
+  ``traceloop.entity.*``, ``gen_ai.completion.N.*``, ``llm.request.type``; its LlamaIndex
+  tracer's tool runs are ``task`` spans named after the tool's class, ``FunctionTool.task``);
+* Langfuse's Python SDK 3+ (``langfuse.observation.type`` agent / tool / generation,
+  ``langfuse.observation.input`` / ``.output``, ``.usage_details`` as one JSON object);
 * MCP (``mcp.method.name`` = ``tools/call``: the transport's view of a tool call);
 * handoffs: ``transfer_to_<agent>`` / ``handoff_to_<agent>`` tool calls and the handoff
   spans of agent SDKs (``handoff to X`` / ``Handoff: A → B``).
@@ -55,6 +58,10 @@ class SpanName:
     span_class: str
     requires: str = ""
     whole: bool = False
+    #: a tool span named after the tool's class, not the tool (OpenLLMetry's LlamaIndex
+    #: ``FunctionTool.task``): the tool's name is the one its recorded result gives
+    #: (:func:`~otel_loopguard.spans.payloads.wrapped_tool_name`), else this name
+    class_named: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,8 +85,9 @@ class Dialect:
     #: span-name rules, for spans that carry no kind attribute
     span_names: tuple[SpanName, ...] = ()
     #: instrumentation scopes whose spans carry the kind attribute only from their end
-    #: (OpenInference's LangChain and LlamaIndex tracers set it when the run ends): the
-    #: outermost such span is followed from its start as a possible agent (the follower's
+    #: (OpenInference's LangChain and LlamaIndex tracers set it when the run ends) or from
+    #: just after their start (OpenLLMetry's LlamaIndex tracer, Langfuse): the outermost
+    #: such span is followed from its start as a possible agent (the follower's
     #: ``started_late``)
     late_kind_scopes: tuple[str, ...] = ()
     #: span-name endings of spans of the model class that are no model call (OpenInference's
@@ -122,6 +130,11 @@ class Dialect:
     finish_reasons_keys: tuple[str, ...] = ()
     #: one finish reason
     finish_reason_keys: tuple[str, ...] = ()
+    #: token usage as one JSON object string (Langfuse's ``usage_details``): the input and
+    #: output counts under the keys below, read when no count attribute says
+    usage_json_keys: tuple[str, ...] = ()
+    usage_json_input: tuple[str, ...] = ()
+    usage_json_output: tuple[str, ...] = ()
     #: output messages as one JSON string: ``[{"parts": [{"type": "tool_call", "name",
     #: "arguments"} | {"type": "text", "content"}]}]``
     output_messages_keys: tuple[str, ...] = ()
@@ -232,6 +245,19 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         kind_key="traceloop.span.kind",
         kind_case=LOWER,
         kinds={"tool": "tool", "agent": "agent", "workflow": "workflow", "llm": "llm"},
+        # its LlamaIndex tracer sets the kind after the span started; a tool's run is a
+        # ``task`` span named after the tool's class, the tool named in its result only
+        late_kind_scopes=("opentelemetry.instrumentation.llamaindex",),
+        span_names=tuple(
+            SpanName(
+                f"{tool_class}.task",
+                "tool",
+                requires="traceloop.span.kind",
+                whole=True,
+                class_named=True,
+            )
+            for tool_class in ("FunctionTool", "QueryEngineTool", "RetrieverTool")
+        ),
         marker_keys={"llm.request.type": "llm"},
         tool_name_keys=("traceloop.entity.name",),
         argument_keys=("traceloop.entity.input",),
@@ -248,6 +274,22 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         output_message_prefix="gen_ai.completion.{i}.",
         output_call_prefix="tool_calls.{j}.",
         input_message_prefix="gen_ai.prompt.{i}.",
+    ),
+    Dialect(
+        "Langfuse (Python SDK 3+: @observe, start_as_current_observation)",
+        kind_key="langfuse.observation.type",
+        kind_case=LOWER,
+        kinds={"tool": "tool", "agent": "agent", "generation": "llm"},
+        # an observation's attributes are set after its span started
+        late_kind_scopes=("langfuse-sdk",),
+        # on every observation type: read only on a tool observation
+        kind_argument_keys=("langfuse.observation.input",),
+        kind_result_keys=("langfuse.observation.output",),
+        agent_kinds=("agent",),
+        model_keys=("langfuse.observation.model.name",),
+        usage_json_keys=("langfuse.observation.usage_details",),
+        usage_json_input=("input", "prompt_tokens", "input_tokens"),
+        usage_json_output=("output", "completion_tokens", "output_tokens"),
     ),
     Dialect(
         "MCP",
@@ -338,8 +380,14 @@ TRANSPORT_TOOL_KINDS: Final[tuple[tuple[str, str], ...]] = tuple(
     if cls == "tool"
 )
 
-#: scopes whose spans say what they are only at their end (Dialect.late_kind_scopes)
+#: scopes whose spans say what they are only at their end or just after their start
+#: (Dialect.late_kind_scopes)
 LATE_KIND_SCOPES: Final[frozenset[str]] = frozenset(_joined(lambda d: d.late_kind_scopes))
+#: names of tool spans named after the tool's class (SpanName.class_named): the tool's
+#: name is in the span's result
+CLASS_NAMED_TOOLS: Final[frozenset[str]] = frozenset(
+    rule.prefix for rule, _transport in NAME_RULES if rule.class_named and rule.whole
+)
 #: model-class spans that are no model call (a tuple: ``str.endswith`` takes one)
 NOT_MODEL_CALL_SUFFIXES: Final = _joined(lambda d: d.not_model_call_suffixes)
 
@@ -397,6 +445,9 @@ LEGACY_OUTPUT_TOKEN_KEYS: Final = _joined(lambda d: d.legacy_output_token_keys)
 FINISH_REASONS_KEYS: Final = _joined(lambda d: d.finish_reasons_keys)
 FINISH_REASON_KEYS: Final = _joined(lambda d: d.finish_reason_keys)
 OUTPUT_MESSAGES_KEYS: Final = _joined(lambda d: d.output_messages_keys)
+USAGE_JSON_KEYS: Final = _joined(lambda d: d.usage_json_keys)
+USAGE_JSON_INPUT: Final = _joined(lambda d: d.usage_json_input)
+USAGE_JSON_OUTPUT: Final = _joined(lambda d: d.usage_json_output)
 
 
 def _indexed(dialect: Dialect) -> tuple[str, str, str, str, str, str]:

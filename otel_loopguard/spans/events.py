@@ -47,7 +47,12 @@ from otel_loopguard.spans.classify import (
     tool_name_in,
 )
 from otel_loopguard.spans.identity import agent_name
-from otel_loopguard.spans.payloads import unwrap_arguments, unwrap_result, wrapped_failure
+from otel_loopguard.spans.payloads import (
+    unwrap_arguments,
+    unwrap_result,
+    wrapped_failure,
+    wrapped_tool_name,
+)
 from otel_loopguard.spans.view import SpanView
 
 # Above these sizes a string is not decoded: its signature is computed from the text.
@@ -73,6 +78,10 @@ _LEGACY_OUTPUT_TOKEN_KEYS: Final = dialects.LEGACY_OUTPUT_TOKEN_KEYS
 _FINISH_REASONS_KEYS: Final = dialects.FINISH_REASONS_KEYS
 _FINISH_REASON_KEYS: Final = dialects.FINISH_REASON_KEYS
 _OUTPUT_MESSAGES_KEYS: Final = dialects.OUTPUT_MESSAGES_KEYS
+_USAGE_JSON_KEYS: Final = dialects.USAGE_JSON_KEYS
+_USAGE_JSON_INPUT: Final = dialects.USAGE_JSON_INPUT
+_USAGE_JSON_OUTPUT: Final = dialects.USAGE_JSON_OUTPUT
+_CLASS_NAMED_TOOLS: Final = dialects.CLASS_NAMED_TOOLS
 _INDEXED_OUTPUT_MESSAGES: Final = dialects.INDEXED_OUTPUT_MESSAGES
 _INPUT_MESSAGES_KEYS: Final = dialects.INPUT_MESSAGES_KEYS
 _INDEXED_INPUT_MESSAGES: Final = dialects.INDEXED_INPUT_MESSAGES
@@ -237,6 +246,10 @@ def _tool_events(
     # up in benchmarks/span_overhead.py. The signatures are the same functions.
     attrs = view.attributes
     name = tool_name_in(view.name, attrs) or view.name or "unknown"
+    output: Any = _NOT_READ
+    if name in _CLASS_NAMED_TOOLS:  # named after the tool's class: the result names the tool
+        output = tool_output(view)
+        name = wrapped_tool_name(output) or name
     actor = agent_name(view) or actor
     # a callback envelope (OpenLLMetry's LangChain spans) is unwrapped to what the tool
     # got, and the tool-call id it carries is the call's (spans.payloads)
@@ -256,7 +269,8 @@ def _tool_events(
             if error.message is None:  # no exception message nor status description
                 error = _with_result_as_message(view, error)
             return [call, _failed(view, run_id, name, error, actor, call_id, max_chars, timestamp)]
-    output = tool_output(view)
+    if output is _NOT_READ:
+        output = tool_output(view)
     failure = wrapped_failure(output)
     if failure is not None:  # a ToolMessage with status "error": the tool failed
         error = ErrorInfo(type="ToolException", message=failure[:_ERROR_TEXT_CAP])
@@ -558,6 +572,9 @@ def _llm_event(view: SpanView, run_id: str, config: LoopGuardConfig, actor: str 
     output_tokens = _int(attrs, _OUTPUT_TOKEN_KEYS)
     if output_tokens is None:  # (a recorded 0 is an answer: no `or` between the two)
         output_tokens = _int(attrs, _LEGACY_OUTPUT_TOKEN_KEYS)
+    input_tokens = _int(attrs, _INPUT_TOKEN_KEYS) or _int(attrs, _LEGACY_INPUT_TOKEN_KEYS)
+    if input_tokens is None and output_tokens is None:
+        input_tokens, output_tokens = _usage_json(attrs)
     error = error_info(view)
     # empty: no tool call asked for and no text (an assistant message with no parts), or
     # no content recorded and zero output tokens; a failed model call is not an answer
@@ -568,7 +585,7 @@ def _llm_event(view: SpanView, run_id: str, config: LoopGuardConfig, actor: str 
         actor=agent_name(view) or actor,
         model=_first_text(attrs, _MODEL_KEYS),
         finish_reason=finish,
-        input_tokens=_int(attrs, _INPUT_TOKEN_KEYS) or _int(attrs, _LEGACY_INPUT_TOKEN_KEYS),
+        input_tokens=input_tokens,
         output_tokens=output_tokens,
         empty=empty,
         requested_tool_calls=tuple(sorted(requested)) if requested else None,
@@ -651,6 +668,18 @@ def last_user_message(attrs: Mapping[str, Any]) -> int | None:
         content = attrs.get(prefix + "content")
         return fingerprint(f"{present + 1}:" + (content if isinstance(content, str) else ""))
     return None
+
+
+def _usage_json(attrs: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """The (input, output) tokens of a usage JSON object attribute (Langfuse's
+    ``usage_details``), or ``(None, None)``: most model spans have none of the keys."""
+    for key in _USAGE_JSON_KEYS:
+        usage = attrs.get(key)
+        if isinstance(usage, str) and len(usage) <= _JSON_DECODE_LIMIT:
+            decoded = _decode(usage)
+            if isinstance(decoded, dict):
+                return _int(decoded, _USAGE_JSON_INPUT), _int(decoded, _USAGE_JSON_OUTPUT)
+    return None, None
 
 
 def _finish_reason(attrs: Mapping[str, Any]) -> str | None:
@@ -762,6 +791,7 @@ class _Missing:
 
 
 _MISSING: Any = _Missing()
+_NOT_READ: Any = object()  # a span's result not read yet
 
 
 def _origin(view: SpanView) -> dict[str, Any]:

@@ -9,7 +9,10 @@ inside our gate's span nor its parent. What both sides carry is what this module
 
 * a **tool-call id** on both: the same id, at overlapping times, is the same execution
   (the names may be spelled differently);
-* else the **tool name** (model calls: none) and **overlapping time** in the same trace.
+* else the **tool name** (model calls: none) and **overlapping time** in the same trace; a
+  tool span that does not say which tool ran (OpenLLMetry's LlamaIndex ``FunctionTool.task``
+  without content: the tool is named only in its result) is recorded without a name and
+  matches any tool at overlapping times.
 
 Each side records what it saw in its trace's :class:`Executions` (the gate when its tool
 span opens, or when its wrapper reports a model turn; the follower for every tool or model
@@ -114,8 +117,8 @@ class Executions:
             if call_id and execution.call_id:
                 if call_id != execution.call_id:
                     continue
-            elif name != execution.name:
-                continue
+            elif name != execution.name and name is not None:
+                continue  # (a tool of no known name: any tool at the same time)
             other_end = execution.end or _OPEN
             if execution.start > end or start > other_end:
                 continue  # not at the same time

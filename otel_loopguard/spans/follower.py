@@ -54,6 +54,7 @@ from otel_loopguard.spans.classify import (
     is_mcp_tool_request,
 )
 from otel_loopguard.spans.dialects import (
+    CLASS_NAMED_TOOLS,
     CONVERSATION_KEY_SET,
     KIND_RULES,
     NOT_MODEL_CALL_SUFFIXES,
@@ -131,6 +132,7 @@ class TraceState:
         "hex_trace_id",
         "late_spans",
         "local_root",
+        "released",
         "tool_spans_seen",
         "trace_id",
         "trace_run_used",
@@ -151,6 +153,9 @@ class TraceState:
         #: open spans of an instrumentation that says what a span is only at its end
         #: (``started_late``)
         self.late_spans: set[Any] = set()
+        #: open late spans let go as possible agents when a child started: they said by then
+        #: that they are no agent (``started_late``)
+        self.released: set[Any] = set()
         self.conversation: str | None = None
         #: a tool span ended in this trace (ours or another's): the tool answers in a model
         #: span's request are then not read as executions (spans.tool_messages)
@@ -376,26 +381,60 @@ class SpanFollower:
         return None
 
     def started_late(
-        self, trace_id: Any, span_id: Any, parent_id: Any, parent_remote: bool, name: str, span: Any
+        self,
+        trace_id: Any,
+        span_id: Any,
+        parent_id: Any,
+        parent_remote: bool,
+        name: str,
+        span: Any,
+        parent_says: Callable[[], SpanClass | None] | None = None,
     ) -> None:
         """A span started of an instrumentation that sets its kind attribute only when the
-        span ends (``Dialect.late_kind_scopes``: OpenInference's LangChain tracer). The
-        outermost such span of its tree (its parent is none of them) may be an agent: it is
-        held as one from now on, so the run is keyed by it (two invocations under one
-        application span are two runs) and ends with it; when it ends as anything but an
-        agent or workflow it is let go, and its events go to the run around it."""
+        span ends, or just after it started (``Dialect.late_kind_scopes``: OpenInference's
+        LangChain tracer; Langfuse). The outermost such span of its tree (its parent is none
+        of them) may be an agent: it is held as one from now on, so the run is keyed by it
+        (two invocations under one application span are two runs) and ends with it; when
+        it ends as anything but an agent or workflow it is let go, and its events go to the
+        run around it.
+
+        ``parent_says()`` is the class the parent span says it has now (None while it says
+        nothing): a held parent that said by its first child's start that it is no agent (a
+        Langfuse ``span`` observation around the application's request) is let go then, and
+        its children are the possible agents in its place."""
         state = self.state(trace_id)
         late = state.late_spans
         if len(late) >= _MAX_NESTED:  # spans that never end: stay bounded
             late.clear()
+            state.released.clear()
         inner = parent_id is not None and not parent_remote and parent_id in late
         late.add(span_id)
-        if inner:
+        if inner and not (
+            parent_id in state.released or self._released(state, parent_id, parent_says)
+        ):
             return
         with self.lock:
             if (parent_id is None or parent_remote) and state.local_root is None:
                 state.local_root = span_id
             state.agents = (*state.agents, OpenAgent(span_id, name or None, span, False))
+
+    def _released(
+        self,
+        state: TraceState,
+        parent_id: Any,
+        parent_says: Callable[[], SpanClass | None] | None,
+    ) -> bool:
+        """The held late span ``parent_id`` says now that it is no agent: let go."""
+        if parent_says is None:
+            return False
+        if not any(agent.span_id == parent_id for agent in state.agents):
+            return False  # not held: an inner span's child
+        says = parent_says()
+        if says is None or says is AGENT or says is WORKFLOW:
+            return False
+        self._drop_late_agent(state, parent_id)
+        state.released.add(parent_id)
+        return True
 
     def _drop_late_agent(self, state: TraceState, span_id: Any) -> OpenAgent | None:
         """A span held by :meth:`started_late` ended: no longer an open agent."""
@@ -420,6 +459,7 @@ class SpanFollower:
         late = state.late_spans
         if late and span_id in late:
             late.discard(span_id)
+            state.released.discard(span_id)
             self._drop_late_agent(state, span_id)
         if not is_local_root or state.local_root not in (None, span_id):
             return None
@@ -485,6 +525,7 @@ class SpanFollower:
         late = state.late_spans
         if late and span_id in late:
             late.discard(span_id)
+            state.released.discard(span_id)
             if not run_root and self._drop_late_agent(state, span_id) is not None:
                 # held as a possible agent from its start, it is a tool or model span:
                 # its events go to the run around it
@@ -617,6 +658,8 @@ def _seen_by_another(
     another instrumentation) reported already; else it is recorded for the others."""
     kind = "tool" if span_class is TOOL else "llm"
     name = first.tool_name if kind == "tool" else None
+    if name in CLASS_NAMED_TOOLS:
+        name = None  # named after the tool's class, its result not recorded: any tool
     start = view.start_time_unix_nano
     end = view.end_time_unix_nano
     if not isinstance(start, int) or not isinstance(end, int):

@@ -21,7 +21,15 @@ loop is reduced to a warning. The shapes, as data:
 * a Google GenAI ``FunctionResponse`` as the result (OpenInference's Google ADK tool spans'
   ``output.value``: ``{"id": "call_7", "name": "search", "response": {"result": ...}}``, the
   id new with every call): the tool returned ``response`` (ADK's dict of what the function
-  returned).
+  returned);
+* a Python call's bound arguments as the arguments, ``{"args": [...], "kwargs": {...}}``
+  (Langfuse's ``@observe`` input) or ``{"kwargs": {...}}`` (OpenLLMetry's LlamaIndex
+  ``FunctionTool.task`` input): the tool got the keyword arguments (the positional ones when
+  it got only those);
+* a LlamaIndex ``ToolOutput`` as the result (OpenLLMetry's LlamaIndex ``FunctionTool.task``
+  output: ``{"blocks": [...], "tool_name": ..., "raw_input": ..., "raw_output": ...,
+  "is_error": ...}``): the tool returned ``raw_output``, its name is ``tool_name``, and
+  ``is_error`` says it failed.
 
 Anything else is returned as it is. Cost: a few dict look-ups on a decoded payload; a
 payload that is not a dict costs one type check.
@@ -42,12 +50,20 @@ _SERIALIZED_TOOL_MESSAGE: Final = "ToolMessage"
 _FUNCTION_RESPONSE: Final = frozenset(
     ("id", "name", "response", "will_continue", "scheduling", "parts")
 )
+#: the keys of a Python call's bound arguments (``kwargs`` among them)
+_BOUND_ARGUMENTS: Final = frozenset(("args", "kwargs"))
+#: the fields every LlamaIndex ``ToolOutput`` has (beside ``blocks`` / ``content``)
+_TOOL_OUTPUT: Final = frozenset(("tool_name", "raw_input", "raw_output"))
 
 
 def unwrap_arguments(value: Any) -> tuple[Any, str | None]:
     """``(what the tool got, the tool-call id the wrapper carries)``; a value that is not
     a known envelope is returned unchanged, with no id."""
-    if not isinstance(value, dict) or _ARGUMENT_ENVELOPE not in value:
+    if not isinstance(value, dict):
+        return value, None
+    if _ARGUMENT_ENVELOPE not in value:
+        if "kwargs" in value and _BOUND_ARGUMENTS.issuperset(value):
+            return _bound(value), None
         return value, None
     if not any(key in value for key in _ENVELOPE_CONTEXT):
         return value, None  # a tool whose own argument is named input_str
@@ -58,12 +74,26 @@ def unwrap_arguments(value: Any) -> tuple[Any, str | None]:
     return arguments, call_id if isinstance(call_id, str) and call_id else None
 
 
+def _bound(value: dict[str, Any]) -> Any:
+    """The arguments a call's bound arguments hold: the keyword ones, else the positional
+    ones, else (both given) the whole."""
+    args = value.get("args")
+    kwargs = value["kwargs"]
+    if not args:
+        return kwargs
+    if not kwargs:
+        return args
+    return value
+
+
 def unwrap_result(value: Any) -> Any:
     """What the tool returned: the envelope's ``output``, a ``ToolMessage``'s content, a
-    ``FunctionResponse``'s ``response``."""
+    ``FunctionResponse``'s ``response``, a ``ToolOutput``'s ``raw_output``."""
     value = _opened(value)
     if not isinstance(value, dict):
         return value
+    if "raw_output" in value and _TOOL_OUTPUT.issubset(value):
+        return value["raw_output"]
     if value.get("lc") == 1 and value.get("type") == "constructor":
         path = value.get("id")
         kwargs = value.get("kwargs")
@@ -87,13 +117,25 @@ def unwrap_result(value: Any) -> Any:
     return value
 
 
+def wrapped_tool_name(value: Any) -> str | None:
+    """The tool a LlamaIndex ``ToolOutput`` came from (its ``tool_name``), else None."""
+    if isinstance(value, dict) and "tool_name" in value and _TOOL_OUTPUT.issubset(value):
+        name = value["tool_name"]
+        return name if isinstance(name, str) and name else None
+    return None
+
+
 def wrapped_failure(value: Any) -> str | None:
     """The error text of a LangChain ``ToolMessage`` with ``status="error"`` (a tool's
     exception that LangGraph's ``ToolNode(handle_tool_errors=True)`` handed to the model as
-    text), in any of the shapes above; None for anything else."""
+    text), or of a LlamaIndex ``ToolOutput`` with ``is_error``, in any of the shapes above;
+    None for anything else."""
     value = _opened(value)
     if not isinstance(value, dict):
         return None
+    if value.get("is_error") is True and _TOOL_OUTPUT.issubset(value):
+        raw = value["raw_output"]
+        return raw if isinstance(raw, str) and raw else "tool error"
     message = value.get("kwargs") if value.get("type") == "constructor" else value
     if isinstance(message, dict) and isinstance(message.get("data"), dict):
         message = message["data"]

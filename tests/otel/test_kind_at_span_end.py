@@ -1,4 +1,5 @@
-"""Spans that say what they are only when they end (issue 17, point 4).
+"""Spans that say what they are only when they end (issue 17, point 4), or just after they
+started (Langfuse's observations, issue 29 point 7).
 
 OpenInference's LangChain tracer starts every span with no attribute at all and sets
 ``openinference.span.kind`` (and everything else) when the LangChain run ends. Its outermost
@@ -7,6 +8,8 @@ way it makes them, by a tracer of its scope name, on the real SDK.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 from opentelemetry import trace
 
@@ -96,3 +99,43 @@ def test_bare_model_and_tool_calls_of_a_hand_written_loop_share_the_trace_run(
     assert len({e.attributes["loopguard.run.id"] for e in stops}) == 1
     assert not _run_spans(stack)
     assert not stack.guard.follower.traces  # nothing left open
+
+
+@contextlib.contextmanager
+def _observation(stack: Stack, name: str, kind: str, **attributes):
+    """A span as Langfuse's ``@observe`` makes it: started with no attribute (made current),
+    its ``langfuse.observation.type`` set just after."""
+    with stack.provider.get_tracer("langfuse-sdk").start_as_current_span(name) as span:
+        span.set_attributes({"langfuse.observation.type": kind, **attributes})
+        yield span
+
+
+def _observed_agent(stack: Stack, calls: int) -> None:
+    with _observation(stack, "support_agent", "agent"):
+        for _ in range(calls):
+            with _observation(stack, "model", "generation"):
+                pass
+            with _observation(
+                stack,
+                "search",
+                "tool",
+                **{
+                    "langfuse.observation.input": '{"args": [], "kwargs": {"q": "price"}}',
+                    "langfuse.observation.output": "no results",
+                },
+            ):
+                pass
+
+
+def test_a_span_that_says_it_is_no_agent_just_after_its_start_is_let_go(stack: Stack) -> None:
+    """A Langfuse ``span`` observation around the request (its type set just after its
+    start): by its first child's start it said it is no agent, so the agents inside it are
+    the runs, one each."""
+    with _observation(stack, "handle_request", "span"):
+        _observed_agent(stack, 4)  # a loop: stopped
+        _observed_agent(stack, 1)  # its own run, completed
+    first, second = _run_spans(stack)
+    assert first.attributes["loopguard.run.id"] != second.attributes["loopguard.run.id"]
+    assert first.attributes["loopguard.run.state"] == "stopped"
+    assert second.attributes["loopguard.run.state"] == "completed"
+    assert second.attributes["loopguard.run.tool_calls"] == 1
