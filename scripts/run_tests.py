@@ -131,7 +131,10 @@ def discover() -> list[Suite]:
                 suites.append(_compat_suite(child))
     # last: it waits for the Go builds scripts/test.sh started, which the suites before it
     # overlap (tests/collector/binaries.py)
-    suites.append(Suite("collector", ROOT, testing, tests=COLLECTOR_TESTS))
+    # (with the OpenAI package and SDK: a real framework's agent goes through the pipeline)
+    openai = ROOT / "instrumentation" / "openai"
+    collector_installs = (*testing, f"{openai}[test]") if openai.is_dir() else testing
+    suites.append(Suite("collector", ROOT, collector_installs, tests=COLLECTOR_TESTS))
     return suites
 
 

@@ -31,6 +31,10 @@ from .stack import Jaeger, start_collector, start_jaeger, start_prometheus
 
 LOOPGUARD = (sys.executable, "-m", "otel_loopguard.cli")
 DEMO_SERVICE = "otel-loopguard-demo"
+#: a real framework's agent (the OpenAI SDK with our openai package) under
+#: opentelemetry-instrument, exporting to the Collector
+OPENAI_AGENT = Path(__file__).parent / "apps" / "openai_agent.py"
+OPENAI_SERVICE = "openai-pricing-agent"
 RUNS = "sum(loopguard_runs_total)"
 #: the demo's stops (tests/viewing/test_prometheus_end_to_end.py says which)
 STOPS = 4
@@ -181,3 +185,47 @@ def test_the_demo_through_the_collector_shows_in_jaeger_analyze_and_prometheus(
 
     wait_for(lambda: runs() >= 6, 60, "the demo's six runs in Prometheus")
     dashboards.assert_panels_show_the_demo(stack.prometheus, settle=45)
+
+
+def test_a_real_openai_agent_through_the_collector_is_found_stopped_in_jaeger(
+    stack: Stack,
+) -> None:
+    """Not the demo: an application over the real OpenAI SDK, enabled by
+    ``opentelemetry-instrument`` alone (the ``loopguard`` and ``loopguard_openai``
+    instrumentors), its spans sent to the Collector with the SDK's own OTLP exporter."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PYTHONPATH"))}
+    env.update(
+        OTEL_SERVICE_NAME=OPENAI_SERVICE,
+        OTEL_LOOPGUARD_MODE="enforce",
+        OTEL_TRACES_EXPORTER="otlp",
+        OTEL_METRICS_EXPORTER="none",
+        OTEL_LOGS_EXPORTER="none",
+        OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
+        OTEL_EXPORTER_OTLP_ENDPOINT=stack.otlp_http,
+    )
+    instrument = Path(sys.executable).with_name("opentelemetry-instrument")
+    done = subprocess.run(
+        [str(instrument), sys.executable, str(OPENAI_AGENT)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcome = json.loads(done.stderr.strip().splitlines()[-1])
+    assert outcome["interrupted"], outcome
+    assert outcome["searches"] < 8  # stopped before the agent's eight turns
+
+    (trace,) = wait_for(
+        lambda: stack.jaeger.traces(OPENAI_SERVICE, {"loopguard.action": "stop"}) or None,
+        60,
+        "the OpenAI agent's stopped run in Jaeger",
+    )
+    names = [span["operationName"] for span in trace["spans"]]
+    # the OpenAI package's model spans and the loop's own, in one trace
+    assert sum(name.startswith("chat") for name in names) == outcome["requests"], names
+    assert sum(name.startswith("execute_tool") for name in names) >= outcome["searches"]
+    agents = [s for s in trace["spans"] if s["operationName"].startswith("invoke_agent")]
+    assert {_tags(span).get("loopguard.run.state") for span in agents} == {"stopped"}
+    deciding = [s for s in trace["spans"] if _tags(s).get("loopguard.action") == "stop"]
+    assert deciding, "no span of the run carries loopguard.action=stop"
