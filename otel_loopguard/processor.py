@@ -329,6 +329,10 @@ class LoopGuardSpanProcessor(SpanProcessor):
             return  # our agent_run ends its run and sets loopguard.run.state itself
         guard = self.guard
         identity = ended.identity
+        if agent.started_run is not None and agent.started_run != identity.run_id:
+            # its start began a run before its conversation id was known (Google ADK sets
+            # it when its spans end): the run was the conversation's, the empty one goes
+            guard.monitor.end_run(agent.started_run)
         view: SpanView = ended.view or from_readable_span(
             span, detection_only=True, trace_id=ended.state.hex_trace_id
         )

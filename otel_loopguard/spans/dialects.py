@@ -18,6 +18,8 @@ the attribute keys or span-name forms that instrumentation writes:
   tracer's tool runs are ``task`` spans named after the tool's class, ``FunctionTool.task``);
 * Langfuse's Python SDK 3+ (``langfuse.observation.type`` agent / tool / generation,
   ``langfuse.observation.input`` / ``.output``, ``.usage_details`` as one JSON object);
+* Google ADK's legacy telemetry schema (``gcp.vertex.agent.tool_call_args`` /
+  ``.tool_response``);
 * MCP (``mcp.method.name`` = ``tools/call``: the transport's view of a tool call);
 * handoffs: ``transfer_to_<agent>`` / ``handoff_to_<agent>`` tool calls and the handoff
   spans of agent SDKs (``handoff to X`` / ``Handoff: A → B``).
@@ -170,6 +172,9 @@ class Dialect:
     #: ``__REDACTED__`` with inputs or outputs hidden): read as "not recorded", never as
     #: content (every call would otherwise look identical)
     placeholders: tuple[str, ...] = ()
+    #: content keys the instrumentation writes as an empty JSON object (``{}``) when told
+    #: not to record content (Google ADK's legacy schema): ``{}`` there is "not recorded"
+    empty_when_hidden_keys: tuple[str, ...] = ()
 
 
 DIALECTS: Final[tuple[Dialect, ...]] = (
@@ -290,6 +295,19 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         usage_json_keys=("langfuse.observation.usage_details",),
         usage_json_input=("input", "prompt_tokens", "input_tokens"),
         usage_json_output=("output", "completion_tokens", "output_tokens"),
+    ),
+    Dialect(
+        # ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1 (supported until 2027-03): its execute_tool
+        # spans are GenAI ones, the content under ADK's own keys, "{}" when
+        # ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=false (the response is always an object:
+        # {"result": ...} around anything else, so an empty one is no answer to read)
+        "Google ADK (legacy telemetry schema)",
+        argument_keys=("gcp.vertex.agent.tool_call_args",),
+        result_keys=("gcp.vertex.agent.tool_response",),
+        empty_when_hidden_keys=(
+            "gcp.vertex.agent.tool_call_args",
+            "gcp.vertex.agent.tool_response",
+        ),
     ),
     Dialect(
         "MCP",
@@ -508,6 +526,10 @@ COMMON_PLACEHOLDERS: Final[tuple[str, ...]] = (
     "REDACTED",
     "<hidden>",
     "[hidden]",
+)
+#: keys whose ``{}`` means "not recorded" (Dialect.empty_when_hidden_keys)
+EMPTY_WHEN_HIDDEN_KEYS: Final[frozenset[str]] = frozenset(
+    _joined(lambda d: d.empty_when_hidden_keys)
 )
 PLACEHOLDERS: Final[frozenset[str]] = frozenset(
     COMMON_PLACEHOLDERS + _joined(lambda d: d.placeholders)

@@ -89,6 +89,7 @@ _HANDOFF_SOURCE_KEYS: Final = dialects.HANDOFF_SOURCE_KEYS
 _HANDOFF_TARGET_KEYS: Final = dialects.HANDOFF_TARGET_KEYS
 _HANDOFF_CALL_ID_KEYS: Final = dialects.HANDOFF_CALL_ID_KEYS
 _PLACEHOLDERS: Final = dialects.PLACEHOLDERS
+_EMPTY_WHEN_HIDDEN: Final = dialects.EMPTY_WHEN_HIDDEN_KEYS
 
 # Enum members as module constants: on Python 3.11 reading ``SpanClass.TOOL`` costs
 # about 15 times a global read (the enum metaclass), and the hot paths read several per span.
@@ -198,7 +199,10 @@ def _recorded(
     (``kind_keys``: kind attribute, its tool value, key), decoded by :func:`_content`."""
     for key in keys:
         if key in attrs:
-            return _content(attrs[key])
+            value = attrs[key]
+            if value == "{}" and key in _EMPTY_WHEN_HIDDEN:
+                return _MISSING  # written in place of content not recorded
+            return _content(value)
     for kind_key, tool_kind, key in kind_keys:
         if attrs.get(kind_key) == tool_kind and key in attrs:
             return _content(attrs[key])

@@ -104,13 +104,27 @@ class OpenAgent:
     name: str | None
     span: Any  # the live SDK span (to add decision events to), or None in replay
     managed: bool
+    #: the conversation the agent is in: its own id, else its nearest keyed ancestor's,
+    #: else the first one a span inside it ends with (ADK sets it only at a span's end)
+    conversation: str | None
+    #: the run its start began (:class:`RunStart`), when it was outermost
+    started_run: str | None
 
     # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
-    def __init__(self, span_id: Any, name: str | None, span: Any, managed: bool) -> None:
+    def __init__(
+        self,
+        span_id: Any,
+        name: str | None,
+        span: Any,
+        managed: bool,
+        conversation: str | None = None,
+    ) -> None:
         self.span_id = span_id
         self.name = name
         self.span = span
         self.managed = managed
+        self.conversation = conversation
+        self.started_run = None
 
 
 class TraceState:
@@ -130,6 +144,7 @@ class TraceState:
         "fed_model_parents",
         "fed_tool_parents",
         "hex_trace_id",
+        "keyed",
         "late_spans",
         "local_root",
         "released",
@@ -156,7 +171,12 @@ class TraceState:
         #: open late spans let go as possible agents when a child started: they said by then
         #: that they are no agent (``started_late``)
         self.released: set[Any] = set()
+        #: the trace's first conversation id (for spans with no keyed ancestor)
         self.conversation: str | None = None
+        #: open spans in a conversation (their own id, or their nearest keyed ancestor's),
+        #: by span id: a span without an id of its own is in its parent's (two sessions
+        #: under one application span are two runs, not the trace's first)
+        self.keyed: dict[Any, str] = {}
         #: a tool span ended in this trace (ours or another's): the tool answers in a model
         #: span's request are then not read as executions (spans.tool_messages)
         self.tool_spans_seen = False
@@ -351,11 +371,12 @@ class SpanFollower:
         conversation = conversation_in(attributes)
         if not (is_root or run_root):
             # tool and model spans are read when they end; only a conversation id they
-            # carry from the start matters now (it keys the run of the whole trace)
+            # carry from the start matters now (it keys the runs of the spans inside them)
             if conversation:
                 state = self.state(trace_id)
                 if state.conversation is None:
                     state.conversation = conversation
+                _key(state.keyed, span_id, conversation)
             return None
         if not (run_root or conversation):
             return None  # a local root that is not GenAI: no state until one needs it
@@ -365,18 +386,24 @@ class SpanFollower:
                 state.local_root = span_id
             if conversation and state.conversation is None:
                 state.conversation = conversation
+            if not conversation and parent_id is not None and not parent_remote:
+                conversation = state.keyed.get(parent_id)  # its nearest keyed ancestor's
+            if conversation:
+                _key(state.keyed, span_id, conversation)
             if not run_root:
                 return None
             managed = span_id in self.managed_ids
             outermost = not state.agents
             agent = agent_name(SpanView(name, "", "", attributes=attributes))
-            state.agents = (*state.agents, OpenAgent(span_id, agent, span, managed))
+            opened = OpenAgent(span_id, agent, span, managed, conversation)
+            state.agents = (*state.agents, opened)
         if outermost and not managed:
             identity = run_identity(
                 state.hex_trace_id,
-                conversation=state.conversation,
+                conversation=conversation or state.conversation,
                 root_span_id=self.span_hex(span_id),
             )
+            opened.started_run = identity.run_id
             return RunStart(identity, agent)
         return None
 
@@ -456,6 +483,8 @@ class SpanFollower:
             return None
         state.fed_tool_parents.discard(span_id)
         state.fed_model_parents.discard(span_id)
+        if state.keyed:
+            state.keyed.pop(span_id, None)
         late = state.late_spans
         if late and span_id in late:
             late.discard(span_id)
@@ -514,10 +543,13 @@ class SpanFollower:
         if span_class is not LLM:
             state.fed_model_parents.discard(span_id)
         fed_tool_parents.discard(span_id)
-        if CONVERSATION_KEY_SET.isdisjoint(attributes.keys()):  # most spans: one C call
-            conversation = state.conversation
-        else:
-            conversation = conversation_in(attributes) or state.conversation
+        own: str | None = None
+        if not CONVERSATION_KEY_SET.isdisjoint(attributes.keys()):  # most spans: one C call
+            own = conversation_in(attributes)
+            if own is not None:
+                _adopt(state, own)
+        keyed = state.keyed
+        inherited = keyed.pop(span_id, None) if keyed else None
         agents = state.agents
         root = agents[0] if agents else None
         ending: OpenAgent | None = None
@@ -540,6 +572,18 @@ class SpanFollower:
                         state.agents = agents = agents[:index] + agents[index + 1 :]
                         break
         innermost = agents[-1] if agents else None
+        conversation = own or inherited
+        if conversation is None:
+            # its nearest keyed ancestor's: its own agent's, its parent's, the agent it
+            # runs in, else the trace's
+            if ending is not None:
+                conversation = ending.conversation
+            if conversation is None and keyed and parent_id is not None and not parent_remote:
+                conversation = keyed.get(parent_id)
+            if conversation is None and innermost is not None:
+                conversation = innermost.conversation
+            if conversation is None:
+                conversation = state.conversation
         is_local_root = (parent_id is None or parent_remote) and state.local_root in (
             None,
             span_id,
@@ -638,12 +682,36 @@ class SpanFollower:
             if conversation:
                 return run_identity(self.trace_hex(trace_id), conversation=conversation)
             state = self.state(trace_id)
+        if not conversation:
+            innermost = state.innermost_agent()
+            if innermost is not None:
+                conversation = innermost.conversation
         identity = state.identity(
             conversation or state.conversation, state.root_agent(), self.span_hex
         )
         if identity.keyed_by is TRACE:
             state.trace_run_used = True
         return identity
+
+
+def _key(keyed: dict[Any, str], span_id: Any, conversation: str) -> None:
+    """``span_id`` is in ``conversation`` (bounded: spans that never end are forgotten)."""
+    if len(keyed) >= _MAX_NESTED:
+        keyed.clear()
+    keyed[span_id] = conversation
+
+
+def _adopt(state: TraceState, conversation: str) -> None:
+    """A span ended with its own conversation id: the open agents that had none (their
+    instrumentation sets it only when a span ends: Google ADK's ``invoke_agent`` and
+    ``invocation``) are in it, and so are the spans that end inside them from now on
+    (not a run of their own: the model's spans and the tools' would be two runs)."""
+    if state.conversation is None:
+        state.conversation = conversation
+    for agent in state.agents:
+        if agent.conversation is None:
+            agent.conversation = conversation
+            _key(state.keyed, agent.span_id, conversation)
 
 
 def _seen_by_another(
