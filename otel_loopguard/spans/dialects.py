@@ -123,6 +123,9 @@ class Dialect:
 
     # -- model calls -------------------------------------------------------------------------
     model_keys: tuple[str, ...] = ()
+    #: the answer's id: two model spans of one trace with the same id at overlapping
+    #: times are one call (the Anthropic SDK's own span beside OpenLLMetry's)
+    response_id_keys: tuple[str, ...] = ()
     input_token_keys: tuple[str, ...] = ()
     output_token_keys: tuple[str, ...] = ()
     #: older names of the token counts, read when the keys above give no count (or 0)
@@ -200,6 +203,7 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         agent_name_prefixes=("invoke_agent ",),
         conversation_keys=("gen_ai.conversation.id",),
         model_keys=("gen_ai.response.model", "gen_ai.request.model"),
+        response_id_keys=("gen_ai.response.id",),
         input_token_keys=("gen_ai.usage.input_tokens",),
         output_token_keys=("gen_ai.usage.output_tokens",),
         legacy_input_token_keys=("gen_ai.usage.prompt_tokens",),  # OpenLLMetry writes these
@@ -456,6 +460,7 @@ CONVERSATION_KEY_SET: Final[frozenset[str]] = frozenset(CONVERSATION_KEYS)
 # -- model calls -----------------------------------------------------------------------------
 
 MODEL_KEYS: Final = _joined(lambda d: d.model_keys)
+RESPONSE_ID_KEYS: Final = _joined(lambda d: d.response_id_keys)
 INPUT_TOKEN_KEYS: Final = _joined(lambda d: d.input_token_keys)
 OUTPUT_TOKEN_KEYS: Final = _joined(lambda d: d.output_token_keys)
 LEGACY_INPUT_TOKEN_KEYS: Final = _joined(lambda d: d.legacy_input_token_keys)

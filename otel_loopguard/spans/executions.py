@@ -12,7 +12,13 @@ inside our gate's span nor its parent. What both sides carry is what this module
 * else the **tool name** (model calls: none) and **overlapping time** in the same trace; a
   tool span that does not say which tool ran (OpenLLMetry's LlamaIndex ``FunctionTool.task``
   without content: the tool is named only in its result) is recorded without a name and
-  matches any tool at overlapping times.
+  matches any tool at overlapping times;
+* a model call's **response id** (``gen_ai.response.id``) is its call id, and the one
+  answer seen twice at overlapping times is one call whichever source reported it: the
+  Anthropic SDK's own ``chat`` span and OpenLLMetry's sibling span of the same request
+  both write the GenAI conventions (one kind attribute, so one source by it), and counted
+  twice they doubled the run's steps and tokens (a cached answer keeps its id, but a
+  second call of it does not overlap the first).
 
 Each side records what it saw in its trace's :class:`Executions` (the gate when its tool
 span opens, or when its wrapper reports a model turn; the follower for every tool or model
@@ -103,14 +109,20 @@ class Executions:
         start: int,
         end: int,
         source: str,
+        *,
+        answer_id: bool = False,
     ) -> bool:
         """True when this span (of ``source``) describes an execution another source
-        recorded already (module docstring); it is then claimed for ``source``."""
+        recorded already (module docstring); it is then claimed for ``source``. With
+        ``answer_id`` (``call_id`` is a model answer's response id), a record of the
+        same source with the same id matches too."""
         sources = self.sources
-        if not sources or (len(sources) == 1 and source in sources):
+        if not sources or (not answer_id and len(sources) == 1 and source in sources):
             return False  # no other source recorded here: nothing of another to match
         for execution in tuple(self.recorded.values()):
-            if execution.kind != kind or execution.source == source:
+            if execution.kind != kind:
+                continue
+            if execution.source == source and not (answer_id and execution.call_id == call_id):
                 continue
             if source in execution.claimed:
                 continue

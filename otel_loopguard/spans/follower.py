@@ -58,6 +58,7 @@ from otel_loopguard.spans.dialects import (
     CONVERSATION_KEY_SET,
     KIND_RULES,
     NOT_MODEL_CALL_SUFFIXES,
+    RESPONSE_ID_KEYS,
 )
 from otel_loopguard.spans.events import span_to_events
 from otel_loopguard.spans.executions import GATE, Executions
@@ -71,6 +72,7 @@ from otel_loopguard.spans.view import SpanView
 
 _MAX_NESTED = 100_000
 _NOT_MODEL_CALLS = NOT_MODEL_CALL_SUFFIXES
+_RESPONSE_ID_KEYS = RESPONSE_ID_KEYS
 #: the kind attributes of the dialects, in table order: the first one a span carries names
 #: its source (which instrumentation's view of an execution it is)
 _KIND_KEYS = tuple(dict.fromkeys(key for key, _case, _kinds, _transport in KIND_RULES))
@@ -724,10 +726,6 @@ def _seen_by_another(
 ) -> bool:
     """True when a tool or model span describes an execution another source (our gate,
     another instrumentation) reported already; else it is recorded for the others."""
-    kind = "tool" if span_class is TOOL else "llm"
-    name = first.tool_name if kind == "tool" else None
-    if name in CLASS_NAMED_TOOLS:
-        name = None  # named after the tool's class, its result not recorded: any tool
     start = view.start_time_unix_nano
     end = view.end_time_unix_nano
     if not isinstance(start, int) or not isinstance(end, int):
@@ -737,7 +735,23 @@ def _seen_by_another(
         if key in attributes:
             source = key
             break
-    if executions.claim(kind, name, first.call_id, start, end, source):
+    if span_class is TOOL:
+        kind, name, call_id, answer_id = "tool", first.tool_name, first.call_id, False
+        if name in CLASS_NAMED_TOOLS:
+            name = None  # named after the tool's class, its result not recorded: any tool
+    else:
+        kind, name, call_id = "llm", None, _response_id(attributes)
+        answer_id = call_id is not None
+    if executions.claim(kind, name, call_id, start, end, source, answer_id=answer_id):
         return True
-    executions.record(span_id, kind, name, first.call_id, start, end, source)
+    executions.record(span_id, kind, name, call_id, start, end, source)
     return False
+
+
+def _response_id(attributes: Mapping[str, Any]) -> str | None:
+    """A model span's answer id (``gen_ai.response.id``), when it has one."""
+    for key in _RESPONSE_ID_KEYS:
+        value = attributes.get(key)
+        if value.__class__ is str and value:
+            return value  # type: ignore[no-any-return]
+    return None

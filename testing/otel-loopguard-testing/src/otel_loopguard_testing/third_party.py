@@ -75,3 +75,26 @@ def hidden_fixture() -> Any:
         return bool(request.param)
 
     return hidden
+
+
+def ours_first_fixture(testbed: Testbed, theirs: Callable[[], Any], ours: Callable[[], Any]) -> Any:
+    """``ours_inside``: ``make_loopguard`` with our package instrumented first and theirs
+    after it (their wrapper outside ours: the other order of ``beside_ours``), the suite's
+    instrumentor put back after the test."""
+    import pytest
+
+    @pytest.fixture(name="ours_inside")
+    def ours_inside(make_loopguard: Callable[..., Any]) -> Iterator[Callable[..., Any]]:
+        testbed.instrumentor.uninstrument()
+        mine = ours()
+        mine.instrument(tracer_provider=testbed.provider)
+        other = theirs()
+        other.instrument(tracer_provider=testbed.provider)
+        try:
+            yield make_loopguard
+        finally:
+            other.uninstrument()
+            mine.uninstrument()
+            testbed.instrument(testbed.instrumentor)
+
+    return ours_inside
