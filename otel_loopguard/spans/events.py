@@ -125,6 +125,8 @@ def span_to_events(
                 events.append(delegation)
         return events
     if cls is LLM:
+        if view.status_code == "error" and _vetoed(view):
+            return []  # never sent: our pre-flight refused it (a STOP), no model turn
         return [_llm_event(view, run_id, config, actor)]
     if cls is HANDOFF:
         event = _handoff_event(view, run_id, actor)
@@ -135,6 +137,30 @@ def span_to_events(
             return [*_tool_events(view, run_id, config, actor), *handoff]
         return handoff
     return []
+
+
+#: ``error.type`` of a call our gate refused, and the end of the exception type another
+#: instrumentation records (qualified: ``otel_loopguard.engine.interrupt.LoopGuardInterrupt``)
+_INTERRUPT: Final = "LoopGuardInterrupt"
+_INTERRUPT_SUFFIX: Final = "." + _INTERRUPT
+
+
+def _vetoed(view: SpanView) -> bool:
+    """A model span of a request our pre-flight refused (a STOP in enforce mode): never
+    sent, so not a model turn. Our packages' span says so in ``error.type``; another
+    instrumentation's span around or inside the call ends with our interrupt recorded as
+    its exception (OpenInference's Anthropic and LiteLLM spans, Logfire's OpenAI span)."""
+    error_type = view.attributes.get("error.type")
+    if error_type == _INTERRUPT:
+        return True
+    for event in view.events:
+        if event.name == "exception":
+            found = event.attributes.get("exception.type")
+            if found.__class__ is str and (
+                found == _INTERRUPT or found.endswith(_INTERRUPT_SUFFIX)  # type: ignore[union-attr]
+            ):
+                return True
+    return False
 
 
 # -- tool spans ------------------------------------------------------------------------------

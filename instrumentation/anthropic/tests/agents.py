@@ -136,9 +136,15 @@ async def _ask_async(client: Any, request: dict[str, Any], stream: bool) -> Any:
 
 
 def run_agent(
-    client: Any, tools: ToolBox, *, tracer: Any = None, stream: bool = False, max_turns: int = 20
+    client: Any,
+    tools: ToolBox,
+    *,
+    tracer: Any = None,
+    stream: bool = False,
+    max_turns: int = 20,
+    conversation_id: str | None = None,
 ) -> AgentResult:
-    with agent_run("claude_agent", tracer=tracer):
+    with agent_run("claude_agent", conversation_id, tracer=tracer):
         conversation = _conversation(tools, tracer, max_turns)
         try:
             request = next(conversation)
@@ -149,9 +155,15 @@ def run_agent(
 
 
 async def run_agent_async(
-    client: Any, tools: ToolBox, *, tracer: Any = None, stream: bool = False, max_turns: int = 20
+    client: Any,
+    tools: ToolBox,
+    *,
+    tracer: Any = None,
+    stream: bool = False,
+    max_turns: int = 20,
+    conversation_id: str | None = None,
 ) -> AgentResult:
-    with agent_run("claude_agent", tracer=tracer):
+    with agent_run("claude_agent", conversation_id, tracer=tracer):
         conversation = _conversation(tools, tracer, max_turns)
         try:
             request = next(conversation)
