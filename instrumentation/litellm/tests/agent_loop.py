@@ -20,6 +20,7 @@ def run_agent(
     *,
     max_turns: int = 8,
     max_tokens: int | None = None,
+    conversation_id: str | None = None,
 ) -> ChatLoopOutcome:
     extra: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens else {}
 
@@ -33,4 +34,6 @@ def run_agent(
             **extra,
         )
 
-    return run_chat_tool_loop(complete, tracer, tools, max_turns=max_turns)
+    return run_chat_tool_loop(
+        complete, tracer, tools, max_turns=max_turns, conversation_id=conversation_id
+    )

@@ -39,10 +39,12 @@ def run_chat_tool_loop(
     tools: dict[str, Callable[..., Any]],
     *,
     max_turns: int = 8,
+    conversation_id: str | None = None,
 ) -> ChatLoopOutcome:
     """The agent loop an application writes over any OpenAI-shaped chat API (the OpenAI SDK,
     ``litellm.completion``): ``complete(messages)`` sends the conversation (with
-    :data:`CHAT_TOOL_SCHEMAS`) and returns the chat completion.
+    :data:`CHAT_TOOL_SCHEMAS`) and returns the chat completion. With ``conversation_id`` the
+    run is that conversation's (it outlives the agent span: its counts can be read after).
 
     It marks its run with ``guard.agent_run`` and each tool execution with
     ``guard.tool_call`` (reporting the tool's result); the model calls are seen by the
@@ -62,7 +64,7 @@ def run_chat_tool_loop(
     pending: list[Decision] = []
     guard.on_decision(lambda decision, _event: pending.append(decision))
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Find the pricing page."}]
-    with guard.agent_run(tracer, "assistant"):
+    with guard.agent_run(tracer, "assistant", conversation_id):
         while outcome.turns < max_turns:
             outcome.turns += 1
             pending.clear()

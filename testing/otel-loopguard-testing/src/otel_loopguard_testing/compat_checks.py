@@ -163,3 +163,19 @@ def assert_budget_exceeded(
     assert harness.run_state(agent) == "budget_exceeded"
     assert harness.run_usage(agent) == usage
     assert count("loopguard.internal_errors") == 0
+
+
+def assert_refused_request_is_no_step(
+    harness: Harness, conversation: str, steps: int, usage: tuple[int, int]
+) -> None:
+    """A request our pre-flight refused (a step limit reached, enforce mode) left no step:
+    the run of ``conversation`` (it outlives its agent span) has ``steps`` steps and
+    ``usage`` (input, output) tokens, those of the answers that came, and
+    ``loopguard.internal_errors`` stayed 0."""
+    counts = harness.guard.monitor.run_counts(conversation)
+    assert counts is not None, conversation
+    found_steps, _tool_calls, input_tokens, output_tokens, _cost = counts
+    assert found_steps == steps
+    assert (input_tokens, output_tokens) == usage
+    assert metric_counter(harness)("loopguard.internal_errors") == 0
+    assert harness.open_spans() == []
