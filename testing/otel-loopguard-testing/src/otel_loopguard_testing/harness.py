@@ -180,9 +180,15 @@ class Testbed:
         self.exporter = InMemorySpanExporter()
         self.lifecycle = SpanLifecycle()
         self._guard_processor = _CurrentGuardProcessor()
-        self.provider.add_span_processor(self.lifecycle)
-        self.provider.add_span_processor(self._guard_processor)
-        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        #: what the provider's spans go through, in order (an instrumentation with a tracer
+        #: provider of its own, Logfire's, is given them too)
+        self.span_processors: tuple[SpanProcessor, ...] = (
+            self.lifecycle,
+            self._guard_processor,
+            SimpleSpanProcessor(self.exporter),
+        )
+        for processor in self.span_processors:
+            self.provider.add_span_processor(processor)
         self.instrumentor: Any = None
 
     def instrument(self, instrumentor: Any) -> None:
