@@ -71,7 +71,7 @@ _START_CLASSES = {
 #: a span with none of these attribute keys, and a name that starts with none of the
 #: prefixes, is not GenAI and carries no conversation id: the filter's whole test
 _FILTER_KEYS = CLASS_KEYS | CONVERSATION_KEY_SET
-_NAME_PREFIXES = frozenset({"invoke_", "handoff", "agent r"})
+_NAME_PREFIXES = frozenset({"invoke_", "handoff", "agent r", "invocat"})
 #: their first letters, either case: most names are rejected on the first letter alone
 _NAME_FIRSTS = frozenset("iIhHaA")
 

@@ -306,6 +306,9 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         # ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=false (the response is always an object:
         # {"result": ...} around anything else, so an empty one is no answer to read)
         "Google ADK (legacy telemetry schema)",
+        # its root span, around the invocation's agents, with no attribute at all: the
+        # run's agent span (the default schema's is ``invoke_workflow``)
+        span_names=(SpanName("invocation", "workflow", whole=True),),
         argument_keys=("gcp.vertex.agent.tool_call_args",),
         result_keys=("gcp.vertex.agent.tool_response",),
         empty_when_hidden_keys=(

@@ -108,9 +108,9 @@ class OpenAgent:
     managed: bool
     #: the conversation the agent is in: its own id, else its nearest keyed ancestor's,
     #: else the first one a span inside it ends with (ADK sets it only at a span's end)
-    conversation: str | None
+    conversation: str | None = None
     #: the run its start began (:class:`RunStart`), when it was outermost
-    started_run: str | None
+    started_run: str | None = None
 
     # Written out for mypyc, which leaves a generated __init__ interpreted (see Event)
     def __init__(
@@ -120,13 +120,14 @@ class OpenAgent:
         span: Any,
         managed: bool,
         conversation: str | None = None,
+        started_run: str | None = None,
     ) -> None:
         self.span_id = span_id
         self.name = name
         self.span = span
         self.managed = managed
         self.conversation = conversation
-        self.started_run = None
+        self.started_run = started_run
 
 
 class TraceState:

@@ -88,3 +88,17 @@ def test_two_sessions_under_one_application_span_are_two_runs(observe_loopguard,
     assert second.attributes["loopguard.run.tool_calls"] == 3
     assert second.attributes["loopguard.run.steps"] == 4
     assert count("loopguard.internal_errors") == 0
+
+
+def test_one_invocation_is_one_run_recorded_on_its_root_span(observe_loopguard, schema) -> None:
+    """ADK's root span of an invocation (``invoke_workflow <agent>``; in the legacy schema
+    ``invocation``, with no attribute at all) is the run's agent span: the one
+    ``loopguard.run`` of the invocation hangs under it, after all of its spans."""
+    run(new_runner(productive_agent(CountingSearch())))
+    root_name = "invocation" if schema == "1" else "invoke_workflow researcher"
+    (root,) = observe_loopguard.named(root_name)
+    assert root.parent is None
+    (span,) = observe_loopguard.named("loopguard.run")
+    assert span.parent.span_id == root.context.span_id
+    assert span.attributes["loopguard.run.steps"] == 4
+    assert span.attributes["loopguard.run.tool_calls"] == 3
