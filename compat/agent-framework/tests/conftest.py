@@ -14,6 +14,7 @@ import pytest
 from agent_framework.observability import enable_instrumentation
 from opentelemetry import trace
 from otel_loopguard_testing import Testbed, harness_fixtures
+from otel_loopguard_testing.third_party import serve_fixture
 
 TESTBED = Testbed()
 
@@ -48,19 +49,4 @@ def hidden_fixture(request: Any) -> Iterator[bool]:
         enable_instrumentation(enable_sensitive_data=True)
 
 
-@pytest.fixture
-def serve():
-    """``serve(turns)``: a ``ScriptedAPI`` answering ``turns`` on a loopback port."""
-    from otel_loopguard_testing.scripted_openai import ScriptedAPI
-
-    stops = []
-
-    def start(turns):
-        api = ScriptedAPI(turns)
-        api.base, stop = api.serve()
-        stops.append(stop)
-        return api
-
-    yield start
-    for stop in stops:
-        stop()
+serve = serve_fixture()

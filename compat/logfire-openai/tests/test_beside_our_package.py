@@ -15,22 +15,18 @@ from otel_loopguard_testing.compat_checks import (
     assert_refused_request_is_no_step,
 )
 from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn, usage_turns
+from otel_loopguard_testing.third_party import ORDERS, installed_in_order
 from test_core_only import TOTALS, USAGE, looping_start, run_loop, run_usage
 
 from otel_loopguard import LoopGuardInterrupt
 from otel_loopguard.guard import get_guard
 
-ORDERS = {"theirs first": "beside_ours", "ours first": "ours_inside"}
 _CONVERSATIONS = itertools.count(1)
-
-
-def _installed(request, order: str, **settings):
-    return request.getfixturevalue(ORDERS[order])(mode="enforce", **settings)
 
 
 @pytest.mark.parametrize("order", list(ORDERS))
 def test_a_productive_run_completes_with_its_real_steps_and_tokens(request, order) -> None:
-    harness = _installed(request, order, max_steps=len(USAGE))
+    harness = installed_in_order(request, order, max_steps=len(USAGE))
     count = metric_counter(harness)
     api = ScriptedAPI(usage_turns(USAGE))
     outcome = run_loop(harness, api, {"search": lambda query: f"result {query}"})
@@ -46,7 +42,7 @@ def test_a_productive_run_completes_with_its_real_steps_and_tokens(request, orde
 
 @pytest.mark.parametrize("order", list(ORDERS))
 def test_a_looping_run_is_interrupted_within_four_executions(request, order) -> None:
-    harness = _installed(request, order)
+    harness = installed_in_order(request, order)
     assert_interrupted(harness, looping_start(harness), invocations=2)
 
 
@@ -55,7 +51,7 @@ def test_a_refused_request_is_no_step(request, order) -> None:
     """A step limit one short of the productive run: its last request is refused before it
     is sent; the run has the steps and tokens of the answers that came, not one more step
     for the request that never left."""
-    harness = _installed(request, order, max_steps=len(USAGE) - 1)
+    harness = installed_in_order(request, order, max_steps=len(USAGE) - 1)
     api = ScriptedAPI(usage_turns(USAGE))
     conversation = f"refused-{next(_CONVERSATIONS)}"
     tools = {"search": lambda query: f"result {query}"}
@@ -73,7 +69,7 @@ def test_streamed_answers_through_both_wrappers_are_untouched(request, order, cl
     """Streamed answers (an iterable each wrapper wraps: Logfire's stream proxy and ours):
     nothing raises into the caller, sync or async, the texts are whole, each answer one
     step with its usage."""
-    harness = _installed(request, order)
+    harness = installed_in_order(request, order)
     count = metric_counter(harness)
     api = ScriptedAPI([Turn(text="the report", input_tokens=12, output_tokens=4)] * 2)
     request_body = {

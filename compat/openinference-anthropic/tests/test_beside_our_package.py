@@ -17,23 +17,19 @@ from otel_loopguard_testing.compat_checks import (
     assert_refused_request_is_no_step,
     openinference_spans,
 )
+from otel_loopguard_testing.third_party import ORDERS, installed_in_order
 from scripted_api import ScriptedMessagesAPI
 from test_core_only import CALLS, USAGE, looping_start
 
 from otel_loopguard import LoopGuardInterrupt
 
-ORDERS = {"theirs first": "beside_ours", "ours first": "ours_inside"}
 _CONVERSATIONS = itertools.count(1)
-
-
-def _installed(request, order: str, **settings):
-    return request.getfixturevalue(ORDERS[order])(mode="enforce", **settings)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
 @pytest.mark.parametrize("order", list(ORDERS))
 def test_a_productive_run_completes_with_its_real_steps_and_tokens(request, order, stream) -> None:
-    harness = _installed(request, order, max_steps=CALLS)
+    harness = installed_in_order(request, order, max_steps=CALLS)
     count = metric_counter(harness)
     api = ScriptedMessagesAPI(productive())
     result = run_agent(api.client(), ToolBox(), tracer=harness.app_tracer(), stream=stream)
@@ -49,7 +45,7 @@ def test_a_productive_run_completes_with_its_real_steps_and_tokens(request, orde
 
 @pytest.mark.parametrize("order", list(ORDERS))
 def test_a_looping_run_is_interrupted_within_four_executions(request, order) -> None:
-    harness = _installed(request, order)
+    harness = installed_in_order(request, order)
     assert_interrupted(harness, looping_start(harness), invocations=2, agent="claude_agent")
 
 
@@ -59,7 +55,7 @@ def test_a_refused_request_is_no_step(request, order) -> None:
     sent; the run (a conversation: it outlives the agent span, so its counts can be read
     after it) has three steps and three answers' tokens, not a fourth step for the request
     that never left."""
-    harness = _installed(request, order, max_steps=CALLS - 1)
+    harness = installed_in_order(request, order, max_steps=CALLS - 1)
     api = ScriptedMessagesAPI(productive())
     conversation = f"refused-{next(_CONVERSATIONS)}"
     with pytest.raises(LoopGuardInterrupt):

@@ -18,15 +18,14 @@ from pathlib import Path
 # LiteLLM would fetch its model price list from the network at import
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import pytest
 from openinference.instrumentation.litellm import LiteLLMInstrumentor as OpenInference
 from otel_loopguard_litellm import LiteLLMInstrumentor
 from otel_loopguard_testing import Testbed
-from otel_loopguard_testing.scripted_openai import ScriptedAPI
 from otel_loopguard_testing.third_party import (
     hidden_fixture,
     openinference_fixtures,
     ours_first_fixture,
+    serve_fixture,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "instrumentation/litellm/tests"))
@@ -37,19 +36,4 @@ instrumented, make_loopguard, loopguard, observe_loopguard, beside_ours, content
 ours_inside = ours_first_fixture(TESTBED, OpenInference, LiteLLMInstrumentor)
 hidden = hidden_fixture()
 
-
-@pytest.fixture
-def serve():
-    """``serve(turns)``: a :class:`ScriptedAPI` answering ``turns`` on a loopback port; its
-    ``base`` attribute is the ``api_base`` to give LiteLLM."""
-    stops = []
-
-    def start(turns, **options):
-        api = ScriptedAPI(turns, **options)
-        api.base, stop = api.serve()
-        stops.append(stop)
-        return api
-
-    yield start
-    for stop in stops:
-        stop()
+serve = serve_fixture()

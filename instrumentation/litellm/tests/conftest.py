@@ -9,10 +9,9 @@ import os
 # LiteLLM would fetch its model price list from the network at import
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import pytest
 from otel_loopguard_litellm import LiteLLMInstrumentor
 from otel_loopguard_testing import Testbed, harness_fixtures
-from otel_loopguard_testing.scripted_openai import ScriptedAPI
+from otel_loopguard_testing.third_party import serve_fixture
 
 TESTBED = Testbed()
 #: the hand-written agent loops' own spans
@@ -23,19 +22,4 @@ instrumented, make_loopguard, loopguard, observe_loopguard = harness_fixtures(
     LiteLLMInstrumentor, TESTBED
 )
 
-
-@pytest.fixture
-def serve():
-    """``serve(turns)``: a :class:`ScriptedAPI` answering ``turns`` on a loopback port; its
-    ``base`` attribute is the ``api_base`` to give LiteLLM."""
-    stops = []
-
-    def start(turns, **options):
-        api = ScriptedAPI(turns, **options)
-        api.base, stop = api.serve()
-        stops.append(stop)
-        return api
-
-    yield start
-    for stop in stops:
-        stop()
+serve = serve_fixture()

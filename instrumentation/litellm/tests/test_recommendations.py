@@ -15,6 +15,7 @@ from agent_loop import MODEL
 from conftest import TRACER
 from otel_loopguard_testing import CHAT_TOOL_SCHEMAS
 from otel_loopguard_testing.scripted_openai import ScriptedAPI, Turn
+from otel_loopguard_testing.third_party import serve_fixture
 
 from otel_loopguard.engine.decisions import LoopGuardInterrupt
 from otel_loopguard.guard import get_guard
@@ -46,20 +47,8 @@ class ListeningAPI(ScriptedAPI):
         return super().handle(request)
 
 
-@pytest.fixture
-def listen():
-    """``listen(answer)``: a :class:`ListeningAPI` on a loopback port (``.base``)."""
-    stops = []
-
-    def start(answer: Callable[[dict[str, Any]], Turn]) -> ListeningAPI:
-        api = ListeningAPI(answer)
-        api.base, stop = api.serve()
-        stops.append(stop)
-        return api
-
-    yield start
-    for stop in stops:
-        stop()
+#: ``listen(answer)``: a :class:`ListeningAPI` on a loopback port (``.base``)
+listen = serve_fixture("listen", ListeningAPI)
 
 
 def _texts(body: dict[str, Any]) -> list[str]:

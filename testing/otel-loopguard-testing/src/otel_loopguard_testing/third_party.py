@@ -98,3 +98,40 @@ def ours_first_fixture(testbed: Testbed, theirs: Callable[[], Any], ours: Callab
             testbed.instrument(testbed.instrumentor)
 
     return ours_inside
+
+
+#: the two instrumentation orders of a compat suite with our package, by the fixture that
+#: installs each (:func:`ours_first_fixture` for ``ours_inside``)
+ORDERS = {"theirs first": "beside_ours", "ours first": "ours_inside"}
+
+
+def installed_in_order(request: Any, order: str, **settings: Any) -> Any:
+    """The harness of a test run with ours and theirs in ``order`` (a key of
+    :data:`ORDERS`), enforce mode unless ``mode`` says otherwise."""
+    settings.setdefault("mode", "enforce")
+    return request.getfixturevalue(ORDERS[order])(**settings)
+
+
+def serve_fixture(name: str = "serve", make: Callable[..., Any] | None = None) -> Any:
+    """``serve``: ``serve(turns)`` starts ``make(turns)`` (a ``ScriptedAPI`` by default, or a
+    subclass) answering on a loopback port (its ``base`` attribute is the base URL to give
+    the client), stopped after the test."""
+    import pytest
+
+    @pytest.fixture(name=name)
+    def serve() -> Iterator[Callable[..., Any]]:
+        from .scripted_openai import ScriptedAPI
+
+        stops: list[Callable[[], None]] = []
+
+        def start(turns: Any, **options: Any) -> Any:
+            api = (make or ScriptedAPI)(turns, **options)
+            api.base, stop = api.serve()
+            stops.append(stop)
+            return api
+
+        yield start
+        for stop in stops:
+            stop()
+
+    return serve
