@@ -73,6 +73,10 @@ class Executions:
         #: trace only one source records (no second instrumentation, the common case)
         #: answers :meth:`claim` without a scan
         self.sources: set[str] = set()
+        #: the response ids of the model calls recorded (bounded loosely: emptied past
+        #: 4 x MAX_EXECUTIONS): a model span of the one source whose answer id is not among
+        #: them answers :meth:`claim` without a scan
+        self.answers: set[str] = set()
 
     def record(
         self,
@@ -87,6 +91,11 @@ class Executions:
         recorded = self.recorded
         recorded[key] = Execution(kind, name, call_id, start, end, source)
         self.sources.add(source)
+        if call_id and kind == "llm":
+            answers = self.answers
+            if len(answers) >= 4 * MAX_EXECUTIONS:
+                answers.clear()
+            answers.add(call_id)
         if len(recorded) > MAX_EXECUTIONS:
             # another thread may have taken it first (a try, not contextlib.suppress: past
             # the first MAX_EXECUTIONS spans of a trace this runs for every span)
@@ -117,8 +126,10 @@ class Executions:
         ``answer_id`` (``call_id`` is a model answer's response id), a record of the
         same source with the same id matches too."""
         sources = self.sources
-        if not sources or (not answer_id and len(sources) == 1 and source in sources):
-            return False  # no other source recorded here: nothing of another to match
+        if not sources:
+            return False
+        if len(sources) == 1 and source in sources and not (answer_id and call_id in self.answers):
+            return False  # no other source recorded here, nor this answer: nothing to match
         for execution in tuple(self.recorded.values()):
             if execution.kind != kind:
                 continue
