@@ -705,14 +705,13 @@ def _key(keyed: dict[Any, str], span_id: Any, conversation: str) -> None:
 
 
 def _adopt(state: TraceState, conversation: str) -> None:
-    """A span ended with its own conversation id: the open agents that had none (their
-    instrumentation sets it only when a span ends: Google ADK's ``invoke_agent`` and
-    ``invocation``) are in it, and so are the spans that end inside them from now on
-    (not a run of their own: the model's spans and the tools' would be two runs)."""
-    if state.conversation is None:
-        state.conversation = conversation
+    """A span ended with its own conversation id: the open agents of other instrumentations
+    that had none (theirs sets it only when a span ends: Google ADK's ``invoke_agent`` and
+    ``invocation``) are in it, and so are the spans that end inside them from now on (not
+    a run of their own: the model's spans and the tools' would be two runs). Our own
+    ``agent_run`` (a managed agent) keeps the run it was given: the gate runs in it."""
     for agent in state.agents:
-        if agent.conversation is None:
+        if agent.conversation is None and not agent.managed:
             agent.conversation = conversation
             _key(state.keyed, agent.span_id, conversation)
 
