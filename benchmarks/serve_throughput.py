@@ -216,6 +216,9 @@ def serve_rate(
             break
     if not port:
         raise SystemExit("serve did not start")
+    # serve logs one line per STOP it decides: keep reading, or a full pipe stops the service
+    drain = threading.Thread(target=lambda: sum(1 for _ in process.stderr or ()), daemon=True)
+    drain.start()
     try:
         cpu_before = _cpu_seconds(process.pid)
         started = time.perf_counter()
