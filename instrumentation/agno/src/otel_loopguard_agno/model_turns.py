@@ -130,9 +130,7 @@ async def _adelivered(wrapped: Callable[..., Any], call: ModelCall) -> AsyncGene
 
 def _deliver(call: ModelCall) -> None:
     """The run's waiting recommendation into a streamed call's request (never raises)."""
-    guard = get_guard()
-    if guard.deliveries.any_waiting():
-        deliver_waiting(guard, call, deliver_message, PACKAGE)
+    deliver_waiting(get_guard(), call, deliver_message, PACKAGE)
 
 
 def deliver_message(call: ModelCall, message: str) -> bool:

@@ -108,9 +108,8 @@ def _prepared(guard: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     client carries the run's waiting recommendation (raises only our interrupt)."""
     guard.preflight_llm()
     call = ModelCall(None, (), kwargs)
-    if guard.deliveries.any_waiting():  # the common case costs this one test
-        # recorded on the current span, or on the run's where autogen's own records nothing
-        deliver_waiting(guard, call, _deliver, "autogen")
+    # recorded on the current span, or on the run's where autogen's own records nothing
+    deliver_waiting(guard, call, _deliver, "autogen")
     return call.kwargs
 
 

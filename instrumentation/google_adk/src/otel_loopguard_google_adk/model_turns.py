@@ -124,8 +124,7 @@ async def _one_call(
     report of its first complete response; yields ``(response, reask)``, ``reask`` True
     for a complete response whose report queued a re-ask of this run."""
     guard.preflight_llm()
-    if guard.deliveries.any_waiting():
-        deliver_waiting(guard, call, deliver_message, PACKAGE)
+    deliver_waiting(guard, call, deliver_message, PACKAGE)
     args, kwargs = call.args, call.kwargs
     invocation_context = args[0] if args else kwargs.get("invocation_context")
     llm_request = args[1] if len(args) > 1 else kwargs.get("llm_request")

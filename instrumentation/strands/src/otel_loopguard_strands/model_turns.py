@@ -146,8 +146,7 @@ async def _delivered(
     """The terminal's events, on ``context`` with the run's waiting recommendation in it;
     pulled first after the pre-flight check, so a vetoed call takes nothing."""
     call = ModelCall(None, (context,), {})
-    if guard.deliveries.any_waiting():
-        deliver_waiting(guard, call, deliver_message, PACKAGE)
+    deliver_waiting(guard, call, deliver_message, PACKAGE)
     async with aclosing(terminal(call.args[0])) as events:
         async for event in events:
             yield event
