@@ -57,3 +57,15 @@ def starter(searches: int) -> Callable[[], tuple[Callable[[], Any], Callable[[],
         return lambda: kickoff(looping_turns(searches), search), lambda: len(search.executions)
 
     return start
+
+
+#: the scope of our crewai package's spans
+OUR_SCOPE = "otel_loopguard_crewai"
+
+
+def our_run(harness: Any) -> Any:
+    """Our package's ``invoke_agent`` span of the crew's run (exactly one)."""
+    (span,) = [
+        s for s in harness.spans("invoke_agent") if s.instrumentation_scope.name == OUR_SCOPE
+    ]
+    return span

@@ -7,9 +7,11 @@ from __future__ import annotations
 import pytest
 from crews import (
     ANSWER,
+    OUR_SCOPE,
     kickoff,
     looping_search,
     looping_turns,
+    our_run,
     productive_search,
     productive_turns,
 )
@@ -17,15 +19,6 @@ from otel_loopguard_testing import metric_counter
 from otel_loopguard_testing.compat_checks import assert_interrupted
 
 from otel_loopguard import LoopGuardInterrupt
-
-OUR_SCOPE = "otel_loopguard_crewai"
-
-
-def _our_run(harness):
-    (span,) = [
-        s for s in harness.spans("invoke_agent") if s.instrumentation_scope.name == OUR_SCOPE
-    ]
-    return span
 
 
 def test_a_looping_crew_is_interrupted_in_every_invocation(with_our_package) -> None:
@@ -58,7 +51,7 @@ def test_steps_and_tokens_on_the_agent_span_are_the_real_ones(with_our_package) 
     count = metric_counter(harness)
     search = productive_search()
     assert str(kickoff(productive_turns(), search)) == ANSWER
-    run = _our_run(harness)
+    run = our_run(harness)
     assert run.attributes["loopguard.run.state"] == "completed"
     usage = (
         run.attributes["gen_ai.usage.input_tokens"],

@@ -13,21 +13,13 @@ from crews import (
     kickoff,
     looping_search,
     looping_turns,
+    our_run,
     productive_search,
     productive_turns,
 )
 from otel_loopguard_testing import metric_counter
 
 from otel_loopguard import LoopGuardInterrupt
-
-OUR_SCOPE = "otel_loopguard_crewai"
-
-
-def _our_run(harness):
-    (span,) = [
-        s for s in harness.spans("invoke_agent") if s.instrumentation_scope.name == OUR_SCOPE
-    ]
-    return span
 
 
 def test_in_either_order_the_loop_is_interrupted_and_a_productive_crew_completes(
@@ -46,5 +38,5 @@ def test_in_either_order_the_loop_is_interrupted_and_a_productive_crew_completes
     harness.exporter.clear()
     productive = productive_search()
     assert str(kickoff(productive_turns(), productive)) == ANSWER
-    assert _our_run(harness).attributes["loopguard.run.state"] == "completed"
+    assert our_run(harness).attributes["loopguard.run.state"] == "completed"
     assert count("loopguard.internal_errors") == 0
