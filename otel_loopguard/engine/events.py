@@ -46,7 +46,9 @@ class Event:
     ``signature`` is the canonical, hashed form of the call (``tool:search(query=pricing)``)
     or of the output (``result:no results``), and on an ``llm_response`` of the model's own
     text where it was recorded (with a word sketch in ``details["text_sketch"]``: hashes
-    only); ``near_key`` is the cheap paraphrase-tolerant key of the same thing. Both are
+    only); ``near_key`` is the cheap paraphrase-tolerant key of the same thing (of a call or
+    a model's text; an answer or an error has its signature as its near key: answers are
+    only ever compared exactly). Both are
     computed by :mod:`otel_loopguard.engine.signatures`; use the constructors below
     (:func:`tool_call`, :func:`tool_result`, ...) rather than filling them by hand.
 
@@ -183,10 +185,12 @@ def tool_result(
     max_chars: int = 200,
     **extra: Any,
 ) -> Event:
-    """A tool's successful output, with its output signature."""
-    from otel_loopguard.engine.signatures import output_signature
+    """A tool's successful output, with its output signature (its near key too: see
+    :func:`~otel_loopguard.engine.signatures.output_exact_signature`)."""
+    from otel_loopguard.engine.signatures import output_exact_signature
 
-    signed = output_signature(output, max_chars=max_chars)
+    signature = output_exact_signature(output, max_chars=max_chars)
+    signed = (signature, signature)
     return _tool_event(
         EventKind.TOOL_RESULT,
         run_id,
@@ -210,10 +214,11 @@ def tool_error(
     **extra: Any,
 ) -> Event:
     """A failed tool call; the signature is that of the error text, masked like outputs."""
-    from otel_loopguard.engine.signatures import output_signature
+    from otel_loopguard.engine.signatures import output_exact_signature
 
     text = f"{error.type or ''}:{error.status_code or ''}:{error.message or ''}"
-    signed = output_signature(text, max_chars=max_chars)
+    signature = output_exact_signature(text, max_chars=max_chars)
+    signed = (signature, signature)
     return _tool_event(
         EventKind.TOOL_ERROR,
         run_id,

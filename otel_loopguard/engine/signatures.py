@@ -469,7 +469,7 @@ _ASCII_WORD_BYTES = bytes(byte if byte in _ASCII_ALNUM else 32 for byte in range
 
 
 def _canonical_text(
-    value: str, max_chars: int, output: bool, verbatim: bool = False
+    value: str, max_chars: int, output: bool, verbatim: bool = False, near: bool = True
 ) -> tuple[str, str]:
     """(exact, near) of one string value: whitespace folded, masked, case folded, capped.
 
@@ -488,6 +488,9 @@ def _canonical_text(
     The cap bounds the cost, not the identity: a value longer than ``max_chars`` ends in
     :func:`_rest_digest`, a hash of the whole value, so two values that differ anywhere
     sign differently.
+
+    ``near=False`` leaves the near key out (``""``): a tool's answer needs none
+    (:func:`output_exact_signature`), and its words are a third of the work.
     """
     raw = value[: max_chars + _SLACK]
     head = " ".join(raw.split())
@@ -498,11 +501,15 @@ def _canonical_text(
             exact = _mask_any(raw, output)[:max_chars]
         else:
             exact = _fold_free_text(_mask_any(head, output))[:max_chars]
-        near = exact if verbatim and not output else _near_words(exact.lower(), output)
+        if not near:
+            if len(value) > max_chars:
+                return exact + _rest_digest(value, output, verbatim), ""
+            return exact, ""
+        words = exact if verbatim and not output else _near_words(exact.lower(), output)
         if len(value) > max_chars:
             rest = _rest_digest(value, output, verbatim)
-            return exact + rest, near + rest
-        return exact, near
+            return exact + rest, words + rest
+        return exact, words
     lower = head.lower()
     words_only = lower.replace(" ", "")  # letters and digits only: plain words
     if (
@@ -528,9 +535,13 @@ def _canonical_text(
         head, lower = head[:max_chars], lower[:max_chars]
     if len(value) > max_chars:
         rest = _rest_digest(value, output, verbatim)
+        if not near:
+            return head + rest, ""
         if verbatim and not output:
             return head + rest, head + rest
         return head + rest, _ascii_near_key(lower, mask is None, words_only, output) + rest
+    if not near:
+        return head, ""
     if verbatim and not output:
         return head, head
     return head, _ascii_near_key(lower, mask is None, words_only, output)
@@ -1004,6 +1015,29 @@ def output_signature(output: Any, max_chars: int = 200) -> tuple[str, str]:
         exact, near = _canonical_output(output, max_chars)
     # = _hash("out", exact), _hash("out~", near or exact.lower())
     return _digests(_OUT_EXACT, _OUT_NEAR, exact, near or exact.lower())
+
+
+def output_exact_signature(output: Any, max_chars: int = 200) -> str:
+    """The exact signature of a tool output (``output_signature(output)[0]``) alone.
+
+    What tool results and errors are signed with on the hot path: no detector compares
+    answers by their words (answers count as the same only when exactly the same, once
+    masked), so an answer's near key would be computed per tool span for nothing. Events
+    made from answers carry this signature as their ``near_key`` too.
+    """
+    if type(output) is str:
+        try:
+            exact = _canonical_text(output, max_chars, True, False, False)[0]
+        except Exception:
+            exact = "<str>"
+    else:
+        exact = _canonical_output(output, max_chars)[0]
+    digest = _OUT_EXACT.copy()
+    try:
+        digest.update(exact.encode())
+    except UnicodeEncodeError:  # lone surrogates, as _digests encodes them
+        digest.update(exact.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 _TEXT_EXACT = _blake2b(b"text\x00", digest_size=8)

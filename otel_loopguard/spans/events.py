@@ -30,7 +30,7 @@ from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind, tool_error
 from otel_loopguard.engine.signatures import (
     call_signature,
-    output_signature,
+    output_exact_signature,
     text_signature,
     text_sketch,
 )
@@ -387,8 +387,8 @@ def _signed_event(
     if content is not _MISSING:
         if is_call:
             exact, near = call_signature(tool, content, max_chars=max_chars)
-        else:
-            exact, near = output_signature(content, max_chars=max_chars)
+        else:  # an answer's near key is its signature (output_exact_signature)
+            exact = near = output_exact_signature(content, max_chars=max_chars)
     else:
         content = None
         key = CALL_SIGNATURE_ATTRIBUTE if is_call else RESULT_SIGNATURE_ATTRIBUTE
@@ -397,7 +397,7 @@ def _signed_event(
             if is_call:
                 exact, near = call_signature(tool, None, max_chars=max_chars)
             else:
-                exact, near = output_signature(None, max_chars=max_chars)
+                exact = near = output_exact_signature(None, max_chars=max_chars)
             exact, near = _unique_to_span(view, exact, near)
     # positional up to call_id, the rest by keyword (see the comment in _tool_events)
     event = Event(

@@ -68,7 +68,7 @@ from otel_loopguard.engine.detectors.fingerprint_table import FingerprintTable, 
 from otel_loopguard.engine.detectors.note_tools import note_tools
 from otel_loopguard.engine.detectors.waiting import WaitRule
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
-from otel_loopguard.engine.signatures import describe_output, output_signature
+from otel_loopguard.engine.signatures import describe_output, output_exact_signature
 
 ErrorClass = Literal["permanent", "retryable", "unclassified"]
 
@@ -250,7 +250,7 @@ def error_of_result(event: Event, max_chars: int) -> tuple[ErrorInfo, str]:
     else:
         error = ErrorInfo(type="ToolError", message=describe_output(event.output, max_chars))
     text = f"{error.type or ''}:{error.status_code or ''}:{error.message or ''}"
-    return error, output_signature(text, max_chars)[0]
+    return error, output_exact_signature(text, max_chars)
 
 
 # Enum members as module constants for the per-event comparisons (see call_tracking).
