@@ -59,6 +59,7 @@ from otel_loopguard.spans.view import SpanView, from_readable_span, span_attribu
 from otel_loopguard.telemetry import DECISION_SPAN, RUN_SPAN, SCOPE_NAME
 
 _OWN_SPANS = frozenset({DECISION_SPAN, RUN_SPAN})
+_SPAN_CONTEXT = trace.SpanContext
 #: the dialects' kind attributes: a span carrying one says what it is
 _KIND_KEYS = frozenset(key for key, _case, _kinds, _transport in KIND_RULES)
 _CONTINUE = Action.CONTINUE
@@ -125,7 +126,9 @@ class LoopGuardSpanProcessor(SpanProcessor):
             if span_class is None:
                 span_class = classify_parts(name, attributes)
             parent = span._parent if span.__class__ in PLAIN_CLASSES else span.parent
-            local_parent = parent is not None and not parent.is_remote
+            local_parent = parent is not None and not (
+                parent[2] if parent.__class__ is _SPAN_CONTEXT else parent.is_remote
+            )
             if local_parent:
                 if span_class is OTHER:
                     # among the other spans only a local root's conversation matters, and
@@ -273,11 +276,23 @@ class LoopGuardSpanProcessor(SpanProcessor):
         if context is None:
             return
         parent = span._parent if plain else span.parent
+        # a SpanContext is a tuple (trace id, span id, remote, ...): its fields by index,
+        # not through four Python properties
+        if context.__class__ is _SPAN_CONTEXT:
+            trace_id, span_id = context[0], context[1]
+        else:
+            trace_id, span_id = context.trace_id, context.span_id
+        if parent is None:
+            parent_id, parent_remote = None, False
+        elif parent.__class__ is _SPAN_CONTEXT:
+            parent_id, parent_remote = parent[1], parent[2]
+        else:
+            parent_id, parent_remote = parent.span_id, parent.is_remote
         ended = self._follower.ended(
-            context.trace_id,
-            context.span_id,
-            parent.span_id if parent is not None else None,
-            parent is not None and parent.is_remote,
+            trace_id,
+            span_id,
+            parent_id,
+            parent_remote,
             name,
             attributes,
             span_class,

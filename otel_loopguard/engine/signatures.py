@@ -1001,7 +1001,17 @@ def call_signature(tool_name: Any, arguments: Any, max_chars: int = 200) -> tupl
         except Exception:
             flat = ("<dict>", "")
     exact, near = _canonical_arguments(arguments, max_chars) if flat is None else flat
-    return _digests(exact_seed, near_seed, exact, near or exact.lower())
+    if not near:
+        near = exact.lower()
+    try:  # _digests, inlined: once per tool span
+        exact_bytes, near_bytes = exact.encode(), near.encode()
+    except UnicodeEncodeError:
+        return _digests(exact_seed, near_seed, exact, near)
+    exact_hash = exact_seed.copy()
+    exact_hash.update(exact_bytes)
+    near_hash = near_seed.copy()
+    near_hash.update(near_bytes)
+    return exact_hash.hexdigest(), near_hash.hexdigest()
 
 
 def output_signature(output: Any, max_chars: int = 200) -> tuple[str, str]:

@@ -81,6 +81,7 @@ _MARKER_RULES: Final[tuple[tuple[str, SpanClass], ...]] = tuple(
 )
 _TRANSPORT_TOOL_KINDS: Final = dialects.TRANSPORT_TOOL_KINDS
 _TOOL_NAME_KEYS: Final = dialects.TOOL_NAME_KEYS
+_LEAD_TOOL_KEY: Final = _TOOL_NAME_KEYS[0]
 _TOOL_NAME_PREFIXES: Final = dialects.TOOL_NAME_PREFIXES
 _HANDOFF_TOOL_PREFIXES: Final = dialects.HANDOFF_TOOL_PREFIXES
 _HANDOFF_TOOL: Final = dialects.HANDOFF_TOOL
@@ -104,8 +105,12 @@ def classify_parts(name: str, attrs: Mapping[str, Any]) -> SpanClass:
         # GenAI semantic conventions, most GenAI spans: decided here
         found = _LEAD_KINDS.get(operation)
         if found is not None:
-            if found is _LEAD_HANDOFF and handoff_target(tool_name_in(name, attrs)):
-                return HANDOFF
+            if found is _LEAD_HANDOFF:  # a tool span: a transfer_to_<agent> tool hands off
+                tool = attrs.get(_LEAD_TOOL_KEY)  # tool_name_in's first key, inlined
+                if tool.__class__ is not str or not tool:
+                    tool = tool_name_in(name, attrs)
+                if tool and tool.startswith(_HANDOFF_TOOL_PREFIXES) and handoff_target(tool):
+                    return HANDOFF
             return found
     elif attrs.keys().isdisjoint(CLASS_KEYS):
         # only the name rules that need no attribute, and handoff span names, can apply

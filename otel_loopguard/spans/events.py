@@ -90,6 +90,8 @@ _HANDOFF_TARGET_KEYS: Final = dialects.HANDOFF_TARGET_KEYS
 _HANDOFF_CALL_ID_KEYS: Final = dialects.HANDOFF_CALL_ID_KEYS
 _PLACEHOLDERS: Final = dialects.PLACEHOLDERS
 _EMPTY_WHEN_HIDDEN: Final = dialects.EMPTY_WHEN_HIDDEN_KEYS
+_AGENT_KEYS: Final = dialects.AGENT_KEYS
+_AGENT_NAME_PREFIXES: Final = dialects.AGENT_NAME_PREFIXES
 
 # Enum members as module constants: on Python 3.11 reading ``SpanClass.TOOL`` costs
 # about 15 times a global read (the enum metaclass), and the hot paths read several per span.
@@ -226,8 +228,10 @@ def _recorded(
     for key in keys:
         if key in attrs:
             value = attrs[key]
-            if value == "{}" and key in _EMPTY_WHEN_HIDDEN:
-                return _MISSING  # written in place of content not recorded
+            if value.__class__ is str:  # _content, inlined: two values of every tool span
+                if value in _PLACEHOLDERS or (value == "{}" and key in _EMPTY_WHEN_HIDDEN):
+                    return _MISSING  # written in place of content not recorded
+                return _decode(value)
             return _content(value)
     for kind_key, tool_kind, key in kind_keys:
         if attrs.get(kind_key) == tool_kind and key in attrs:
@@ -280,7 +284,8 @@ def _tool_events(
     if name in _CLASS_NAMED_TOOLS:  # named after the tool's class: the result names the tool
         output = tool_output(view)
         name = wrapped_tool_name(output) or name
-    actor = agent_name(view) or actor
+    if not attrs.keys().isdisjoint(_AGENT_KEYS) or view.name.startswith(_AGENT_NAME_PREFIXES):
+        actor = agent_name(view) or actor  # (most tool spans name no agent: no call)
     # a callback envelope (OpenLLMetry's LangChain spans) is unwrapped to what the tool
     # got, and the tool-call id it carries is the call's (spans.payloads)
     arguments, wrapped_call_id = unwrap_arguments(tool_arguments(view))

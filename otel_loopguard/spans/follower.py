@@ -742,7 +742,10 @@ def _seen_by_another(
     else:
         kind, name, call_id = "llm", None, _response_id(attributes)
         answer_id = call_id is not None
-    if executions.claim(kind, name, call_id, start, end, source, answer_id=answer_id):
+    sources = executions.sources  # claim's first test, inlined: one source, no answer id
+    if not (
+        not sources or (len(sources) == 1 and source in sources and not answer_id)
+    ) and executions.claim(kind, name, call_id, start, end, source, answer_id=answer_id):
         return True
     executions.record(span_id, kind, name, call_id, start, end, source)
     return False

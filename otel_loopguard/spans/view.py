@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import Status, StatusCode
 
 _EMPTY: Mapping[str, Any] = {}
 
@@ -96,6 +96,7 @@ _KIND_NAMES = {0: "internal", 1: "server", 2: "client", 3: "producer", 4: "consu
 _STATUS_NAMES = {0: "unset", 1: "ok", 2: "error"}
 _UNSET = StatusCode.UNSET
 _ERROR = StatusCode.ERROR
+_STATUS = Status
 
 
 def span_attributes(span: Any) -> Mapping[str, Any]:
@@ -168,7 +169,10 @@ def detection_view(
     already (each property of an SDK span is a Python call; the processor's ``on_end``
     reads the name, attributes, ids, status and end time before it builds a view)."""
     if status is not None:
-        code = status.status_code
+        if status.__class__ is _STATUS:  # its fields, not two Python properties
+            code, description = status._status_code, status._description
+        else:
+            code, description = status.status_code, status.description
         # identity tests first: an enum's ``.value`` is a slow descriptor
         if code is _UNSET:
             status_code = "unset"
@@ -176,7 +180,7 @@ def detection_view(
             status_code = "error"
         else:
             status_code = _STATUS_NAMES.get(getattr(code, "value", 0), "unset")
-        status_description = status.description
+        status_description = description
     else:
         status_code = "unset"
         status_description = None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from zlib import crc32 as _crc32
 
 from otel_loopguard.engine.detectors.base import RunCounters
 from otel_loopguard.engine.detectors.fingerprint_table import fingerprint
@@ -175,7 +176,10 @@ def pair_tool_event(
     ``call_key``). The run's own agent, and events that name no agent, are not mixed.
     """
     if kind is _TOOL_CALL:
-        call = fingerprint(event.signature)
+        try:  # fingerprint(), inlined: twice per tool span
+            call = _crc32(event.signature.encode()) or 1
+        except UnicodeEncodeError:
+            call = fingerprint(event.signature)
         actor = event.actor
         salt = 0
         if actor is not None and main_agent is not None and actor != main_agent:
@@ -188,7 +192,10 @@ def pair_tool_event(
         counters.agent_key = salt
     elif kind is _TOOL_RESULT or kind is _TOOL_ERROR:
         counters.call_key = pending.pop(event) or 0
-        counters.outcome_key = fingerprint(event.signature)
+        try:
+            counters.outcome_key = _crc32(event.signature.encode()) or 1
+        except UnicodeEncodeError:
+            counters.outcome_key = fingerprint(event.signature)
         counters.failed = kind is _TOOL_ERROR or is_error_result(event)
         actor = event.actor
         counters.agent_key = (

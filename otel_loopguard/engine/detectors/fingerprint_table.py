@@ -107,7 +107,11 @@ class FingerprintTable:
     def insert(self, key: int, *values: Any) -> None:
         """:meth:`put` for a key that :meth:`get` just did not find (skips the lookup)."""
         packed = _pack_key(key) + self._values.pack(*values)
-        self._write_front((key % self._sets) * self._span, -1, packed)
+        # _write_front(start, -1, packed), inlined: a first-time call inserts in two tables
+        buffer, record, span = self._buffer, self._record, self._span
+        start = (key % self._sets) * span
+        buffer[start + record : start + span] = buffer[start : start + span - record]
+        buffer[start : start + record] = packed
 
     def update(self, key: int, *values: Any) -> None:
         """New values for a key that :meth:`get` just found (it is at the front of its set)."""

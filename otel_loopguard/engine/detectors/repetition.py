@@ -35,6 +35,7 @@ import logging
 from array import array
 from collections import deque
 from typing import Any, ClassVar
+from zlib import crc32 as _crc32
 
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Signal
@@ -145,7 +146,11 @@ class RepetitionDetector:
         count = state.exact.bump(counters.call_key)  # the signature's, from the monitor
         if self.near_enabled and event.near_key:
             # per agent within a run, like call_key (counters.agent_key: 0 for the run's own)
-            near = (fingerprint(event.near_key) ^ counters.agent_key) or 1
+            try:  # fingerprint(), inlined: once per tool span
+                near = _crc32(event.near_key.encode()) or 1
+            except UnicodeEncodeError:
+                near = fingerprint(event.near_key)
+            near = (near ^ counters.agent_key) or 1
             near_count = state.near.bump(near)
             following = state.following
             if near_count == 1:  # a first-time key is new work

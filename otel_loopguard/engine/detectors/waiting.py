@@ -61,22 +61,46 @@ def command_sleeps(arguments: Any) -> bool:
 
 class WaitRule:
     """Which calls wait, for one configuration: the named rule above plus the configured
-    wait tools, and shell tools whose command sleeps."""
+    wait tools, and shell tools whose command sleeps.
 
-    __slots__ = ("_named", "_shell")
+    Asked for every tool event by three detectors, so each tool name's two traits (it
+    waits by its name; it is a shell tool) are worked out once and kept in one dict
+    (bounded like the matchers): a known name costs one look-up."""
+
+    __slots__ = ("_named", "_shell", "_traits")
 
     def __init__(self, config: LoopGuardConfig) -> None:
         self._named = ToolNameMatcher(config.wait_tools)
         self._shell = ToolNameMatcher(config.shell_tools)
+        #: tool name -> (waits by its name, is a shell tool)
+        self._traits: dict[str | None, tuple[bool, bool]] = {}
+
+    def _traits_of(self, name: str | None) -> tuple[bool, bool]:
+        traits = (is_wait_tool(name) or self._named[name], self._shell[name])
+        if len(self._traits) >= _MEMO_LIMIT:
+            self._traits.clear()
+        self._traits[name] = traits
+        return traits
 
     def tool_waits(self, name: str | None) -> bool:
         """The tool itself waits (its name, or ``OTEL_LOOPGUARD_WAIT_TOOLS``)."""
-        return is_wait_tool(name) or self._named[name]
+        traits = self._traits.get(name)
+        if traits is None:
+            traits = self._traits_of(name)
+        return traits[0]
 
     def command_waits(self, name: str | None, arguments: Any) -> bool:
         """A shell tool's call whose command sleeps."""
-        return arguments is not None and self._shell[name] and command_sleeps(arguments)
+        if arguments is None:
+            return False
+        traits = self._traits.get(name)
+        if traits is None:
+            traits = self._traits_of(name)
+        return traits[1] and command_sleeps(arguments)
 
     def call_waits(self, name: str | None, arguments: Any) -> bool:
         """The call waits: a wait tool, or a shell command that sleeps."""
-        return self.tool_waits(name) or self.command_waits(name, arguments)
+        traits = self._traits.get(name)
+        if traits is None:
+            traits = self._traits_of(name)
+        return traits[0] or (traits[1] and arguments is not None and command_sleeps(arguments))
