@@ -524,7 +524,14 @@ def _canonical_text(
     # gets the tagged-id mask, which needs a tag word and "id" / "key". In outputs every
     # other mask needs a tag word, a digit shape or a hex run; in calls the only other
     # mask, a timestamp, needs "dddd-d".
-    mask = _ascii_mask(head, lower, words_only, output)
+    if output:
+        mask = _ascii_mask(head, lower, words_only, True)
+    elif ("id" in lower or "key" in lower) and _has_tag_word(lower):  # _ascii_mask's
+        mask = _CALL_MASK if _DIGIT.search(head) else _TAG_ONLY  # call rules, inlined
+    elif "-" in head and _YEAR_DASH.search(head):
+        mask = _CALL_MASK
+    else:
+        mask = None
     if mask is not None:
         masked = mask.sub(_mask_match, head)
         if masked is not head:

@@ -66,6 +66,7 @@ _STATUS_CODE_KEYS = ("http.response.status_code", "http.status_code", "rpc.grpc.
 
 # the dialect table's lookups (module constants: read per span)
 _CALL_ID_KEYS: Final = dialects.CALL_ID_KEYS
+_LEAD_CALL_ID_KEY: Final = _CALL_ID_KEYS[0]
 _ARGUMENT_KEYS: Final = dialects.ARGUMENT_KEYS
 _RESULT_KEYS: Final = dialects.RESULT_KEYS
 _KIND_ARGUMENT_KEYS: Final = dialects.KIND_ARGUMENT_KEYS
@@ -289,7 +290,10 @@ def _tool_events(
     # a callback envelope (OpenLLMetry's LangChain spans) is unwrapped to what the tool
     # got, and the tool-call id it carries is the call's (spans.payloads)
     arguments, wrapped_call_id = unwrap_arguments(tool_arguments(view))
-    call_id = _first_text(attrs, _CALL_ID_KEYS) or wrapped_call_id
+    call_id = attrs.get(_LEAD_CALL_ID_KEY)  # _first_text's first key, inlined
+    if call_id.__class__ is not str or not call_id:
+        call_id = _first_text(attrs, _CALL_ID_KEYS)
+    call_id = call_id or wrapped_call_id
     end = view.end_time_unix_nano
     timestamp = end / 1e9 if isinstance(end, int) else None
     max_chars = config.signature_max_chars
@@ -306,20 +310,14 @@ def _tool_events(
             return [call, _failed(view, run_id, name, error, actor, call_id, max_chars, timestamp)]
     if output is _NOT_READ:
         output = tool_output(view)
-    failure = wrapped_failure(output)
-    if failure is not None:  # a ToolMessage with status "error": the tool failed
-        error = ErrorInfo(type="ToolException", message=failure[:_ERROR_TEXT_CAP])
-        return [call, _failed(view, run_id, name, error, actor, call_id, max_chars, timestamp)]
+    if isinstance(output, dict):  # only a dict is an envelope or a message (spans.payloads)
+        failure = wrapped_failure(output)
+        if failure is not None:  # a ToolMessage with status "error": the tool failed
+            error = ErrorInfo(type="ToolException", message=failure[:_ERROR_TEXT_CAP])
+            return [call, _failed(view, run_id, name, error, actor, call_id, max_chars, timestamp)]
+        output = unwrap_result(output)
     outcome = _signed_event(
-        _KIND_TOOL_RESULT,
-        view,
-        run_id,
-        actor,
-        name,
-        call_id,
-        timestamp,
-        unwrap_result(output),
-        max_chars,
+        _KIND_TOOL_RESULT, view, run_id, actor, name, call_id, timestamp, output, max_chars
     )
     return [call, outcome]
 
@@ -404,7 +402,7 @@ def _signed_event(
             else:
                 exact = near = output_exact_signature(None, max_chars=max_chars)
             exact, near = _unique_to_span(view, exact, near)
-    # positional up to call_id, the rest by keyword (see the comment in _tool_events)
+    # positional: keywords cost a name match each (see the comment in _tool_events)
     event = Event(
         kind,
         run_id,
@@ -413,9 +411,17 @@ def _signed_event(
         exact,
         near,
         call_id,
-        trace_id=view.trace_id or None,
-        span_id=view.span_id or None,
-        timestamp=timestamp,
+        None,  # error
+        None,  # model
+        None,  # finish_reason
+        None,  # input_tokens
+        None,  # output_tokens
+        False,  # empty
+        None,  # requested_tool_calls
+        None,  # target_agent
+        view.trace_id or None,
+        view.span_id or None,
+        timestamp,
     )
     if is_call:
         event.arguments = content
