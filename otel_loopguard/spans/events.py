@@ -232,7 +232,10 @@ def _recorded(
             if value.__class__ is str:  # _content, inlined: two values of every tool span
                 if value in _PLACEHOLDERS or (value == "{}" and key in _EMPTY_WHEN_HIDDEN):
                     return _MISSING  # written in place of content not recorded
-                return _decode(value)
+                first = value[:1]  # only JSON-looking text is decoded (plain text: no call)
+                if first == "{" or first == "[" or first.isspace():
+                    return _decode(value)
+                return value
             return _content(value)
     for kind_key, tool_kind, key in kind_keys:
         if attrs.get(kind_key) == tool_kind and key in attrs:

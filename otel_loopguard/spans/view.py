@@ -185,10 +185,11 @@ def detection_view(
         status_code = "unset"
         status_description = None
     # the SDK's ``events`` property copies its list under a lock; most spans have none,
-    # which the list underneath tells without the copy
+    # which the list underneath tells without the copy (the SDK's BoundedList: its deque,
+    # whose length is read in C, not through the list's Python ``__len__``)
     raw_events = getattr(span, "_events", None)
     events: tuple[SpanEventView, ...] = ()
-    if raw_events is None or raw_events:
+    if raw_events is None or getattr(raw_events, "_dq", raw_events):
         events = tuple(
             SpanEventView(event.name, event.attributes or _EMPTY, event.timestamp)
             for event in span.events or ()

@@ -85,10 +85,13 @@ class PendingCalls:
         self.by_tool: dict[str, int] = {}
 
     def add(self, event: Event, call: int) -> None:
-        if event.call_id:
-            _remember(self.by_id, event.call_id, call)
-        else:  # no id: the next result of this tool answers it
-            _remember(self.by_tool, event.tool_name or "", call)
+        call_id = event.call_id
+        # touch(), inlined: once per tool span
+        table, key = (self.by_id, call_id) if call_id else (self.by_tool, event.tool_name or "")
+        table.pop(key, None)  # (no id: the next result of this tool answers it)
+        table[key] = call
+        if len(table) > PENDING_CALLS_CAP:
+            del table[next(iter(table))]
 
     def pop(self, event: Event) -> int | None:
         """The fingerprint of the call that ``event`` (a result or error) answers, if known."""
@@ -196,7 +199,11 @@ def pair_tool_event(
             counters.outcome_key = _crc32(event.signature.encode()) or 1
         except UnicodeEncodeError:
             counters.outcome_key = fingerprint(event.signature)
-        counters.failed = kind is _TOOL_ERROR or is_error_result(event)
+        counters.failed = kind is _TOOL_ERROR or (
+            # is_error_result's first tests, inlined: nearly every answer is a plain value
+            not (event.error is None and not event.details and event.output.__class__ is str)
+            and is_error_result(event)
+        )
         actor = event.actor
         counters.agent_key = (
             agent_key(actor)
