@@ -401,6 +401,33 @@ def _command_path(command: str) -> str | None:
     return None
 
 
+_MEMO_CAP = 4096  # argument names and words remembered (emptied when full)
+#: argument name -> its value is identity-bearing whole (a payload, code, a command, a path)
+_whole_keys: dict[str, bool] = {}
+#: content word -> its bit of the words mask (0 for a stop word)
+_word_bits: dict[str, int] = {}
+_IDENTITY_CHAR = re.compile(r"[\d@/]")
+
+
+def _whole_key(key: str) -> bool:
+    whole = key.lower() in _PAYLOAD_KEYS or _verbatim_key(key)
+    if len(_whole_keys) >= _MEMO_CAP:
+        _whole_keys.clear()
+    _whole_keys[key] = whole
+    return whole
+
+
+def _word_bit(word: str) -> int:
+    bit = 0
+    if word not in _STOPWORDS:
+        stem = word[:-1] if word.endswith("s") and len(word) > 3 else word
+        bit = 1 << (zlib.crc32(stem.encode()) & 63)
+    if len(_word_bits) >= _MEMO_CAP:
+        _word_bits.clear()
+    _word_bits[word] = bit
+    return bit
+
+
 def _words_and_identity(arguments: Any) -> tuple[int, str]:
     """(a 64-bit mask of the arguments' content words, their identity-bearing values).
 
@@ -425,21 +452,32 @@ def _words_and_identity(arguments: Any) -> tuple[int, str]:
             identities.add(f"{key}={value!r}")
         elif isinstance(value, str):
             text = value[:2000]
-            if (key and (key.lower() in _PAYLOAD_KEYS or _verbatim_key(key))) or _code_shaped(text):
+            whole = False
+            if key:
+                whole = _whole_keys.get(key)  # (memoised: argument names come back)
+                if whole is None:
+                    whole = _whole_key(key)
+            if whole or _code_shaped(text):
                 identities.add(f"{key}#{zlib.crc32(value.encode('utf-8', 'surrogatepass'))}")
                 continue
-            single = len(text.split(None, 1)) == 1
-            for token in text.split():
-                if any(c.isdigit() for c in token) or "@" in token or "/" in token:
+            tokens = text.split()
+            single = len(tokens) == 1
+            for token in tokens:
+                if token.isalpha():
+                    continue  # a plain word: no digit, "@", "/" nor "."
+                if _IDENTITY_CHAR.search(token) is not None or (
+                    # a digit (\d misses superscripts, which str.isdigit counts), "@", "/"
+                    not token.isascii() and any(c.isdigit() for c in token)
+                ):
                     identities.add(token.strip(".,;:()[]{}\"'"))
                 elif single and "." in token.strip("."):
                     identities.add(token)
+            bits = _word_bits
             for word in _WORD.findall(text.lower()):
-                if word in _STOPWORDS:
-                    continue
-                if word.endswith("s") and len(word) > 3:
-                    word = word[:-1]
-                mask |= 1 << (zlib.crc32(word.encode()) & 63)
+                bit = bits.get(word)
+                if bit is None:
+                    bit = _word_bit(word)
+                mask |= bit
         elif isinstance(value, Mapping):
             for count, (name, item) in enumerate(value.items()):
                 if count >= MAX_VALUES:
