@@ -21,6 +21,7 @@ from otel_loopguard.engine.signatures import (
     describe_call,
     describe_output,
     load_similarity,
+    output_exact_signature,
     output_signature,
 )
 
@@ -549,3 +550,26 @@ if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] != "--repin" or not sys.argv[2].strip():
         raise SystemExit('usage: python tests/test_signatures.py --repin "why they changed"')
     raise SystemExit(repin(sys.argv[2]))
+
+
+def test_answers_are_signed_as_pinned_without_their_near_key() -> None:
+    """Tool results and errors are signed by ``output_exact_signature`` on the hot path
+    (no detector reads an answer's near key): it must give every pinned output's exact
+    signature, or a saved trace's answers would stop matching fresh ones on replay; and the
+    events made from answers carry that signature as their near key."""
+    from otel_loopguard.engine.events import ErrorInfo, tool_error, tool_result
+
+    pins = json.loads(PINS.read_text(encoding="utf-8"))
+    outputs = [case for case in pins["cases"] if case["kind"] != "call"]
+    assert len(outputs) > 300
+    differing = [
+        repr(decode_value(case["value"]))[:80]
+        for case in outputs
+        if output_exact_signature(decode_value(case["value"]), case["max_chars"])
+        != case["signature"][0]
+    ]
+    assert not differing, differing[:3]
+    result = tool_result("run", "search", "3 results for topic 17")
+    assert result.signature == result.near_key == output_signature("3 results for topic 17")[0]
+    error = tool_error("run", "search", ErrorInfo(type="Timeout", message="after 30 s"))
+    assert error.signature == error.near_key and HEX16.match(error.signature)

@@ -452,11 +452,9 @@ def _words_and_identity(arguments: Any) -> tuple[int, str]:
             identities.add(f"{key}={value!r}")
         elif isinstance(value, str):
             text = value[:2000]
-            whole = False
-            if key:
-                whole = _whole_keys.get(key)  # (memoised: argument names come back)
-                if whole is None:
-                    whole = _whole_key(key)
+            whole = _whole_keys.get(key) if key else False  # (argument names come back)
+            if whole is None:
+                whole = _whole_key(key)
             if whole or _code_shaped(text):
                 identities.add(f"{key}#{zlib.crc32(value.encode('utf-8', 'surrogatepass'))}")
                 continue
