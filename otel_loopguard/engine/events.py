@@ -13,6 +13,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_loopguard.engine.signatures import call_signature, output_exact_signature
+
 
 class EventKind(str, enum.Enum):
     """What one observation in a run is."""
@@ -24,6 +26,12 @@ class EventKind(str, enum.Enum):
     HANDOFF = "handoff"
     RUN_START = "run_start"
     RUN_END = "run_end"
+
+
+# Enum members as module constants: on Python 3.11 ``EventKind.X`` goes through the enum
+# metaclass's __getattr__ hook (the builders below run once per tool event)
+_TOOL_CALL = EventKind.TOOL_CALL
+_TOOL_RESULT = EventKind.TOOL_RESULT
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,12 +174,33 @@ def tool_call(
 
     Ids and names of any type are taken as their text (see :func:`run_key`).
     """
-    from otel_loopguard.engine.signatures import call_signature
-
     tool_name = optional_text(tool_name)
-    signed = call_signature(tool_name, arguments, max_chars=max_chars)
-    return _tool_event(
-        EventKind.TOOL_CALL, run_id, tool_name, signed, actor, call_id, arguments=arguments, **extra
+    signed = call_signature(tool_name, arguments, max_chars)
+    if extra:
+        return _tool_event(
+            _TOOL_CALL, run_id, tool_name, signed, actor, call_id, arguments=arguments, **extra
+        )
+    # positionally (the fields' order): the usual call, without the keyword plumbing
+    return Event(
+        _TOOL_CALL,
+        run_key(run_id),
+        None if actor is None else run_key(actor),
+        tool_name,
+        signed[0],
+        signed[1],
+        None if call_id is None else run_key(call_id),
+        None,  # error
+        None,  # model
+        None,  # finish_reason
+        None,  # input_tokens
+        None,  # output_tokens
+        False,  # empty
+        None,  # requested_tool_calls
+        None,  # target_agent
+        None,  # trace_id
+        None,  # span_id
+        None,  # timestamp
+        arguments,
     )
 
 
@@ -187,19 +216,39 @@ def tool_result(
 ) -> Event:
     """A tool's successful output, with its output signature (its near key too: see
     :func:`~otel_loopguard.engine.signatures.output_exact_signature`)."""
-    from otel_loopguard.engine.signatures import output_exact_signature
-
-    signature = output_exact_signature(output, max_chars=max_chars)
-    signed = (signature, signature)
-    return _tool_event(
-        EventKind.TOOL_RESULT,
-        run_id,
-        optional_text(tool_name),
-        signed,
-        actor,
-        call_id,
-        output=output,
-        **extra,
+    signature = output_exact_signature(output, max_chars)
+    if extra:
+        return _tool_event(
+            _TOOL_RESULT,
+            run_id,
+            optional_text(tool_name),
+            (signature, signature),
+            actor,
+            call_id,
+            output=output,
+            **extra,
+        )
+    return Event(  # positionally, as in tool_call
+        _TOOL_RESULT,
+        run_key(run_id),
+        None if actor is None else run_key(actor),
+        None if tool_name is None else run_key(tool_name),
+        signature,
+        signature,
+        None if call_id is None else run_key(call_id),
+        None,  # error
+        None,  # model
+        None,  # finish_reason
+        None,  # input_tokens
+        None,  # output_tokens
+        False,  # empty
+        None,  # requested_tool_calls
+        None,  # target_agent
+        None,  # trace_id
+        None,  # span_id
+        None,  # timestamp
+        None,  # arguments
+        output,
     )
 
 
@@ -214,10 +263,8 @@ def tool_error(
     **extra: Any,
 ) -> Event:
     """A failed tool call; the signature is that of the error text, masked like outputs."""
-    from otel_loopguard.engine.signatures import output_exact_signature
-
     text = f"{error.type or ''}:{error.status_code or ''}:{error.message or ''}"
-    signature = output_exact_signature(text, max_chars=max_chars)
+    signature = output_exact_signature(text, max_chars)
     signed = (signature, signature)
     return _tool_event(
         EventKind.TOOL_ERROR,
