@@ -180,8 +180,7 @@ def tool_call(
         return _tool_event(
             _TOOL_CALL, run_id, tool_name, signed, actor, call_id, arguments=arguments, **extra
         )
-    # positionally (the fields' order): the usual call, without the keyword plumbing
-    return Event(
+    return tool_event(
         _TOOL_CALL,
         run_key(run_id),
         None if actor is None else run_key(actor),
@@ -189,17 +188,9 @@ def tool_call(
         signed[0],
         signed[1],
         None if call_id is None else run_key(call_id),
-        None,  # error
-        None,  # model
-        None,  # finish_reason
-        None,  # input_tokens
-        None,  # output_tokens
-        False,  # empty
-        None,  # requested_tool_calls
-        None,  # target_agent
-        None,  # trace_id
-        None,  # span_id
-        None,  # timestamp
+        None,
+        None,
+        None,
         arguments,
     )
 
@@ -228,7 +219,7 @@ def tool_result(
             output=output,
             **extra,
         )
-    return Event(  # positionally, as in tool_call
+    return tool_event(
         _TOOL_RESULT,
         run_key(run_id),
         None if actor is None else run_key(actor),
@@ -236,18 +227,10 @@ def tool_result(
         signature,
         signature,
         None if call_id is None else run_key(call_id),
-        None,  # error
-        None,  # model
-        None,  # finish_reason
-        None,  # input_tokens
-        None,  # output_tokens
-        False,  # empty
-        None,  # requested_tool_calls
-        None,  # target_agent
-        None,  # trace_id
-        None,  # span_id
-        None,  # timestamp
-        None,  # arguments
+        None,
+        None,
+        None,
+        None,
         output,
     )
 
@@ -275,6 +258,47 @@ def tool_error(
         call_id,
         error=error,
         **extra,
+    )
+
+
+def tool_event(
+    kind: EventKind,
+    run_id: str,
+    actor: str | None,
+    tool_name: str | None,
+    signature: str,
+    near_key: str,
+    call_id: str | None,
+    trace_id: str | None,
+    span_id: str | None,
+    timestamp: float | None,
+    arguments: Any = None,
+    output: Any = None,
+) -> Event:
+    """A tool event from fields already signed and in their final types, built
+    positionally (keywords cost a name match each, and this runs twice per tool span:
+    the builders above and the span mapping, :mod:`otel_loopguard.spans.events`)."""
+    return Event(
+        kind,
+        run_id,
+        actor,
+        tool_name,
+        signature,
+        near_key,
+        call_id,
+        None,  # error
+        None,  # model
+        None,  # finish_reason
+        None,  # input_tokens
+        None,  # output_tokens
+        False,  # empty
+        None,  # requested_tool_calls
+        None,  # target_agent
+        trace_id,
+        span_id,
+        timestamp,
+        arguments,
+        output,
     )
 
 

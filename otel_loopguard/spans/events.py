@@ -27,7 +27,7 @@ from typing import Any, Final
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.detectors.fingerprint_table import fingerprint
 from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
-from otel_loopguard.engine.events import ErrorInfo, Event, EventKind, tool_error
+from otel_loopguard.engine.events import ErrorInfo, Event, EventKind, tool_error, tool_event
 from otel_loopguard.engine.signatures import (
     call_signature,
     output_exact_signature,
@@ -405,8 +405,7 @@ def _signed_event(
             else:
                 exact = near = output_exact_signature(None, max_chars=max_chars)
             exact, near = _unique_to_span(view, exact, near)
-    # positional: keywords cost a name match each (see the comment in _tool_events)
-    event = Event(
+    event = tool_event(
         kind,
         run_id,
         actor,
@@ -414,14 +413,6 @@ def _signed_event(
         exact,
         near,
         call_id,
-        None,  # error
-        None,  # model
-        None,  # finish_reason
-        None,  # input_tokens
-        None,  # output_tokens
-        False,  # empty
-        None,  # requested_tool_calls
-        None,  # target_agent
         view.trace_id or None,
         view.span_id or None,
         timestamp,
