@@ -161,7 +161,12 @@ def decode_json(data: bytes) -> Decoded:
 def _attributes(pairs: Any) -> Mapping[str, Any]:
     if not pairs:
         return {}
-    return {kv.key: _value(kv.value) for kv in pairs}
+    attributes: dict[str, Any] = {}
+    for kv in pairs:
+        value = kv.value
+        text = value.string_value  # most attributes: one read (a non-empty string)
+        attributes[kv.key] = text if text else _value(value)
+    return attributes
 
 
 def _value(value: Any) -> Any:
