@@ -30,7 +30,6 @@ feeds.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from opentelemetry import trace
@@ -271,7 +270,8 @@ class LoopGuardSpanProcessor(SpanProcessor):
     ) -> None:
         """A GenAI span ended: the follower says what it means; feed, export, end runs."""
         guard = self.guard
-        started = time.perf_counter()
+        telemetry = guard.telemetry
+        started = telemetry.clock()
         context = span._context if plain else span.context
         if context is None:
             return
@@ -309,7 +309,8 @@ class LoopGuardSpanProcessor(SpanProcessor):
             self._end_agent_run(ended, span)
         if ended.trace_ended:
             self._end_trace_run(span, ended.state.hex_trace_id, ended.view)
-        guard.telemetry.record_processing(time.perf_counter() - started, span_class)
+        if started >= telemetry.next_processing_sample.get(span_class, 0.0):  # else not sampled
+            telemetry.record_processing(telemetry.clock() - started, span_class)
 
     def _end_trace_run(self, span: ReadableSpan, trace_hex: str, view: SpanView | None) -> None:
         """The trace's local root ended: end the run keyed by the trace, count its state."""

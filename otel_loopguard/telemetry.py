@@ -188,9 +188,10 @@ class Telemetry:
         self._logged: set[str] = set()
         self._logged_lock = threading.Lock()
         self._processing_attributes: dict[str, dict[str, str]] = {}
-        # span class -> earliest perf_counter() of its next duration sample
-        self._next_processing_sample: dict[Any, float] = {}
-        self._clock: Callable[[], float] = time.perf_counter
+        #: span class -> earliest ``clock()`` of its next duration sample (the processor
+        #: reads it before timing a span: most spans are not sampled and cost no call here)
+        self.next_processing_sample: dict[Any, float] = {}
+        self.clock: Callable[[], float] = time.perf_counter
 
     # -- metrics ---------------------------------------------------------------------------
 
@@ -248,8 +249,8 @@ class Telemetry:
         :data:`PROCESSING_SAMPLE_INTERVAL` has passed since its last one (races between
         threads can let two through, which is harmless).
         """
-        now = self._clock()
-        next_sample = self._next_processing_sample
+        now = self.clock()
+        next_sample = self.next_processing_sample
         if now < next_sample.get(span_class, 0.0):
             return
         if span_class in next_sample or len(next_sample) < 64:  # a handful of classes

@@ -189,7 +189,7 @@ def test_processing_duration_samples_each_span_class_at_most_once_per_millisecon
     ending thousands of GenAI spans a second must not pay it for each of them.
     """
     now = [100.0]
-    stack.guard.telemetry._clock = lambda: now[0]
+    stack.guard.telemetry.clock = lambda: now[0]
 
     def tool_span(index: int) -> None:
         with foreign_tool_span(stack.tracer, "lookup", arguments=f'{{"id": {index}}}'):
