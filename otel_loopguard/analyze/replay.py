@@ -327,7 +327,7 @@ class Replayer:
         (a model or other span with a parent and no conversation id) is left out.
         """
         keys: list[int] = []
-        entries: list[tuple[SpanView, SpanClass, str | None]] = []
+        entries: list[tuple[SpanView, SpanClass]] = []
         quiet_start = None  # the latest start left out: it would have set the clock last
         for view in spans:
             name = view.name
@@ -335,11 +335,14 @@ class Replayer:
                 continue
             attrs = view.attributes
             cls = classify_parts(name, attrs)
-            conversation = conversation_in(attrs)
             start = view.start_time_unix_nano or 0
             end = view.end_time_unix_nano or start
-            entry = (view, cls, conversation)
-            if view.parent_span_id is None or conversation or (cls is not OTHER and cls is not LLM):
+            entry = (view, cls)
+            if (
+                view.parent_span_id is None
+                or (cls is not OTHER and cls is not LLM)
+                or conversation_in(attrs)  # (last: tool spans, most spans, skip it)
+            ):
                 keys.append(start * 2)
                 entries.append(entry)
             elif quiet_start is None or start > quiet_start:
@@ -347,7 +350,7 @@ class Replayer:
             keys.append(end * 2 + 1)
             entries.append(entry)
         by_key = dict(zip(keys, entries, strict=True))
-        timeline: list[tuple[int, tuple[SpanView, SpanClass, str | None]]]
+        timeline: list[tuple[int, tuple[SpanView, SpanClass]]]
         if len(by_key) == len(keys):
             timeline = sorted(by_key.items())  # unique keys: entries are never compared
         else:
@@ -361,7 +364,7 @@ class Replayer:
             order = sorted(range(len(keys)), key=tie_break)  # stable: then file order
             timeline = [(keys[index], entries[index]) for index in order]
         parent_is_tool = _ParentIsTool(entries)
-        for key, (view, cls, _conversation) in timeline:
+        for key, (view, cls) in timeline:
             time_ns = key >> 1
             self._now_ns = time_ns
             self._now = time_ns / 1e9
@@ -566,7 +569,7 @@ class _ParentIsTool:
 
     __slots__ = ("classes", "entries", "parent")
 
-    def __init__(self, entries: list[tuple[SpanView, SpanClass, str | None]]) -> None:
+    def __init__(self, entries: list[tuple[SpanView, SpanClass]]) -> None:
         self.entries = entries
         self.classes: dict[str, SpanClass] | None = None
         self.parent: str | None = None
@@ -574,7 +577,7 @@ class _ParentIsTool:
     def __call__(self) -> bool:
         classes = self.classes
         if classes is None:
-            classes = self.classes = {view.span_id: cls for view, cls, _ in self.entries}
+            classes = self.classes = {view.span_id: cls for view, cls in self.entries}
         return classes.get(self.parent or "") in (TOOL, HANDOFF)
 
 
