@@ -467,8 +467,45 @@ _ASCII_WORD_BYTES = bytes(byte if byte in _ASCII_ALNUM else 32 for byte in range
 # ---------------------------------------------------------------------------------------
 # canonical form
 
+# The compiled build also ships a C extension for the common case of _canonical_text:
+# printable ASCII within the cap that no mask applies to (_native_signatures.c says which
+# values exactly). It returns what _canonical_text_py returns, or None for any other value;
+# tests/test_native_signatures.py holds it to that. The pure build has no such module.
+_NativeCanonicalText = Callable[[str, int, bool, bool, bool], "tuple[str, str] | None"]
+
+
+def _load_native() -> _NativeCanonicalText | None:
+    """The native ``canonical_text``, told the filler words; None where it is not built.
+
+    The filler words are passed in rather than written out again in C, so the list has one
+    source. Any failure leaves the Python implementation, which gives the same results.
+    """
+    try:
+        module = importlib.import_module("otel_loopguard.engine._native_signatures")
+        module.configure(_FILLER_WORDS)
+        native: _NativeCanonicalText = module.canonical_text
+    except Exception:  # not built (ImportError), or refused the words: the Python path
+        return None
+    return native
+
+
+_native_canonical_text = _load_native()
+
 
 def _canonical_text(
+    value: str, max_chars: int, output: bool, verbatim: bool = False, near: bool = True
+) -> tuple[str, str]:
+    """(exact, near) of one string value: :func:`_canonical_text_py`, or its native twin's
+    answer where the compiled build has one and the value is in the subset it handles."""
+    native = _native_canonical_text
+    if native is not None:
+        done = native(value, max_chars, output, verbatim, near)
+        if done is not None:
+            return done
+    return _canonical_text_py(value, max_chars, output, verbatim, near)
+
+
+def _canonical_text_py(
     value: str, max_chars: int, output: bool, verbatim: bool = False, near: bool = True
 ) -> tuple[str, str]:
     """(exact, near) of one string value: whitespace folded, masked, case folded, capped.
