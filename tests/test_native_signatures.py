@@ -125,6 +125,39 @@ def test_the_native_path_leaves_the_rest_to_python(value: str, output: bool) -> 
     assert _canonical_text(value, 200, output) == _canonical_text_py(value, 200, output)
 
 
+TAG_WORDS = ("request", "req", "trace", "span", "correlation", "idempotency", "transaction", "txn")
+
+
+@needs_native
+@pytest.mark.parametrize("tag", TAG_WORDS)
+@pytest.mark.parametrize("output", [False, True])
+def test_every_tagged_id_is_left_to_python(tag: str, output: bool) -> None:
+    """Each tag word with "id" or "key" is a tagged id the masks replace, in calls and outputs."""
+    for value in (f"{tag} id abc123", f"Use {tag}_key=9f2", f"{tag.upper()}-ID: x"):
+        assert NATIVE.canonical_text(value, 200, output, False, True) is None, value
+        assert "<id>" in _canonical_text_py(value, 200, output)[0], value
+
+
+@needs_native
+def test_many_words_sort_as_python_sorts_them() -> None:
+    """More words than the insertion sort takes (qsort's path), repeats and fillers among them."""
+    rng = random.Random(3)
+    vocabulary = [*_PLAIN_TEXT.split(), "007", "7", "1234567", "Zeta", "ALPHA", "beta2", "Ab"]
+    answered = 0
+    for _ in range(200):
+        value = " ".join(rng.choices(vocabulary, k=40))[:200]
+        answer = NATIVE.canonical_text(value, 200, False, False, True)
+        assert answer is not None, value
+        assert answer == _canonical_text_py(value, 200, False), value
+        answered += len(answer[1].split()) > 16
+    assert answered > 100
+
+
+_PLAIN_TEXT = """pricing plans results topic the for please thanks its is class glass status bus
+news a an of find show info data users items page query search order shipped error ok api sql
+json config main test tests mss ss us"""
+
+
 @needs_native
 def test_the_native_function_never_raises() -> None:
     class Text(str):

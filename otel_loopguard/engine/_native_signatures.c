@@ -130,17 +130,6 @@ static char to_lower(char c) { return is_upper(c) ? (char)(c + 32) : c; }
 /* s[i], or 0 past the end (0 is never in the text) */
 static char at(const char *s, Py_ssize_t n, Py_ssize_t i) { return i < n ? s[i] : 0; }
 
-static int
-contains(const char *s, Py_ssize_t n, const char *needle)
-{
-    Py_ssize_t m = (Py_ssize_t)strlen(needle);
-    for (Py_ssize_t i = 0; i + m <= n; i++) {
-        if (s[i] == needle[0] && memcmp(s + i, needle, (size_t)m) == 0)
-            return 1;
-    }
-    return 0;
-}
-
 /* ------------------------------------------------------------------------------------
  * _code_shaped(raw), on printable ASCII (so no newline: its first test never applies, and
  * the only whitespace \s can match is the space) */
@@ -223,19 +212,49 @@ code_shaped(const char *s, Py_ssize_t n)
  * mask screening: 1 when a mask of _canonical_text could apply to head (lower its lower-case
  * form), so the value is left to Python */
 
-static int
-has_tag_word(const char *lower, Py_ssize_t n)
+/* Is needle (a literal) at lower + i? */
+#define AT(lower, n, i, needle) \
+    ((i) + (Py_ssize_t)sizeof(needle) - 1 <= (n) && memcmp((lower) + (i), needle, sizeof(needle) - 1) == 0)
+
+/* In one pass over lower: does it hold "id" or "key", and a tag word (_has_tag_word's:
+ * "req", "trace", "span", "correlation", "idempotency", "transaction", "txn")? */
+static void
+scan_tags(const char *lower, Py_ssize_t n, int *id_or_key, int *tag_word)
 {
-    return contains(lower, n, "req") || contains(lower, n, "trace") || contains(lower, n, "span")
-           || contains(lower, n, "correlation") || contains(lower, n, "idempotency")
-           || contains(lower, n, "transaction") || contains(lower, n, "txn");
+    *id_or_key = *tag_word = 0;
+    for (Py_ssize_t i = 0; i + 1 < n; i++) {
+        switch (lower[i]) {
+        case 'i':
+            *id_or_key |= lower[i + 1] == 'd';
+            *tag_word |= AT(lower, n, i, "idempotency");
+            break;
+        case 'k':
+            *id_or_key |= AT(lower, n, i, "key");
+            break;
+        case 'r':
+            *tag_word |= AT(lower, n, i, "req");
+            break;
+        case 't':
+            *tag_word |= AT(lower, n, i, "trace") || AT(lower, n, i, "transaction")
+                         || AT(lower, n, i, "txn");
+            break;
+        case 's':
+            *tag_word |= AT(lower, n, i, "span");
+            break;
+        case 'c':
+            *tag_word |= AT(lower, n, i, "correlation");
+            break;
+        default:
+            break;
+        }
+    }
 }
 
 static int
 may_mask(const char *head, const char *lower, Py_ssize_t n, int output)
 {
-    int id_or_key = contains(lower, n, "id") || contains(lower, n, "key");
-    int tag_word = has_tag_word(lower, n);
+    int id_or_key, tag_word;
+    scan_tags(lower, n, &id_or_key, &tag_word);
     int digit = 0;
     for (Py_ssize_t i = 0; i < n && !digit; i++)
         digit = is_digit(head[i]);
@@ -374,7 +393,18 @@ near_key(const char *lower, Py_ssize_t n, int output, Word *words)
         words[count].len = len;
         count++;
     }
-    qsort(words, (size_t)count, sizeof(Word), word_order);
+    if (count > 16) {
+        qsort(words, (size_t)count, sizeof(Word), word_order);
+    }
+    else { /* the usual few words: an insertion sort, without qsort's calls */
+        for (Py_ssize_t i = 1; i < count; i++) {
+            Word word = words[i];
+            Py_ssize_t j = i;
+            for (; j > 0 && word_order(&words[j - 1], &word) > 0; j--)
+                words[j] = words[j - 1];
+            words[j] = word;
+        }
+    }
     Py_ssize_t size = 0, unique = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         if (unique > 0 && word_order(&words[unique - 1], &words[i]) == 0)
@@ -434,7 +464,10 @@ canonical_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     /* one block: the folded head, its lower-case form, then the near key's words (at
      * most one per two characters, plus one) from a 16-byte boundary */
     size_t text_bytes = ((size_t)n * 2 + 15) & ~(size_t)15;
-    char *memory = PyMem_Malloc(text_bytes + sizeof(Word) * ((size_t)n / 2 + 1));
+    size_t needed = text_bytes + sizeof(Word) * ((size_t)n / 2 + 1);
+    /* on the stack for the usual short value (Word-aligned) */
+    Word stack[(2 * 256 + sizeof(Word) * 129) / sizeof(Word) + 1];
+    char *memory = needed <= sizeof(stack) ? (char *)stack : PyMem_Malloc(needed);
     if (memory == NULL) {
         PyErr_Clear();
         Py_RETURN_NONE;
@@ -505,7 +538,8 @@ canonical_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto fail;
     PyTuple_SET_ITEM(result, 0, exact);
     PyTuple_SET_ITEM(result, 1, near_text);
-    PyMem_Free(memory);
+    if (memory != (char *)stack)
+        PyMem_Free(memory);
     return result;
 
 fail: /* out of memory: Python's own path will say so if it must */
@@ -513,7 +547,8 @@ fail: /* out of memory: Python's own path will say so if it must */
     Py_XDECREF(exact);
     Py_XDECREF(near_text);
 done:
-    PyMem_Free(memory);
+    if (memory != (char *)stack)
+        PyMem_Free(memory);
     Py_RETURN_NONE;
 }
 
