@@ -84,11 +84,12 @@ class NativeSignaturesHook(BuildHookInterface):
         except OSError as exc:  # no compiler at all
             failure = str(exc)
         if failure or not target.is_file():
+            shutil.rmtree(self._scratch, ignore_errors=True)
             raise RuntimeError(
                 f"otel-loopguard: the compiled build ({SWITCH}=true) could not compile "
-                f"{SOURCE} with `{shlex.join(command)}`: {failure or 'no output file'}. "
-                "It needs a C compiler and the Python headers; without "
-                f"{SWITCH} the pure-Python build needs neither."
+                f"{SOURCE} with `{shlex.join(command)}` (it needs a C compiler and the Python "
+                f"headers; without {SWITCH} the pure-Python build needs neither):\n"
+                f"{failure or 'no output file'}"
             )
         build_data["force_include"][str(target)] = f"{MODULE}{suffix}"
         build_data["pure_python"] = False
