@@ -69,6 +69,7 @@ configure(PyObject *module, PyObject *words)
     /* Only words of lower-case ASCII letters and digits can equal a word of the near key
      * (a run of them, lower-cased); any other word is refused rather than silently
      * ignored, and the module stays unconfigured (canonical_text then returns None). */
+    filler_count = -1; /* until every word is read: a failed call leaves none configured */
     PyObject *iterator = PyObject_GetIter(words);
     if (iterator == NULL)
         return NULL;
@@ -89,7 +90,6 @@ configure(PyObject *module, PyObject *words)
             PyErr_Clear();
             PyErr_SetString(PyExc_ValueError,
                             "filler words must be at most 23 lower-case ASCII letters or digits");
-            filler_count = -1;
             return NULL;
         }
         fresh[count].len = (unsigned char)len;
@@ -98,10 +98,8 @@ configure(PyObject *module, PyObject *words)
         Py_DECREF(item);
     }
     Py_DECREF(iterator);
-    if (PyErr_Occurred()) {
-        filler_count = -1;
+    if (PyErr_Occurred())
         return NULL;
-    }
     qsort(fresh, (size_t)count, sizeof(FillerWord), filler_order);
     memcpy(filler, fresh, sizeof(FillerWord) * (size_t)count);
     for (int n = 0, i = 0; n <= FILLER_MAX_CHARS; n++) {
