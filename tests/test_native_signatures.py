@@ -1,8 +1,9 @@
 """The native signature core (``engine/_native_signatures.c``, the compiled build only)
 answers exactly as the Python source does, or not at all.
 
-``_canonical_text`` asks the C function first and runs ``_canonical_text_py`` when it returns
-None. Here the C function is compared with ``_canonical_text_py`` on every string of the
+``_canonical_text`` asks the C function first and runs its Python implementation when it
+returns None. Here the C function is compared with that implementation alone
+(``native=False``) on every string of the
 pinned inputs and on many thousands of generated ones, for every combination of ``output``,
 ``verbatim`` and ``near`` and several caps: any answer it gives must be Python's, character
 for character. The compiled suite (``LOOPGUARD_EXPECT_COMPILED=1``) requires the module; the
@@ -25,7 +26,7 @@ import pytest
 from test_signatures import PINS, decode_value
 
 from otel_loopguard.engine import signatures
-from otel_loopguard.engine.signatures import _canonical_text, _canonical_text_py
+from otel_loopguard.engine.signatures import _canonical_text
 
 EXPECT_COMPILED = os.environ.get("LOOPGUARD_EXPECT_COMPILED") == "1"
 MAX_CHARS = (200, 40, 9)
@@ -45,6 +46,15 @@ def _native_module() -> Any:
 
 
 NATIVE = _native_module()
+
+
+def python_text(
+    value: str, max_chars: int, output: bool, verbatim: bool = False, near: bool = True
+) -> tuple[str, str]:
+    """The reference: ``_canonical_text``'s Python implementation, the native core not asked."""
+    return _canonical_text(value, max_chars, output, verbatim, near, native=False)
+
+
 needs_native = pytest.mark.skipif(NATIVE is None, reason="the native module is not built here")
 
 
@@ -94,7 +104,7 @@ def test_the_native_path_handles_the_common_cases(
 ) -> None:
     answer = NATIVE.canonical_text(value, 200, output, False, True)
     assert answer is not None
-    assert answer == _canonical_text_py(value, 200, output)
+    assert answer == python_text(value, 200, output)
     if expected is not None:
         assert answer == expected
 
@@ -103,7 +113,7 @@ def test_the_native_path_handles_the_common_cases(
 def test_a_verbatim_argument_is_its_own_near_key_natively() -> None:
     for value in ("src/App.py", "ls -la ./build", "Run  Twice"):
         answer = NATIVE.canonical_text(value, 200, False, True, True)
-        assert answer == (value, value) == _canonical_text_py(value, 200, False, True)
+        assert answer == (value, value) == python_text(value, 200, False, True)
 
 
 @needs_native
@@ -122,7 +132,7 @@ def test_a_verbatim_argument_is_its_own_near_key_natively() -> None:
 )
 def test_the_native_path_leaves_the_rest_to_python(value: str, output: bool) -> None:
     assert NATIVE.canonical_text(value, 200, output, False, True) is None
-    assert _canonical_text(value, 200, output) == _canonical_text_py(value, 200, output)
+    assert _canonical_text(value, 200, output) == python_text(value, 200, output)
 
 
 TAG_WORDS = ("request", "req", "trace", "span", "correlation", "idempotency", "transaction", "txn")
@@ -135,7 +145,7 @@ def test_every_tagged_id_is_left_to_python(tag: str, output: bool) -> None:
     """Each tag word with "id" or "key" is a tagged id the masks replace, in calls and outputs."""
     for value in (f"{tag} id abc123", f"Use {tag}_key=9f2", f"{tag.upper()}-ID: x"):
         assert NATIVE.canonical_text(value, 200, output, False, True) is None, value
-        assert "<id>" in _canonical_text_py(value, 200, output)[0], value
+        assert "<id>" in python_text(value, 200, output)[0], value
 
 
 @needs_native
@@ -148,7 +158,7 @@ def test_many_words_sort_as_python_sorts_them() -> None:
         value = " ".join(rng.choices(vocabulary, k=40))[:200]
         answer = NATIVE.canonical_text(value, 200, False, False, True)
         assert answer is not None, value
-        assert answer == _canonical_text_py(value, 200, False), value
+        assert answer == python_text(value, 200, False), value
         answered += len(answer[1].split()) > 16
     assert answered > 100
 
@@ -290,7 +300,7 @@ def _compare(values: list[str]) -> tuple[int, int]:
                 if native is None:
                     continue
                 answered += 1
-                expected = _canonical_text_py(value, max_chars, output, verbatim, near)
+                expected = python_text(value, max_chars, output, verbatim, near)
                 assert native == expected, (value, max_chars, output, verbatim, near)
                 assert type(native[0]) is str and type(native[1]) is str
     return answered, asked

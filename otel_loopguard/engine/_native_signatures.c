@@ -1,10 +1,11 @@
 /* The common case of signatures._canonical_text, in C, for the compiled build.
  *
  * canonical_text(value, max_chars, output, verbatim, near) returns exactly what
- * signatures._canonical_text_py returns for the same arguments, or None when the value is
- * outside the subset handled here; the caller then runs the Python implementation, which
- * stays the reference (tests/test_native_signatures.py compares the two on the pinned
- * inputs and on many thousands of generated strings).
+ * signatures._canonical_text(value, max_chars, output, verbatim, near, native=False) (its
+ * Python implementation) returns, or None when the value is outside the subset handled
+ * here; the caller then runs the Python implementation, which stays the reference
+ * (tests/test_native_signatures.py compares the two on the pinned inputs and on many
+ * thousands of generated strings).
  *
  * The subset: a str of printable ASCII (0x20-0x7e: no tab, newline or other control
  * character, nothing non-ASCII) no longer than max_chars (so no rest digest), in which no
@@ -553,8 +554,8 @@ done:
 static PyMethodDef methods[] = {
     {"canonical_text", (PyCFunction)(void (*)(void))canonical_text, METH_FASTCALL,
      "canonical_text(value, max_chars, output, verbatim, near) -> (exact, near) or None.\n\n"
-     "What signatures._canonical_text_py returns, for printable ASCII text no longer than\n"
-     "max_chars that no mask applies to; None for any other value."},
+     "What signatures._canonical_text(..., native=False) returns, for printable ASCII text\n"
+     "no longer than max_chars that no mask applies to; None for any other value."},
     {"configure", configure, METH_O,
      "configure(filler_words): the near key's filler words (signatures._FILLER_WORDS)."},
     {NULL, NULL, 0, NULL},
