@@ -352,7 +352,8 @@ def _build_compiled_wheel(log: Path) -> Path | None:
         source = Path(temp) / "src"
         source.mkdir()
         shutil.copytree(ROOT / "otel_loopguard", source / "otel_loopguard")
-        for name in ("pyproject.toml", "README.md", "LICENSE"):
+        # hatch_build.py: the hook that builds the native signature core into the wheel
+        for name in ("pyproject.toml", "README.md", "LICENSE", "hatch_build.py"):
             if (ROOT / name).exists():
                 shutil.copy2(ROOT / name, source / name)
         env = dict(os.environ, HATCH_BUILD_HOOK_ENABLE_MYPYC="true")

@@ -467,9 +467,38 @@ _ASCII_WORD_BYTES = bytes(byte if byte in _ASCII_ALNUM else 32 for byte in range
 # ---------------------------------------------------------------------------------------
 # canonical form
 
+# The compiled build also ships a C extension for the common case of _canonical_text:
+# printable ASCII within the cap that no mask applies to (_native_signatures.c says which
+# values exactly). It returns what _canonical_text(..., native=False) returns, or None for any
+# other value; tests/test_native_signatures.py holds it to that. The pure build has none.
+_NativeCanonicalText = Callable[[str, int, bool, bool, bool], "tuple[str, str] | None"]
+
+
+def _load_native() -> _NativeCanonicalText | None:
+    """The native ``canonical_text``, told the filler words; None where it is not built.
+
+    The filler words are passed in rather than written out again in C, so the list has one
+    source. Any failure leaves the Python implementation, which gives the same results.
+    """
+    try:
+        module = importlib.import_module("otel_loopguard.engine._native_signatures")
+        module.configure(_FILLER_WORDS)
+        native: _NativeCanonicalText = module.canonical_text
+    except Exception:  # not built (ImportError), or refused the words: the Python path
+        return None
+    return native
+
+
+_native_canonical_text = _load_native()
+
 
 def _canonical_text(
-    value: str, max_chars: int, output: bool, verbatim: bool = False, near: bool = True
+    value: str,
+    max_chars: int,
+    output: bool,
+    verbatim: bool = False,
+    near: bool = True,
+    native: bool = True,
 ) -> tuple[str, str]:
     """(exact, near) of one string value: whitespace folded, masked, case folded, capped.
 
@@ -491,7 +520,16 @@ def _canonical_text(
 
     ``near=False`` leaves the near key out (``""``): a tool's answer needs none
     (:func:`output_exact_signature`), and its words are a third of the work.
+
+    The compiled build's native core answers first where it can (the common case) unless
+    ``native=False``, which runs this Python implementation, the reference it is tested
+    against. Checked here rather than in a wrapper: the pure build pays no extra call.
     """
+    hook = _native_canonical_text if native else None
+    if hook is not None:
+        done = hook(value, max_chars, output, verbatim, near)
+        if done is not None:
+            return done
     raw = value[: max_chars + _SLACK]
     head = " ".join(raw.split())
     if not head.isascii():

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 import sys
+import tarfile
 from pathlib import Path
 
 from archives import wheel_files, wheel_metadata, wheel_text
-from conftest import Built, Venv
+from conftest import COMPILE_SWITCH, Built, Venv, explain, run, uv
 from distributions import CORE
 
 if sys.version_info >= (3, 11):
@@ -73,7 +74,36 @@ def test_the_compiled_wheel_is_the_pure_one_with_extensions(
     # an extension for every listed module (mypyc also adds its shared runtime module)
     assert listed_modules(), "pyproject lists no module to compile"
     assert sorted(listed_modules() - extension_modules(compiled)) == []
+    # and the native signature core hatch_build.py compiles (its C source shipped by neither)
+    assert "otel_loopguard.engine._native_signatures" in extension_modules(compiled)
+    assert [name for name in outside_metadata(compiled) if name.endswith(".c")] == []
     assert extension_modules(pure) == set()
+
+
+def test_a_native_core_that_does_not_compile_fails_the_compiled_build(
+    built: dict[str, Built], tmp_path: Path
+) -> None:
+    """Asked for the compiled build, a C compile failure of the native signature core stops
+    the build with one clear message (hatch_build.py runs before mypyc: seconds, not
+    minutes), rather than giving a wheel without it."""
+    sdist = built[CORE.name].require().sdist
+    assert sdist is not None
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path, filter="data")
+    (source,) = [path for path in tmp_path.iterdir() if path.is_dir()]
+    c_file = source / "otel_loopguard" / "engine" / "_native_signatures.c"
+    c_file.write_text(c_file.read_text() + "\n#error broken on purpose\n")
+    out = tmp_path / "out"
+    python = ["--python", sys.executable]
+    done = run(
+        [*uv(), "build", "--wheel", *python, "--out-dir", out, source], tmp_path, **COMPILE_SWITCH
+    )
+    assert done.returncode != 0, explain(done)
+    assert "could not compile otel_loopguard/engine/_native_signatures.c" in done.stderr, explain(
+        done
+    )
+    assert "broken on purpose" in done.stderr
+    assert list(out.glob("*.whl")) == []
 
 
 def test_the_compiled_wheel_says_it_is_for_this_platform_only(

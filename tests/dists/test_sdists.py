@@ -33,6 +33,14 @@ def test_the_sdist_holds_pyproject_readme_and_every_package_file(
         assert f"{source}/py.typed" in files
 
 
+def test_the_core_sdist_can_build_the_compiled_wheel(built: dict[str, Built]) -> None:
+    """The compiled wheel is built from the sdist too: the native signature core's hook and
+    C source must be in it (the mypyc hook's modules are the package's .py files)."""
+    files = sdist_files(built[CORE.name].require().sdist)
+    assert "hatch_build.py" in files
+    assert "otel_loopguard/engine/_native_signatures.c" in files
+
+
 def test_the_core_sdist_holds_no_instrumentation_file(built: dict[str, Built]) -> None:
     """The framework packages are distributions of their own; the core's sdist (built from
     the repository's root) must not carry their files or their test support."""
