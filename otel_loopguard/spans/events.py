@@ -624,7 +624,11 @@ def _llm_event(view: SpanView, run_id: str, config: LoopGuardConfig, actor: str 
         output_tokens=output_tokens,
         empty=empty,
         requested_tool_calls=tuple(sorted(requested)) if requested else None,
-        **_origin(view),
+        # _origin's fields, each by name: a ** mapping sends a compiled build's call
+        # through the generic keyword path (about 4 % of `serve`'s work per span)
+        trace_id=view.trace_id or None,
+        span_id=view.span_id or None,
+        timestamp=_timestamp(view),
     )
     if error is not None:
         event.error = error
@@ -830,12 +834,17 @@ _NOT_READ: Any = object()  # a span's result not read yet
 
 
 def _origin(view: SpanView) -> dict[str, Any]:
-    end = view.end_time_unix_nano
     return {
         "trace_id": view.trace_id or None,
         "span_id": view.span_id or None,
-        "timestamp": end / 1e9 if isinstance(end, int) else None,
+        "timestamp": _timestamp(view),
     }
+
+
+def _timestamp(view: SpanView) -> float | None:
+    """The span's end in Unix seconds, the time of the event it stands for."""
+    end = view.end_time_unix_nano
+    return end / 1e9 if isinstance(end, int) else None
 
 
 def _hidden(value: Any) -> bool:
