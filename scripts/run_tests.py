@@ -60,7 +60,7 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,6 +104,8 @@ class Outcome:
     skipped: int = 0
     status: str = "ok"
     seconds: float = 0.0
+    #: each failed test: its id and the end of its failure (what CI's output shows of it)
+    failures: list[str] = field(default_factory=list)
 
 
 def discover() -> list[Suite]:
@@ -318,6 +320,7 @@ def run_suite(suite: Suite, pytest_args: list[str]) -> Outcome:
             outcome.failed += failures
             outcome.skipped += skipped
             outcome.passed += tests - failures - skipped
+        outcome.failures = _failures(root)
     if code == 5:
         outcome.status = "no tests ran"
     elif code != 0:
@@ -437,11 +440,30 @@ def main(argv: list[str] | None = None) -> int:
     bad = [o for o in outcomes if o.status != "ok" and not o.status.startswith("skipped")]
     for outcome in bad:
         print(f"see .venvs/{outcome.suite}.log for {outcome.suite}: {outcome.status}")
+        for failure in outcome.failures:
+            print(failure)
     passed = sum(o.passed for o in outcomes)
     failed = sum(o.failed for o in outcomes) + sum(1 for o in bad if o.failed == 0)
     skipped = sum(o.skipped for o in outcomes)
     print(f"total: {passed} passed, {failed} failed, {skipped} skipped")
     return 1 if bad else 0
+
+
+#: lines of a failure's text kept for the summary: the assertion and the code around it
+FAILURE_TAIL = 12
+
+
+def _failures(root: ET.Element) -> list[str]:
+    """Each failed or erroring test case of a junit report: its id, then the last lines of
+    its message, indented. CI keeps only this script's output, not the suites' logs."""
+    found = []
+    for case in root.iter("testcase"):
+        for problem in (*case.findall("failure"), *case.findall("error")):
+            name = f"{case.get('classname', '')}::{case.get('name', '')}"
+            text = (problem.text or problem.get("message") or "").rstrip().splitlines()
+            tail = "\n".join(f"    {line}" for line in text[-FAILURE_TAIL:])
+            found.append(f"  {name}\n{tail}")
+    return found
 
 
 def _line(outcome: Outcome) -> str:
