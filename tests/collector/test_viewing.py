@@ -216,11 +216,16 @@ def test_a_real_openai_agent_through_the_collector_is_found_stopped_in_jaeger(
     assert outcome["interrupted"], outcome
     assert outcome["searches"] < 8  # stopped before the agent's eight turns
 
-    (trace,) = wait_for(
-        lambda: stack.jaeger.traces(OPENAI_SERVICE, {"loopguard.action": "stop"}) or None,
-        60,
-        "the OpenAI agent's stopped run in Jaeger",
-    )
+    def whole() -> list[dict[str, Any]] | None:
+        """The stopped run's traces once Jaeger holds their last spans too (the last export
+        can reach it a moment after the tagged span)."""
+        found = stack.jaeger.traces(OPENAI_SERVICE, {"loopguard.action": "stop"})
+        spans = [span["operationName"] for trace in found for span in trace["spans"]]
+        chats = sum(name.startswith("chat") for name in spans)
+        agent = any(name.startswith("invoke_agent") for name in spans)
+        return found if found and agent and chats >= outcome["requests"] else None
+
+    (trace,) = wait_for(whole, 60, "the OpenAI agent's stopped run in Jaeger")
     names = [span["operationName"] for span in trace["spans"]]
     # the OpenAI package's model spans and the loop's own, in one trace
     assert sum(name.startswith("chat") for name in names) == outcome["requests"], names
