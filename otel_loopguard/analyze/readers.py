@@ -106,18 +106,35 @@ _ID_CACHE_SIZE = 8192
 
 
 def _to_int(raw: Any) -> int:
+    """An integer field (a time, a count, an enum) however it was written; 0 when it
+    is no number at all or not a finite one."""
     if isinstance(raw, str):
         try:
             return int(raw)
         except ValueError:
-            return int(float(raw)) if raw else 0
+            try:
+                return _to_int(float(raw)) if raw else 0
+            except ValueError:
+                return 0
     if isinstance(raw, bool):
         return int(raw)
     if isinstance(raw, int):
         return raw
     if isinstance(raw, float):
-        return int(raw)
+        return int(raw) if math.isfinite(raw) else 0
     return 0
+
+
+#: OTLP's timestamps are unsigned 64-bit nanoseconds: a value outside is clamped into that
+#: range (a time past it could not even become a float of seconds)
+_MAX_NANOS = (1 << 64) - 1
+
+
+def _nanos(value: int) -> int:
+    """``value`` within OTLP's timestamp range."""
+    if 0 <= value <= _MAX_NANOS:
+        return value
+    return 0 if value < 0 else _MAX_NANOS
 
 
 def _to_float(raw: Any) -> float:
@@ -316,8 +333,8 @@ def _canonical_otlp_span(span: Any, resource: dict[str, Any], scope: str | None)
         span_id,
         _canonical_id(parent, 16) if parent else None,
         kind,
-        int(start),
-        int(end),
+        _nanos(int(start)),
+        _nanos(int(end)),
         attributes,
         code,
         description,
@@ -332,7 +349,7 @@ def _otlp_events(raw_events: Any) -> list[SpanEventView]:
         SpanEventView(
             str(event.get("name", "")),
             otlp_attributes(event.get("attributes")),
-            _to_int(_get(event, "timeUnixNano", "time_unix_nano")) or None,
+            _nanos(_to_int(_get(event, "timeUnixNano", "time_unix_nano"))) or None,
         )
         for event in raw_events
         if isinstance(event, dict)
@@ -389,8 +406,10 @@ def _otlp_span(
         trace_id=trace_id,
         span_id=span_id,
         parent_span_id=normalize_id(_get(span, "parentSpanId", "parent_span_id"), 16),
-        start_time_unix_nano=_to_int(_get(span, "startTimeUnixNano", "start_time_unix_nano")),
-        end_time_unix_nano=_to_int(_get(span, "endTimeUnixNano", "end_time_unix_nano")),
+        start_time_unix_nano=_nanos(
+            _to_int(_get(span, "startTimeUnixNano", "start_time_unix_nano"))
+        ),
+        end_time_unix_nano=_nanos(_to_int(_get(span, "endTimeUnixNano", "end_time_unix_nano"))),
         attributes=otlp_attributes(span.get("attributes")),
         status_code=_enum(status.get("code", 0), _STATUS_CODES, "STATUS_CODE_"),
         status_description=status.get("message") or None,
@@ -540,7 +559,7 @@ def _jaeger_span(span: Any, processes: dict[str, Any], stats: ReadStats) -> Span
         fields = jaeger_tags(log.get("fields"))
         name = fields.pop("event", None) or "log"
         events.append(
-            SpanEventView(str(name), fields, _to_int(log.get("timestamp")) * 1000 or None)
+            SpanEventView(str(name), fields, _nanos(_to_int(log.get("timestamp")) * 1000) or None)
         )
     process = span.get("process")
     if not isinstance(process, dict):
@@ -548,7 +567,7 @@ def _jaeger_span(span: Any, processes: dict[str, Any], stats: ReadStats) -> Span
     resource = jaeger_tags(process.get("tags"))
     if process.get("serviceName"):
         resource["service.name"] = process["serviceName"]
-    start_ns = _to_int(span.get("startTime")) * 1000
+    start_ns = _nanos(_to_int(span.get("startTime")) * 1000)
     stats.spans += 1
     return SpanView(
         name=str(span.get("operationName", "")),
@@ -557,7 +576,7 @@ def _jaeger_span(span: Any, processes: dict[str, Any], stats: ReadStats) -> Span
         span_id=span_id,
         parent_span_id=_jaeger_parent(span, trace_id),
         start_time_unix_nano=start_ns,
-        end_time_unix_nano=start_ns + _to_int(span.get("duration")) * 1000,
+        end_time_unix_nano=_nanos(start_ns + _to_int(span.get("duration")) * 1000),
         attributes=tags,
         status_code=status,
         status_description=str(description) if description else None,

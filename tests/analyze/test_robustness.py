@@ -183,3 +183,54 @@ def test_arbitrary_bytes_never_crash(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "bytes.bin"
     path.write_bytes(data)
     _analyze(path)
+
+
+def _timed_documents(start: object, end: object) -> list[dict[str, object]]:
+    """An OTLP and a Jaeger document whose one tool span has these times."""
+    otlp_span = {
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": "b7ad6b7169203331",
+        "name": "execute_tool search",
+        "kind": 1,
+        "startTimeUnixNano": start,
+        "endTimeUnixNano": end,
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+            {"key": "gen_ai.tool.name", "value": {"stringValue": "search"}},
+        ],
+    }
+    jaeger_span = {
+        "traceID": "0af7651916cd43dd8448eb211c80319c",
+        "spanID": "b7ad6b7169203331",
+        "operationName": "execute_tool search",
+        "startTime": float(str(end)) / 1000,  # Jaeger's µs: the larger time
+        "duration": 5,
+        "tags": [{"key": "gen_ai.tool.name", "type": "string", "value": "search"}],
+    }
+    return [
+        {"resourceSpans": [{"scopeSpans": [{"spans": [otlp_span]}]}]},
+        {"data": [{"traceID": jaeger_span["traceID"], "spans": [jaeger_span]}]},
+    ]
+
+
+def test_times_beyond_the_otlp_range_are_read_not_crashed_on(tmp_path: Path) -> None:
+    """A time past OTLP's 64-bit range (1.8e305 µs or Infinity in a Jaeger file, a 400-digit
+    number in an OTLP one) cannot become seconds as a float: it is clamped into the range,
+    and the span is still replayed."""
+    huge = "1" + "0" * 400
+    for n, document in enumerate(
+        [
+            *_timed_documents("1" + "0" * 20, huge),
+            *_timed_documents(str(-5), "1797693134862316" + "0" * 290),
+        ]
+    ):
+        path = tmp_path / f"times-{n}.json"
+        path.write_text(json.dumps(document))
+        spans = list(read_spans([str(path)]))
+        assert spans, document
+        for span in spans:
+            assert 0 <= span.start_time_unix_nano <= (1 << 64) - 1
+            assert 0 <= span.end_time_unix_nano <= (1 << 64) - 1
+        replayer = Replayer(LoopGuardConfig(), lambda run: None)
+        replayer.feed(iter(spans))
+        replayer.finish()
