@@ -18,6 +18,7 @@ from span_agent import DIALECTS, SpanAgent
 
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Action
+from otel_loopguard.engine.detectors import permanent_failure
 from otel_loopguard.engine.detectors.permanent_failure import classify_error, quota_limited
 from otel_loopguard.engine.events import ErrorInfo, Event, EventKind
 from otel_loopguard.engine.monitor import Monitor
@@ -72,6 +73,24 @@ def test_short_waits_and_other_errors_stay_as_they_were(status: int | None, mess
     error = ErrorInfo(None, message, status)
     assert not quota_limited(error)
     assert classify_error(error) == "retryable"
+
+
+def test_a_remembered_classification_answers_as_the_first_did() -> None:
+    """Answers are kept for the looping agent's next identical error: the second answer is
+    the first one, the horizon and the status are part of what is remembered, and the
+    memory stays bounded however many different errors pass."""
+    weekly = ErrorInfo("RateLimitError", WEEKLY, 429)
+    short = ErrorInfo("RateLimitError", OPENAI_TPM, 429)
+    for _ in range(2):
+        assert quota_limited(weekly) and classify_error(weekly) == "permanent"
+        assert not quota_limited(weekly, 0.0) and classify_error(weekly, 0.0) == "retryable"
+        assert not quota_limited(short) and classify_error(short) == "retryable"
+        assert classify_error(ErrorInfo(None, "Not Found", 404)) == "permanent"
+        assert classify_error(ErrorInfo(None, "Not Found", 503)) == "retryable"
+    for n in range(5000):
+        classify_error(ErrorInfo("ToolError", f"no such row {n}", None))
+    assert len(permanent_failure._classified) <= permanent_failure._CLASSIFIED_CAP
+    assert classify_error(weekly) == "permanent"
 
 
 def _tool_run(steps: list[list[Event]], **settings: object) -> list[Action]:

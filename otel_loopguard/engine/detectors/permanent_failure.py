@@ -197,6 +197,33 @@ def stated_wait(message: str) -> float | None:
     return None
 
 
+#: recent errors' answers (quota_limited's and classify_error's). A looping agent meets the
+#: same error again and again, two detectors classify each failure, and the regexes cost
+#: tens of thousands of instructions a message: the answer is kept, keyed by exactly what
+#: the classification reads. Cleared when full: bounded, O(1) per failure.
+_CLASSIFIED_CAP = 256
+_classified: dict[tuple[Any, ...], Any] = {}
+
+
+def _classified_key(what: str, error: ErrorInfo, horizon: float) -> tuple[Any, ...] | None:
+    """The cache key of ``what`` for ``error``: its type, status, the capped message and
+    the horizon; None (not cached) for a value of an unexpected type or a long type."""
+    error_type, status, message = error.type, error.status_code, error.message
+    if error_type is not None and (type(error_type) is not str or len(error_type) > 200):
+        return None
+    if (status is not None and type(status) is not int) or (
+        message is not None and type(message) is not str
+    ):
+        return None
+    return (what, error_type, status, (message or "")[:_MESSAGE_CAP], horizon)
+
+
+def _remember(key: tuple[Any, ...], answer: Any) -> None:
+    if len(_classified) >= _CLASSIFIED_CAP:
+        _classified.clear()
+    _classified[key] = answer
+
+
 def quota_limited(error: ErrorInfo, horizon: float = QUOTA_RESET_HORIZON) -> bool:
     """A usage or quota limit that cannot clear within the run (see the module doc):
     a stated wait beyond ``horizon`` seconds, a limit no wait clears (quota, billing,
@@ -204,6 +231,19 @@ def quota_limited(error: ErrorInfo, horizon: float = QUOTA_RESET_HORIZON) -> boo
     """
     if horizon <= 0:
         return False
+    key = _classified_key("quota", error, horizon)
+    if key is not None:
+        known = _classified.get(key)
+        if known is not None:
+            return bool(known)
+    answer = _quota_limited(error, horizon)
+    if key is not None:
+        _remember(key, answer)
+    return answer
+
+
+def _quota_limited(error: ErrorInfo, horizon: float) -> bool:
+    """:func:`quota_limited`, worked out."""
     message = (error.message or "")[:_MESSAGE_CAP]
     text = f"{error.type or ''} {message}" if error.type else message
     if error.status_code == 402 or _ACCOUNT_LIMIT.search(text):
@@ -220,6 +260,19 @@ def classify_error(error: ErrorInfo, quota_horizon: float = QUOTA_RESET_HORIZON)
     """``permanent`` when the status or the message says retrying the same call cannot
     help (a usage limit beyond ``quota_horizon`` seconds included), ``retryable`` when
     status, message or type say it may, else ``unclassified``."""
+    key = _classified_key("class", error, quota_horizon)
+    if key is not None:
+        known = _classified.get(key)
+        if known is not None:
+            return known  # type: ignore[no-any-return]
+    answer = _classify_error(error, quota_horizon)
+    if key is not None:
+        _remember(key, answer)
+    return answer
+
+
+def _classify_error(error: ErrorInfo, quota_horizon: float) -> ErrorClass:
+    """:func:`classify_error`, worked out."""
     message = (error.message or "")[:_MESSAGE_CAP]
     if quota_horizon > 0 and quota_limited(error, quota_horizon):
         return "permanent"
