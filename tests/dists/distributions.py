@@ -18,6 +18,16 @@ else:  # Python 3.10: tomli is the same parser
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
+#: the C sources hatch_build.py compiles into the compiled wheel (and only there)
+NATIVE_SOURCES = sorted(
+    path.relative_to(ROOT).as_posix() for path in (ROOT / "otel_loopguard").rglob("*.c")
+)
+
+
+def native_module(source: str) -> str:
+    """A C source's module name: otel_loopguard/engine/_native_signatures.c ->
+    otel_loopguard.engine._native_signatures."""
+    return source.removesuffix(".c").replace("/", ".")
 
 
 @dataclass(frozen=True)

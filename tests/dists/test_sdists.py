@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from archives import sdist_files, wheel_metadata
 from conftest import Built
-from distributions import CORE, PROJECTS, ROOT, Project
+from distributions import CORE, NATIVE_SOURCES, PROJECTS, ROOT, Project
 
 by_name = pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
 
@@ -34,11 +34,12 @@ def test_the_sdist_holds_pyproject_readme_and_every_package_file(
 
 
 def test_the_core_sdist_can_build_the_compiled_wheel(built: dict[str, Built]) -> None:
-    """The compiled wheel is built from the sdist too: the native signature core's hook and
-    C source must be in it (the mypyc hook's modules are the package's .py files)."""
+    """The compiled wheel is built from the sdist too: the native modules' hook and C
+    sources must be in it (the mypyc hook's modules are the package's .py files)."""
     files = sdist_files(built[CORE.name].require().sdist)
     assert "hatch_build.py" in files
-    assert "otel_loopguard/engine/_native_signatures.c" in files
+    assert "otel_loopguard/engine/_native_signatures.c" in NATIVE_SOURCES
+    assert sorted(set(NATIVE_SOURCES) - files) == []
 
 
 def test_the_core_sdist_holds_no_instrumentation_file(built: dict[str, Built]) -> None:

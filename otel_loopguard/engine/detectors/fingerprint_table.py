@@ -13,13 +13,19 @@ Every operation touches one set: O(WAYS) byte moves done in C, independent of th
 length. Two distinct signatures collide only if their 32-bit fingerprints are equal and
 land in the same set, about once in 500 million lookups at 8 ways; a collision merges two
 counts, it never raises.
+
+The compiled build also ships ``_native_table.c``: get, bump, insert and update in C, the
+same moves on the same bytes for the plain case (an exact bytearray, int keys and values in
+range), NotImplemented otherwise, when the method's Python body runs as here in the pure
+build. tests/test_native_table.py holds the two to the same answers and the same bytes.
 """
 
 from __future__ import annotations
 
+import importlib
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 WAYS = 8
@@ -29,6 +35,27 @@ _pack_key = _KEY.pack
 _pack_count_into = struct.Struct("<IH").pack_into  # a key and its count, as bump writes them
 # one Struct per value format, shared by every table (a Struct per table was per-run memory)
 _VALUE_STRUCTS: dict[str, struct.Struct] = {}
+#: each value format's codes as the native functions read them (b"IHII"), shared likewise
+_VALUE_CODES: dict[str, bytes] = {}
+
+
+def _load_native(name: str) -> Callable[..., Any] | None:
+    """The native function ``name``, or None where the module is not built (or broken):
+    the method's Python body, which makes the same moves, runs then."""
+    try:
+        module = importlib.import_module("otel_loopguard.engine.detectors._native_table")
+        native: Callable[..., Any] = getattr(module, name)
+    except Exception:
+        return None
+    return native
+
+
+# module globals, read at each call: tests/test_native_table.py sets them to None to run
+# the Python bodies as the reference
+_native_get = _load_native("get")
+_native_bump = _load_native("bump")
+_native_insert = _load_native("insert")
+_native_update = _load_native("update")
 
 
 def fingerprint(signature: str) -> int:
@@ -46,7 +73,7 @@ def fingerprint(signature: str) -> int:
 class FingerprintTable:
     """At most ``capacity`` (rounded up to a multiple of :data:`WAYS`) keys with packed values."""
 
-    __slots__ = ("_buffer", "_record", "_sets", "_span", "_values")
+    __slots__ = ("_buffer", "_codes", "_record", "_sets", "_span", "_values")
 
     MAX_COUNT: ClassVar[int] = 0xFFFF  # counts stored as "H" saturate here
 
@@ -55,6 +82,10 @@ class FingerprintTable:
         if values is None:
             values = _VALUE_STRUCTS.setdefault(value_format, struct.Struct("<" + value_format))
         self._values = values
+        codes = _VALUE_CODES.get(value_format)
+        if codes is None:
+            codes = _VALUE_CODES.setdefault(value_format, value_format.encode("ascii", "replace"))
+        self._codes = codes
         self._record = 4 + self._values.size
         self._sets = max(1, -(-capacity // WAYS))
         self._span = WAYS * self._record  # bytes per set
@@ -82,6 +113,11 @@ class FingerprintTable:
 
     def get(self, key: int) -> tuple[Any, ...] | None:
         """The values of ``key`` (and mark it most recently used), or ``None``."""
+        native = _native_get
+        if native is not None:
+            found = native(self._buffer, key, self._sets, self._span, self._codes)
+            if found is not NotImplemented:
+                return found  # type: ignore[no-any-return]
         # _find inlined: get and bump run several times per event
         record, span, buffer = self._record, self._span, self._buffer
         start = (key % self._sets) * span
@@ -106,6 +142,12 @@ class FingerprintTable:
 
     def insert(self, key: int, *values: Any) -> None:
         """:meth:`put` for a key that :meth:`get` just did not find (skips the lookup)."""
+        native = _native_insert
+        if (
+            native is not None
+            and native(self._buffer, key, self._sets, self._span, self._codes, values) is None
+        ):
+            return
         packed = _pack_key(key) + self._values.pack(*values)
         # _write_front(start, -1, packed), inlined: a first-time call inserts in two tables
         buffer, record, span = self._buffer, self._record, self._span
@@ -115,6 +157,12 @@ class FingerprintTable:
 
     def update(self, key: int, *values: Any) -> None:
         """New values for a key that :meth:`get` just found (it is at the front of its set)."""
+        native = _native_update
+        if (
+            native is not None
+            and native(self._buffer, key, self._sets, self._span, self._codes, values) is None
+        ):
+            return
         self._values.pack_into(self._buffer, (key % self._sets) * self._span + 4, *values)
 
     def _write_front(self, start: int, at: int, packed: bytes) -> None:
@@ -130,6 +178,11 @@ class FingerprintTable:
 
         The hot path of repetition counting, so one lookup and byte moves only.
         """
+        native = _native_bump
+        if native is not None:
+            count = native(self._buffer, key, self._sets, self._span, self._codes, self.MAX_COUNT)
+            if count is not NotImplemented:
+                return count  # type: ignore[no-any-return]
         record, span, buffer = self._record, self._span, self._buffer
         start = (key % self._sets) * span
         end = start + span
