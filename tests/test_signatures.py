@@ -519,6 +519,21 @@ def test_signatures_equal_those_pinned_from_the_original_implementation() -> Non
     assert len(explained) <= 10, explained
 
 
+@pytest.mark.parametrize("space", ["\xa0", "\u2003", "\x1c", "\x85"])
+def test_code_with_a_no_break_space_is_signed_by_its_content(space: str) -> None:
+    """Text whose only non-ASCII characters are whitespace that ``split`` folds, and which
+    is code-shaped or under a verbatim key, once crashed the ASCII path and signed as
+    ``<str>``: two different terminal outputs looked like the same answer (a false "same
+    result" for the no-progress detector). Each now signs by its own content."""
+    first = f"{space}$ ls -la /srv; f(x)"
+    second = f"{space}$ cat /etc/hosts; g(y)"
+    assert output_signature(first) != output_signature(second)
+    assert call_signature("shell", {"command": first}) != call_signature(
+        "shell", {"command": second}
+    )
+    assert describe_output(first, 200).strip() not in ("<str>", "")
+
+
 def repin(why: str) -> int:
     """Re-sign every pinned case with this checkout; record ``why`` and how many changed."""
     pins = json.loads(PINS.read_text(encoding="utf-8"))

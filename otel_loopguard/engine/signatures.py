@@ -532,7 +532,9 @@ def _canonical_text(
             return done
     raw = value[: max_chars + _SLACK]
     head = " ".join(raw.split())
-    if not head.isascii():
+    # the ASCII path below needs ASCII text; a verbatim value keeps raw's own whitespace, so
+    # raw must be ASCII too (a no-break space folds away from head, not from raw)
+    if not head.isascii() or (not raw.isascii() and (verbatim or _code_shaped(raw))):
         if not verbatim and _code_shaped(raw):
             verbatim = True
         if verbatim:
