@@ -137,6 +137,11 @@ def _nanos(value: int) -> int:
     return 0 if value < 0 else _MAX_NANOS
 
 
+def _to_nanos(raw: Any, unit: int = 1) -> int:
+    """A time field (``unit`` nanoseconds each: 1000 for Jaeger's µs) as OTLP nanoseconds."""
+    return _nanos(_to_int(raw) * unit)
+
+
 def _to_float(raw: Any) -> float:
     if isinstance(raw, str):
         return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.get(raw) or float(
@@ -349,7 +354,7 @@ def _otlp_events(raw_events: Any) -> list[SpanEventView]:
         SpanEventView(
             str(event.get("name", "")),
             otlp_attributes(event.get("attributes")),
-            _nanos(_to_int(_get(event, "timeUnixNano", "time_unix_nano"))) or None,
+            _to_nanos(_get(event, "timeUnixNano", "time_unix_nano")) or None,
         )
         for event in raw_events
         if isinstance(event, dict)
@@ -406,10 +411,8 @@ def _otlp_span(
         trace_id=trace_id,
         span_id=span_id,
         parent_span_id=normalize_id(_get(span, "parentSpanId", "parent_span_id"), 16),
-        start_time_unix_nano=_nanos(
-            _to_int(_get(span, "startTimeUnixNano", "start_time_unix_nano"))
-        ),
-        end_time_unix_nano=_nanos(_to_int(_get(span, "endTimeUnixNano", "end_time_unix_nano"))),
+        start_time_unix_nano=_to_nanos(_get(span, "startTimeUnixNano", "start_time_unix_nano")),
+        end_time_unix_nano=_to_nanos(_get(span, "endTimeUnixNano", "end_time_unix_nano")),
         attributes=otlp_attributes(span.get("attributes")),
         status_code=_enum(status.get("code", 0), _STATUS_CODES, "STATUS_CODE_"),
         status_description=status.get("message") or None,
@@ -559,7 +562,7 @@ def _jaeger_span(span: Any, processes: dict[str, Any], stats: ReadStats) -> Span
         fields = jaeger_tags(log.get("fields"))
         name = fields.pop("event", None) or "log"
         events.append(
-            SpanEventView(str(name), fields, _nanos(_to_int(log.get("timestamp")) * 1000) or None)
+            SpanEventView(str(name), fields, _to_nanos(log.get("timestamp"), 1000) or None)
         )
     process = span.get("process")
     if not isinstance(process, dict):
@@ -567,7 +570,7 @@ def _jaeger_span(span: Any, processes: dict[str, Any], stats: ReadStats) -> Span
     resource = jaeger_tags(process.get("tags"))
     if process.get("serviceName"):
         resource["service.name"] = process["serviceName"]
-    start_ns = _nanos(_to_int(span.get("startTime")) * 1000)
+    start_ns = _to_nanos(span.get("startTime"), 1000)
     stats.spans += 1
     return SpanView(
         name=str(span.get("operationName", "")),

@@ -34,9 +34,8 @@ _KEY = struct.Struct("<I")
 _pack_key = _KEY.pack
 _pack_count_into = struct.Struct("<IH").pack_into  # a key and its count, as bump writes them
 # one Struct per value format, shared by every table (a Struct per table was per-run memory)
-_VALUE_STRUCTS: dict[str, struct.Struct] = {}
-#: each value format's codes as the native functions read them (b"IHII"), shared likewise
-_VALUE_CODES: dict[str, bytes] = {}
+#: beside each Struct, its codes as the native functions read them (b"IHII")
+_VALUE_STRUCTS: dict[str, tuple[struct.Struct, bytes]] = {}
 
 
 def _load_native(name: str) -> Callable[..., Any] | None:
@@ -78,14 +77,11 @@ class FingerprintTable:
     MAX_COUNT: ClassVar[int] = 0xFFFF  # counts stored as "H" saturate here
 
     def __init__(self, capacity: int, value_format: str) -> None:
-        values = _VALUE_STRUCTS.get(value_format)
-        if values is None:
-            values = _VALUE_STRUCTS.setdefault(value_format, struct.Struct("<" + value_format))
-        self._values = values
-        codes = _VALUE_CODES.get(value_format)
-        if codes is None:
-            codes = _VALUE_CODES.setdefault(value_format, value_format.encode("ascii", "replace"))
-        self._codes = codes
+        shared = _VALUE_STRUCTS.get(value_format)
+        if shared is None:
+            made = (struct.Struct("<" + value_format), value_format.encode("ascii", "replace"))
+            shared = _VALUE_STRUCTS.setdefault(value_format, made)
+        self._values, self._codes = shared
         self._record = 4 + self._values.size
         self._sets = max(1, -(-capacity // WAYS))
         self._span = WAYS * self._record  # bytes per set

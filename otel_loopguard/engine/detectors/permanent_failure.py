@@ -58,6 +58,7 @@ attempt later (the third at the latest).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from otel_loopguard.engine.config import LoopGuardConfig
@@ -205,23 +206,25 @@ _CLASSIFIED_CAP = 256
 _classified: dict[tuple[Any, ...], Any] = {}
 
 
-def _classified_key(what: str, error: ErrorInfo, horizon: float) -> tuple[Any, ...] | None:
-    """The cache key of ``what`` for ``error``: its type, status, the capped message and
-    the horizon; None (not cached) for a value of an unexpected type or a long type."""
+def _remembered(work: Callable[[ErrorInfo, float], Any], error: ErrorInfo, horizon: float) -> Any:
+    """``work(error, horizon)``, answered from :data:`_classified` when this error was
+    classified before: keyed by ``work``, the type, the status, the capped message and the
+    horizon. A value of an unexpected type, or a long type, is worked out every time."""
     error_type, status, message = error.type, error.status_code, error.message
-    if error_type is not None and (type(error_type) is not str or len(error_type) > 200):
-        return None
-    if (status is not None and type(status) is not int) or (
-        message is not None and type(message) is not str
+    if (
+        (error_type is not None and (type(error_type) is not str or len(error_type) > 200))
+        or (status is not None and type(status) is not int)
+        or (message is not None and type(message) is not str)
     ):
-        return None
-    return (what, error_type, status, (message or "")[:_MESSAGE_CAP], horizon)
-
-
-def _remember(key: tuple[Any, ...], answer: Any) -> None:
-    if len(_classified) >= _CLASSIFIED_CAP:
-        _classified.clear()
-    _classified[key] = answer
+        return work(error, horizon)
+    key = (work, error_type, status, (message or "")[:_MESSAGE_CAP], horizon)
+    known = _classified.get(key)
+    if known is None:
+        known = work(error, horizon)
+        if len(_classified) >= _CLASSIFIED_CAP:
+            _classified.clear()
+        _classified[key] = known
+    return known
 
 
 def quota_limited(error: ErrorInfo, horizon: float = QUOTA_RESET_HORIZON) -> bool:
@@ -231,15 +234,7 @@ def quota_limited(error: ErrorInfo, horizon: float = QUOTA_RESET_HORIZON) -> boo
     """
     if horizon <= 0:
         return False
-    key = _classified_key("quota", error, horizon)
-    if key is not None:
-        known = _classified.get(key)
-        if known is not None:
-            return bool(known)
-    answer = _quota_limited(error, horizon)
-    if key is not None:
-        _remember(key, answer)
-    return answer
+    return bool(_remembered(_quota_limited, error, horizon))
 
 
 def _quota_limited(error: ErrorInfo, horizon: float) -> bool:
@@ -260,15 +255,7 @@ def classify_error(error: ErrorInfo, quota_horizon: float = QUOTA_RESET_HORIZON)
     """``permanent`` when the status or the message says retrying the same call cannot
     help (a usage limit beyond ``quota_horizon`` seconds included), ``retryable`` when
     status, message or type say it may, else ``unclassified``."""
-    key = _classified_key("class", error, quota_horizon)
-    if key is not None:
-        known = _classified.get(key)
-        if known is not None:
-            return known  # type: ignore[no-any-return]
-    answer = _classify_error(error, quota_horizon)
-    if key is not None:
-        _remember(key, answer)
-    return answer
+    return _remembered(_classify_error, error, quota_horizon)  # type: ignore[no-any-return]
 
 
 def _classify_error(error: ErrorInfo, quota_horizon: float) -> ErrorClass:
