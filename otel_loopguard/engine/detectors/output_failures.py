@@ -34,11 +34,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from otel_loopguard.engine.detectors.output_text import texts_and_code
+from otel_loopguard.engine.detectors.output_text import suspect_lines, texts_and_code
 
 _TEXT_KEYS = ("stdout", "stderr", "output", "result", "content", "text", "message", "error")
 _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code", "exit_status")
-_LINES_PER_NEEDLE = 4
 
 #: substrings one of which every marker holds (the screen) and whose lines are looked at
 _NEEDLES = (
@@ -97,26 +96,6 @@ _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
-def _suspect_lines(text: str) -> list[str]:
-    """The lines holding a needle, the last few per needle (failures end an output, or
-    open it: both ends are in the capped text)."""
-    lines: list[str] = []
-    starts: set[int] = set()
-    for needle in _NEEDLES:
-        end = len(text)
-        for _ in range(_LINES_PER_NEEDLE):
-            at = text.rfind(needle, 0, end)
-            if at < 0:
-                break
-            begin = text.rfind("\n", 0, at) + 1
-            if begin not in starts:
-                starts.add(begin)
-                stop = text.find("\n", at)
-                lines.append(text[begin : stop if stop >= 0 else len(text)])
-            end = begin
-    return lines
-
-
 def _may_fail(text: str) -> bool:
     """Cheap screen: every marker holds one of the needles (C-speed substring tests)."""
     return (
@@ -140,7 +119,7 @@ def output_failure(output: Any, exit_code: Any = None) -> str | None:
         code = exit_code
     if code:
         return f"exit code {code}"
-    lines = [line for text in texts if _may_fail(text) for line in _suspect_lines(text)]
+    lines = [line for text in texts if _may_fail(text) for line in suspect_lines(text, _NEEDLES)]
     if not lines:
         return None
     for label, pattern in _MARKERS:

@@ -1,4 +1,5 @@
-"""The texts of a tool output worth reading for failure markers, capped, and its exit code.
+"""The texts of a tool output worth reading for failure markers, capped, its exit code, and
+the lines of those texts worth matching.
 
 Two detectors read a tool's output for signs of failure: the shell-failure hint
 (:mod:`~otel_loopguard.engine.detectors.shell_failure`, a failed shell call's class) and the
@@ -57,3 +58,32 @@ def texts_and_code(
         ]
         return [text for text in texts if text], None
     return [], None
+
+
+LINES_PER_NEEDLE = 4  # lines looked at per needle, the last ones of a text
+
+
+def suspect_lines(text: str, needles: tuple[str, ...]) -> list[str]:
+    """The lines of ``text`` holding one of ``needles``, the last :data:`LINES_PER_NEEDLE`
+    per needle (failures end an output, or open it: both ends are in a capped text), each
+    line once.
+
+    Every pattern either detector looks for matches within one line, so its regexes run on
+    these short lines only, never across the whole capped text: finding them is C-speed
+    substring search.
+    """
+    lines: list[str] = []
+    starts: set[int] = set()
+    for needle in needles:
+        end = len(text)
+        for _ in range(LINES_PER_NEEDLE):
+            at = text.rfind(needle, 0, end)
+            if at < 0:
+                break
+            begin = text.rfind("\n", 0, at) + 1
+            if begin not in starts:
+                starts.add(begin)
+                stop = text.find("\n", at)
+                lines.append(text[begin : stop if stop >= 0 else len(text)])
+            end = begin
+    return lines

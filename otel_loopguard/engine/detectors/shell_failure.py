@@ -26,7 +26,12 @@ from typing import Any, ClassVar
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import Signal
 from otel_loopguard.engine.detectors.base import RunCounters, mypyc_attr
-from otel_loopguard.engine.detectors.output_text import SCAN_CHARS, capped_text, texts_and_code
+from otel_loopguard.engine.detectors.output_text import (
+    SCAN_CHARS,
+    capped_text,
+    suspect_lines,
+    texts_and_code,
+)
 from otel_loopguard.engine.detectors.state_io import export_dataclass, restore_dataclass
 from otel_loopguard.engine.detectors.tool_names import ToolNameMatcher
 from otel_loopguard.engine.events import Event, EventKind
@@ -177,34 +182,10 @@ _NEEDLES = (
     "annot find",
     "is denied",
 )
-_LINES_PER_NEEDLE = 4
-
-
-def _suspect_lines(text: str) -> list[str]:
-    """The lines holding a needle, the last few per needle (errors end an output).
-
-    Every pattern matches within one line, so the regexes run on these short lines only,
-    never across the whole capped text: finding them is C-speed substring search.
-    """
-    lines: list[str] = []
-    starts: set[int] = set()
-    for needle in _NEEDLES:
-        end = len(text)
-        for _ in range(_LINES_PER_NEEDLE):
-            at = text.rfind(needle, 0, end)
-            if at < 0:
-                break
-            begin = text.rfind("\n", 0, at) + 1
-            if begin not in starts:
-                starts.add(begin)
-                stop = text.find("\n", at)
-                lines.append(text[begin : stop if stop >= 0 else len(text)])
-            end = begin
-    return lines
 
 
 def _match(texts: list[str]) -> ShellFailure | None:
-    lines = [line for text in texts if _may_fail(text) for line in _suspect_lines(text)]
+    lines = [line for text in texts if _may_fail(text) for line in suspect_lines(text, _NEEDLES)]
     for failure_class, pattern in _PATTERNS:
         for line in lines:
             if pattern.search(line):
