@@ -19,6 +19,7 @@ from monitor_doubles import (
 from otel_loopguard import Monitor
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import CONTINUE, Action, Decision, RunEndState
+from otel_loopguard.engine.detectors.repetition import RepetitionDetector
 from otel_loopguard.engine.events import Event, EventKind
 
 
@@ -353,6 +354,31 @@ def test_a_restored_stopped_run_stays_stopped() -> None:
     assert again.action is Action.STOP and again.end_state is stop.end_state
     assert again.reasons[0].message == stop.reasons[0].message
     assert second.preflight("r") is again
+
+
+def test_an_override_in_a_python_subclass_of_a_built_in_detector_is_what_runs() -> None:
+    """The built-in detectors are compiled classes in the compiled build that allow Python
+    subclasses: a subclass's ``observe`` must be the one the monitor calls, with the
+    built-in's own judgement behind it, beside a plug-in that has only the protocol's
+    methods."""
+    seen: list[EventKind] = []
+
+    class Audited(RepetitionDetector):
+        def observe(self, event, state, counters):
+            seen.append(event.kind)
+            return super().observe(event, state, counters)
+
+    plug_in = CountingDetector()
+    monitor = make(Audited(LoopGuardConfig(repetition_threshold=3)), plug_in)
+    decisions = []
+    for _ in range(3):
+        decisions.append(monitor.observe(call("r", signature="tool:search(q=same)")))
+        decisions.append(monitor.observe(result("r")))
+
+    assert seen == [EventKind.TOOL_CALL, EventKind.TOOL_RESULT] * 3
+    assert monitor.export_run("r")["detectors"]["counting"] == {"events": 6}
+    flagged = [d.detectors for d in decisions if d.action is not Action.CONTINUE]
+    assert flagged and flagged[0] == ("repetition",)
 
 
 def test_restore_tolerates_missing_keys_and_bad_detector_state() -> None:
