@@ -13,7 +13,9 @@ The core's tests run twice, on the source (``core``) and on the mypyc-compiled w
 can build (``compiled``); so does each framework's (``<framework>`` on the source core,
 ``<framework>-compiled`` on the compiled wheel: compiled code checks declared types at run
 time, so a framework handing the core a value of another type shows up there). The wheel is
-built once per run.
+built once per run and interpreter. A release ships compiled wheels for every supported
+CPython, and each carries the hand-written C modules too, so the compiled core's tests also
+run on the newest one (``compiled-py3.13``; see ``COMPILED_ON_OTHER_PYTHONS``).
 
 The ``dists`` suite tests what users install instead of the source: it builds the sdist and
 the wheel of every distribution (the core and each ``instrumentation/<framework>/``), checks
@@ -68,6 +70,9 @@ VENVS = ROOT / ".venvs"
 PYTHON = os.environ.get("LOOPGUARD_TEST_PYTHON", sys.executable)
 #: the supported CPythons the core's tests also run on, besides PYTHON (CI's is 3.11)
 OTHER_PYTHONS = ("3.10", "3.12", "3.13")
+#: the CPythons the compiled core's tests also run on (``compiled-py<version>``): the newest,
+#: whose C API moves the most under mypyc's and the native modules' code
+COMPILED_ON_OTHER_PYTHONS = ("3.13",)
 #: framework suites that also run on another CPython (``<framework>-py<version>``)
 FRAMEWORKS_ON_OTHER_PYTHONS = {"openai": ("3.13",), "langchain": ("3.13",)}
 #: the suites' shared test helpers, installed (editable) into every venv but the dists suite's
@@ -113,6 +118,10 @@ def discover() -> list[Suite]:
     testing = (str(TESTING),)
     suites = [Suite("core", ROOT, testing), Suite("compiled", ROOT, testing, compiled=True)]
     suites += [Suite(f"core-py{v}", ROOT, testing, python_version=v) for v in OTHER_PYTHONS]
+    suites += [
+        Suite(f"compiled-py{v}", ROOT, testing, compiled=True, python_version=v)
+        for v in COMPILED_ON_OTHER_PYTHONS
+    ]
     # the built distributions, installed as users install them (tests/dists/)
     suites.append(Suite("dists", ROOT, tests=DISTS_TESTS, requirements=DISTS_REQUIREMENTS))
     instrumentation = ROOT / "instrumentation"
@@ -271,7 +280,7 @@ def run_suite(suite: Suite, pytest_args: list[str]) -> Outcome:
     if suite.requirements is not None:
         installs += suite.requirements
     elif suite.compiled:
-        wheel = _compiled_wheel(log)
+        wheel = _compiled_wheel(log, interpreter)
         if wheel is None:
             outcome.status = "build failed"
             outcome.seconds = time.monotonic() - start
@@ -330,26 +339,29 @@ def run_suite(suite: Suite, pytest_args: list[str]) -> Outcome:
 
 
 _wheel_lock = threading.Lock()
-_wheel_built: list[Path | None] = []  # the run's one build (its result, once tried)
+#: the run's builds, one per interpreter (its result, once tried: None when it failed)
+_wheels_built: dict[str, Path | None] = {}
 
 
-def _compiled_wheel(log: Path) -> Path | None:
-    """The core's compiled wheel, built on the first call of the run (suites run in threads:
-    the others wait for it and reuse it)."""
+def _compiled_wheel(log: Path, interpreter: str) -> Path | None:
+    """The core's compiled wheel for ``interpreter``, built on the first call of the run for
+    it (suites run in threads: the others wait for it)."""
     with _wheel_lock:
-        if not _wheel_built:
-            _wheel_built.append(_build_compiled_wheel(log))
-        elif _wheel_built[0] is None:
+        if interpreter not in _wheels_built:
+            _wheels_built[interpreter] = _build_compiled_wheel(log, interpreter)
+        elif _wheels_built[interpreter] is None:
             with log.open("a", encoding="utf-8") as handle:
                 handle.write("the compiled wheel failed to build earlier in this run\n")
-        return _wheel_built[0]
+        return _wheels_built[interpreter]
 
 
-def _build_compiled_wheel(log: Path) -> Path | None:
+def _build_compiled_wheel(log: Path, interpreter: str) -> Path | None:
     """Build the core's wheel with the mypyc hook on, from a copy of the sources: the hook
     compiles in place, and compiled modules left in the tree would shadow the .py files of
     every editable install."""
     out = VENVS / "compiled-wheel"
+    if interpreter != PYTHON:
+        out = VENVS / f"compiled-wheel-py{_python_version(interpreter)}"
     shutil.rmtree(out, ignore_errors=True)
     with tempfile.TemporaryDirectory() as temp:
         source = Path(temp) / "src"
@@ -360,8 +372,8 @@ def _build_compiled_wheel(log: Path) -> Path | None:
             if (ROOT / name).exists():
                 shutil.copy2(ROOT / name, source / name)
         env = dict(os.environ, HATCH_BUILD_HOOK_ENABLE_MYPYC="true")
-        # for the suites' interpreter: uv's own choice (python3 on PATH) may be another
-        build = [*_uv(), "build", "--wheel", "--python", PYTHON, "--out-dir", str(out)]
+        # for the suite's interpreter: uv's own choice (python3 on PATH) may be another
+        build = [*_uv(), "build", "--wheel", "--python", interpreter, "--out-dir", str(out)]
         if _run(build, log, source, env):
             return None
     wheels = sorted(out.glob("otel_loopguard-*.whl"))
