@@ -421,7 +421,10 @@ def main(argv: list[str] | None = None) -> int:
 
     suites = discover()
     if args.list:
-        print("\n".join(suite.name for suite in suites))
+        try:
+            print("\n".join(suite.name for suite in suites), flush=True)
+        except BrokenPipeError:  # read by `head`, which stopped reading: not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     if args.suites:
         unknown = set(args.suites) - {s.name for s in suites}
