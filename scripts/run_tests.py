@@ -22,7 +22,7 @@ the wheel of every distribution (the core and each ``instrumentation/<framework>
 what they hold, installs all the wheels into a fresh venv and runs the command-line tools and
 ``opentelemetry-instrument`` from there. Its tests are ``tests/dists/`` (their own pytest.ini;
 the core suites leave that folder out) and its venv holds only what they drive: pytest,
-packaging and uv.
+packaging, uv and cibuildwheel (asked which wheels a release would build, not run).
 
 Every suite runs on the interpreter that runs this script (or ``LOOPGUARD_TEST_PYTHON``),
 but the package claims every Python from 3.10 on, and users run newer ones than CI's: so the
@@ -83,7 +83,14 @@ DISTS_TESTS = "tests/dists"
 #: Python the core runs on: tests/conftest.py leaves them out of the core's suites)
 COLLECTOR_TESTS = "tests/collector"
 #: all the dists suite's venv holds: its tests build and install the distributions themselves
-DISTS_REQUIREMENTS = ("pytest>=8", "packaging>=23", "uv", "tomli>=2; python_version < '3.11'")
+DISTS_REQUIREMENTS = (
+    "pytest>=8",
+    "packaging>=23",
+    "uv",
+    "tomli>=2; python_version < '3.11'",
+    # asked which wheels the release's builder would make (pyproject's [tool.cibuildwheel])
+    "cibuildwheel>=3,<5",
+)
 
 
 @dataclass

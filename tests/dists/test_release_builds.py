@@ -12,9 +12,11 @@ it says.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tarfile
 from pathlib import Path
+from typing import Any
 
 from archives import wheel_files, wheel_metadata, wheel_text
 from conftest import COMPILE_SWITCH, Built, Venv, explain, run, uv
@@ -137,3 +139,62 @@ def test_each_venv_imports_the_build_it_holds(installed: Venv) -> None:
     assert compiled is (installed.build == "compiled")
     assert monitor_file.endswith(_EXTENSION_SUFFIXES) is compiled
     assert Path(monitor_file).resolve().is_relative_to(installed.path.resolve())
+
+
+# -- the release's wheel builder (pyproject's [tool.cibuildwheel]) ----------------------------
+
+#: the compiled wheels a release publishes (docs/releasing.md): these CPythons, on these
+#: platforms; every other platform and Python installs the pure wheel
+RELEASED_PYTHONS = ("3.10", "3.11", "3.12", "3.13")
+RELEASED_PLATFORMS = {
+    "linux": ("manylinux_x86_64", "manylinux_aarch64"),
+    "macos": ("macosx_x86_64", "macosx_arm64"),
+    "windows": (),
+}
+
+
+def release_builder() -> dict[str, Any]:
+    """pyproject's ``[tool.cibuildwheel]``: how the published compiled wheels are built."""
+    pyproject = tomllib.loads((CORE.directory / "pyproject.toml").read_text())
+    config: dict[str, Any] = pyproject["tool"]["cibuildwheel"]
+    return config
+
+
+def test_the_release_builder_makes_the_compiled_wheels_the_docs_promise_and_no_others() -> None:
+    """cibuildwheel (in the manylinux images and on macOS) builds the published compiled
+    wheels from pyproject's configuration. Asked which it would build on each platform, it
+    must name exactly the CPythons and platforms docs/releasing.md promises: no Python the
+    compiled suites never ran (a free-threaded or newer one), no Windows or musl wheel."""
+    cibuildwheel = Path(sys.executable).with_name("cibuildwheel")
+    for platform_name, tags in RELEASED_PLATFORMS.items():
+        done = run(
+            [cibuildwheel, "--print-build-identifiers", "--platform", platform_name, "."],
+            CORE.directory,
+        )
+        assert done.returncode == 0, explain(done)
+        expected = {f"cp{v.replace('.', '')}-{tag}" for v in RELEASED_PYTHONS for tag in tags}
+        assert set(done.stdout.split()) == expected, platform_name
+    releasing = " ".join((CORE.directory / "docs" / "releasing.md").read_text().split())
+    assert f"CPython {RELEASED_PYTHONS[0]} to {RELEASED_PYTHONS[-1]}" in releasing
+
+
+def test_the_release_builder_turns_the_compiled_build_on() -> None:
+    """The switch this suite builds the compiled wheel with is the one the release's
+    builder sets (without it cibuildwheel would publish pure wheels tagged per platform)."""
+    assert release_builder()["environment"] == COMPILE_SWITCH
+
+
+def test_the_release_builders_own_test_refuses_a_wheel_that_is_not_compiled(
+    installed: Venv,
+) -> None:
+    """cibuildwheel runs the configured test command in a fresh environment holding each
+    wheel it built: it passes with the compiled build and fails with the pure one."""
+    command = release_builder()["test-command"]
+    path = f"{installed.path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    done = installed.run("sh", "-c", command, PATH=path)
+    if installed.build == "compiled":
+        assert done.returncode == 0, explain(done)
+        assert done.stdout.strip(), explain(done)  # the version, from the command line tool
+    else:
+        assert done.returncode != 0, explain(done)
+        assert "not the compiled build" in done.stderr
