@@ -230,30 +230,43 @@ def _block_cpu(
     return statistics.median(samples)
 
 
-def breakdown(spans: int = 1_000) -> dict[str, float]:
-    """Seconds per tool span of each part of the hooks, and of the plain SDK span."""
+def premade_tool_spans(spans: int) -> tuple[TracerProvider, list[ReadableSpan], ReadableSpan]:
+    """``spans`` ended tool spans inside one agent span, made by the real SDK, to feed to a
+    processor's hooks in a loop: the provider, the tool spans and the agent span."""
     keeper = _Keep()
     provider = TracerProvider()
     provider.add_span_processor(keeper)
-    barrier = threading.Barrier(1)
-    agent(provider, 0, spans, barrier)
+    agent(provider, 0, spans, threading.Barrier(1))
     made = [s for s in keeper.spans if s.name.startswith("execute_tool")]
     (agent_span,) = [s for s in keeper.spans if s.name.startswith("invoke_agent")]
+    return provider, made, agent_span
+
+
+def processor_in_agent(
+    provider: TracerProvider,
+    agent_span: ReadableSpan,
+    config: LoopGuardConfig,
+    detectors: list[Any] | None = None,
+) -> LoopGuardSpanProcessor:
+    """A loopguard processor (``detectors``: the monitor's, None for the defaults) that has
+    seen ``agent_span`` start: the premade tool spans run inside it."""
+    monitor = Monitor(config, detectors=detectors) if detectors is not None else None
+    processor = LoopGuardSpanProcessor(LoopGuard(config, monitor=monitor, tracer_provider=provider))
+    processor.on_start(agent_span)  # type: ignore[arg-type]  # its agent span is open
+    return processor
+
+
+def breakdown(spans: int = 1_000) -> dict[str, float]:
+    """Seconds per tool span of each part of the hooks, and of the plain SDK span."""
+    provider, made, agent_span = premade_tool_spans(spans)
+    barrier = threading.Barrier(1)
     config = LoopGuardConfig()
 
     def plain(_: None) -> None:
         agent(TracerProvider(), 0, spans, barrier)
 
     def guarded(detectors: list[Any] | None) -> Callable[[], LoopGuardSpanProcessor]:
-        def setup() -> LoopGuardSpanProcessor:
-            monitor = Monitor(config, detectors=detectors) if detectors is not None else None
-            processor = LoopGuardSpanProcessor(
-                LoopGuard(config, monitor=monitor, tracer_provider=provider)
-            )
-            processor.on_start(agent_span)  # type: ignore[arg-type]  # its agent span is open
-            return processor
-
-        return setup
+        return lambda: processor_in_agent(provider, agent_span, config, detectors)
 
     def on_end(processor: LoopGuardSpanProcessor) -> None:
         for span in made:

@@ -37,19 +37,15 @@ import itertools
 import os
 import shutil
 import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from callgrind import collected
-from opentelemetry.sdk.trace import TracerProvider
-from span_overhead import _Keep, agent
+from span_overhead import premade_tool_spans, processor_in_agent
 
 from otel_loopguard import COMPILED
 from otel_loopguard.engine.config import LoopGuardConfig
 from otel_loopguard.engine.decisions import CONTINUE
-from otel_loopguard.engine.monitor import Monitor
-from otel_loopguard.guard import LoopGuard
 from otel_loopguard.processor import LoopGuardSpanProcessor
 
 WARM_UP = 200
@@ -96,17 +92,10 @@ def _take_out(processor: LoopGuardSpanProcessor, parts: tuple[str, ...]) -> None
 def child(variant: str, made_count: int, spans: int) -> None:
     """Make ``WARM_UP + made_count`` tool spans (the same in both runs of a count), then
     feed ``WARM_UP`` and then ``spans`` of them to one processor's hooks."""
-    keeper = _Keep()
-    provider = TracerProvider()
-    provider.add_span_processor(keeper)
-    agent(provider, 0, WARM_UP + made_count, threading.Barrier(1))
-    made = [s for s in keeper.spans if s.name.startswith("execute_tool")]
-    (agent_span,) = [s for s in keeper.spans if s.name.startswith("invoke_agent")]
-    config = LoopGuardConfig()
+    provider, made, agent_span = premade_tool_spans(WARM_UP + made_count)
     parts = VARIANTS[variant]
-    monitor = Monitor(config, detectors=[]) if "detectors" in parts else None
-    processor = LoopGuardSpanProcessor(LoopGuard(config, monitor=monitor, tracer_provider=provider))
-    processor.on_start(agent_span)  # type: ignore[arg-type]  # its agent span is open
+    detectors: list[Any] | None = [] if "detectors" in parts else None
+    processor = processor_in_agent(provider, agent_span, LoopGuardConfig(), detectors)
     _take_out(processor, parts)
     for span in made[: WARM_UP + spans]:
         processor.on_start(span)  # type: ignore[arg-type]
